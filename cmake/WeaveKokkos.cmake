@@ -1,0 +1,36 @@
+# Finds Kokkos and repairs one known packaging defect: Debian's Kokkos 3.4
+# (built inside Trilinos) declares Kokkos::kokkos with the include directory
+# <prefix>/lib/include, which does not exist; its headers are in
+# Kokkos_INCLUDE_DIRS (/usr/include/trilinos). Kokkos 4 installs are left as
+# they are. Installed with Weave so consumers get the same repair.
+find_package(Kokkos REQUIRED)
+
+function(weave_repair_kokkos_target)
+  if(NOT TARGET Kokkos::kokkos)
+    return()
+  endif()
+  get_target_property(_includes Kokkos::kokkos INTERFACE_INCLUDE_DIRECTORIES)
+  if(NOT _includes)
+    set(_includes "")
+  endif()
+  set(_kept "")
+  set(_dropped FALSE)
+  foreach(_dir IN LISTS _includes)
+    if(_dir MATCHES "^\\$<" OR EXISTS "${_dir}")
+      list(APPEND _kept "${_dir}")
+    else()
+      set(_dropped TRUE)
+    endif()
+  endforeach()
+  if(_dropped)
+    foreach(_dir IN LISTS Kokkos_INCLUDE_DIRS)
+      get_filename_component(_dir "${_dir}" REALPATH)
+      if(EXISTS "${_dir}/Kokkos_Core.hpp")
+        list(APPEND _kept "${_dir}")
+      endif()
+    endforeach()
+    set_target_properties(Kokkos::kokkos PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "${_kept}")
+    message(STATUS "Weave: repaired Kokkos::kokkos include directories -> ${_kept}")
+  endif()
+endfunction()
+weave_repair_kokkos_target()

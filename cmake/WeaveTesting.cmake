@@ -1,0 +1,36 @@
+# ctest helpers. MPI tests run through the launcher CMake's FindMPI found
+# (MPIEXEC_EXECUTABLE, MPIEXEC_NUMPROC_FLAG, MPIEXEC_PREFLAGS), so a cluster's
+# srun or mpiexec works by setting those. With Open MPI the tests also pass
+# --oversubscribe (more ranks than cores) and allow running as root, so
+# `ctest` works unchanged in containers and on small machines.
+execute_process(COMMAND ${MPIEXEC_EXECUTABLE} --version OUTPUT_VARIABLE _weave_mpiexec_version
+                ERROR_VARIABLE _weave_mpiexec_version RESULT_VARIABLE _weave_mpiexec_result)
+set(WEAVE_MPIEXEC_EXTRA_FLAGS "")
+if(_weave_mpiexec_version MATCHES "Open MPI|OpenRTE")
+  set(WEAVE_MPIEXEC_EXTRA_FLAGS --oversubscribe)
+endif()
+set(WEAVE_TEST_ENVIRONMENT
+    OMPI_ALLOW_RUN_AS_ROOT=1
+    OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+    OPENBLAS_NUM_THREADS=1
+    OMP_NUM_THREADS=1)
+
+# weave_add_mpi_test(<name> <target> RANKS <n>... [ARGS ...] [LABELS ...] [TIMEOUT s])
+# Adds one test per rank count, named <name>.np<n>.
+function(weave_add_mpi_test name target)
+  cmake_parse_arguments(PARSE_ARGV 2 arg "" "TIMEOUT" "RANKS;ARGS;LABELS;ENVIRONMENT")
+  if(NOT arg_TIMEOUT)
+    set(arg_TIMEOUT 600)
+  endif()
+  foreach(ranks IN LISTS arg_RANKS)
+    set(test_name "${name}.np${ranks}")
+    add_test(NAME ${test_name}
+             COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${ranks} ${MPIEXEC_PREFLAGS}
+                     ${WEAVE_MPIEXEC_EXTRA_FLAGS} $<TARGET_FILE:${target}> ${MPIEXEC_POSTFLAGS} ${arg_ARGS})
+    set_tests_properties(${test_name} PROPERTIES
+      ENVIRONMENT "${WEAVE_TEST_ENVIRONMENT};${arg_ENVIRONMENT}"
+      LABELS "mpi;${arg_LABELS}"
+      PROCESSORS ${ranks}
+      TIMEOUT ${arg_TIMEOUT})
+  endforeach()
+endfunction()

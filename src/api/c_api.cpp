@@ -1,0 +1,275 @@
+// The C API boundary: every entry point runs its body under `guarded`, which
+// turns exceptions into a status code and the thread-local message.
+#include <new>
+
+#include "api/handles.hpp"
+#include "backends/host/kokkos_runtime.hpp"
+#include "core/error.hpp"
+#include "core/mpi_check.hpp"
+#include "weave/weave.h"
+#include "weave_features.h"
+
+using namespace weave;
+
+namespace {
+
+template <class Body>
+weave_status_t guarded(Body&& body) noexcept {
+  try {
+    body();
+    return WEAVE_SUCCESS;
+  } catch (const Error& e) {
+    set_last_error(e.what());
+    return e.status();
+  } catch (const std::bad_alloc&) {
+    set_last_error("out of host memory");
+    return WEAVE_ERROR_OUT_OF_MEMORY;
+  } catch (const std::exception& e) {
+    set_last_error(std::string("internal error: ") + e.what());
+    return WEAVE_ERROR_INTERNAL;
+  } catch (...) {
+    set_last_error("internal error: unknown exception");
+    return WEAVE_ERROR_INTERNAL;
+  }
+}
+
+template <class T>
+void require(const T* pointer, const char* name) {
+  if (!pointer) fail(WEAVE_ERROR_NULL_ARGUMENT, name, " is NULL");
+}
+
+void require_mpi_initialized() {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (!initialized || finalized)
+    fail(WEAVE_ERROR_MPI, "MPI is not initialized (call MPI_Init before creating a Weave grid)");
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* weave_status_string(weave_status_t status) { return status_name(status); }
+
+const char* weave_last_error(void) { return last_error(); }
+
+weave_status_t weave_get_version(int* major, int* minor, int* patch) {
+  return guarded([&] {
+    require(major, "major");
+    require(minor, "minor");
+    require(patch, "patch");
+    *major = WEAVE_VERSION_MAJOR;
+    *minor = WEAVE_VERSION_MINOR;
+    *patch = WEAVE_VERSION_PATCH;
+  });
+}
+
+const char* weave_build_features(void) { return WEAVE_BUILD_FEATURES; }
+
+weave_status_t weave_grid_create(MPI_Comm comm, int prows, int pcols, weave_grid_t* grid) {
+  return guarded([&] {
+    require(grid, "grid");
+    *grid = nullptr;
+    require_mpi_initialized();
+    if (comm == MPI_COMM_NULL) fail(WEAVE_ERROR_NULL_ARGUMENT, "comm is MPI_COMM_NULL");
+    int size = 0;
+    WEAVE_MPI_CHECK(MPI_Comm_size(comm, &size));
+    // Shape errors are the same on every rank that passes the same shape;
+    // a rank passing a different one is caught below.
+    agree_on_errors(comm, [&] {
+      if (prows < 1 || pcols < 1)
+        fail(WEAVE_ERROR_INVALID_VALUE, "grid shape ", prows, " x ", pcols, " must be positive");
+      if (static_cast<long long>(prows) * pcols != size)
+        fail(WEAVE_ERROR_INVALID_VALUE, "grid shape ", prows, " x ", pcols, " = ", static_cast<long long>(prows) * pcols,
+             " ranks, but the communicator has ", size);
+      host::ensure_kokkos_initialized();
+    });
+    agree_on_errors(comm, [&] {
+      check_same_on_all_ranks(comm, {{"prows", prows}, {"pcols", pcols}}, "weave_grid_create");
+    });
+    auto handle = std::make_unique<weave_grid_s>();
+    handle->state = std::make_shared<GridState>(comm, prows, pcols);
+    *grid = handle.release();
+  });
+}
+
+weave_status_t weave_grid_create_fortran(MPI_Fint comm, int prows, int pcols, weave_grid_t* grid) {
+  return weave_grid_create(MPI_Comm_f2c(comm), prows, pcols, grid);
+}
+
+weave_status_t weave_grid_destroy(weave_grid_t grid) {
+  return guarded([&] { delete grid; });
+}
+
+weave_status_t weave_grid_shape(weave_grid_t grid, int* prows, int* pcols) {
+  return guarded([&] {
+    require(grid, "grid");
+    require(prows, "prows");
+    require(pcols, "pcols");
+    *prows = grid->state->prows();
+    *pcols = grid->state->pcols();
+  });
+}
+
+weave_status_t weave_grid_coords(weave_grid_t grid, int* row, int* col) {
+  return guarded([&] {
+    require(grid, "grid");
+    require(row, "row");
+    require(col, "col");
+    *row = grid->state->row();
+    *col = grid->state->col();
+  });
+}
+
+weave_status_t weave_grid_group(weave_grid_t grid, weave_group_t group, int* size, int* rank) {
+  return guarded([&] {
+    require(grid, "grid");
+    require(size, "size");
+    require(rank, "rank");
+    const GroupView view = grid->state->group(group);
+    *size = view.size;
+    *rank = view.rank;
+  });
+}
+
+weave_status_t weave_grid_group_comm(weave_grid_t grid, weave_group_t group, MPI_Comm* comm) {
+  return guarded([&] {
+    require(grid, "grid");
+    require(comm, "comm");
+    *comm = grid->state->group(group).comm;
+  });
+}
+
+weave_status_t weave_matrix_create(weave_grid_t grid, const weave_matrix_desc_t* desc, weave_matrix_t* matrix) {
+  return guarded([&] {
+    require(grid, "grid");
+    require(matrix, "matrix");
+    *matrix = nullptr;
+    const std::shared_ptr<GridState>& state = grid->state;
+    auto handle = std::make_unique<weave_matrix_s>();
+    agree_on_errors(state->comm(), [&] {
+      require(desc, "desc");
+      handle->desc = make_matrix(state, *desc, "matrix");
+    });
+    // Everything but the leading dimension is the same on every rank.
+    agree_on_errors(state->comm(), [&] {
+      const MatrixDesc& m = handle->desc;
+      std::vector<Argument> fields = {{"rows", m.rows},
+                                      {"cols", m.cols},
+                                      {"dtype", static_cast<int64_t>(m.dtype)},
+                                      {"distribution", m.distribution},
+                                      {"group", m.group},
+                                      {"order", static_cast<int64_t>(m.order)},
+                                      {"memory", static_cast<int64_t>(m.memory)}};
+      for (int i = 0; i < m.row_split.parts(); ++i) fields.push_back({str("row_counts[", i, "]"), m.row_split.count(i)});
+      for (int i = 0; i < m.col_split.parts(); ++i) fields.push_back({str("col_counts[", i, "]"), m.col_split.count(i)});
+      check_same_on_all_ranks(state->comm(), fields, "weave_matrix_create");
+    });
+    *matrix = handle.release();
+  });
+}
+
+weave_status_t weave_matrix_destroy(weave_matrix_t matrix) {
+  return guarded([&] { delete matrix; });
+}
+
+weave_status_t weave_matrix_local_shape(weave_matrix_t matrix, int64_t* rows, int64_t* cols) {
+  return guarded([&] {
+    require(matrix, "matrix");
+    require(rows, "rows");
+    require(cols, "cols");
+    *rows = matrix->desc.local_rows;
+    *cols = matrix->desc.local_cols;
+  });
+}
+
+weave_status_t weave_matrix_local_offset(weave_matrix_t matrix, int64_t* row_offset, int64_t* col_offset) {
+  return guarded([&] {
+    require(matrix, "matrix");
+    require(row_offset, "row_offset");
+    require(col_offset, "col_offset");
+    *row_offset = matrix->desc.row_offset;
+    *col_offset = matrix->desc.col_offset;
+  });
+}
+
+weave_status_t weave_matrix_ld(weave_matrix_t matrix, int64_t* ld) {
+  return guarded([&] {
+    require(matrix, "matrix");
+    require(ld, "ld");
+    *ld = matrix->desc.ld;
+  });
+}
+
+weave_status_t weave_matrix_local_elements(weave_matrix_t matrix, int64_t* elements) {
+  return guarded([&] {
+    require(matrix, "matrix");
+    require(elements, "elements");
+    *elements = matrix->desc.local_elements();
+  });
+}
+
+weave_status_t weave_plan_create(weave_grid_t grid, const weave_plan_desc_t* desc, weave_plan_t* plan) {
+  return guarded([&] {
+    require(grid, "grid");
+    require(plan, "plan");
+    *plan = nullptr;
+    // A NULL desc on one rank must not leave the others in plan creation.
+    agree_on_errors(grid->state->comm(), [&] { require(desc, "desc"); });
+    auto handle = std::make_unique<weave_plan_s>();
+    handle->plan = Plan::create(grid->state, *desc);
+    *plan = handle.release();
+  });
+}
+
+weave_status_t weave_plan_destroy(weave_plan_t plan) {
+  return guarded([&] { delete plan; });
+}
+
+weave_status_t weave_plan_describe(weave_plan_t plan, const char** text) {
+  return guarded([&] {
+    require(plan, "plan");
+    require(text, "text");
+    *text = plan->plan->description().c_str();
+  });
+}
+
+weave_status_t weave_plan_get_info(weave_plan_t plan, weave_plan_info_t* info) {
+  return guarded([&] {
+    require(plan, "plan");
+    require(info, "info");
+    *info = plan->plan->info();
+  });
+}
+
+weave_status_t weave_execute(weave_plan_t plan, double alpha, const void* a, const void* b, double beta, void* c,
+                             const void* bias, void* stream) {
+  weave_execute_args_t args{};
+  args.alpha = alpha;
+  args.beta = beta;
+  args.a = a;
+  args.b = b;
+  args.c = c;
+  args.bias = bias;
+  args.stream = stream;
+  return weave_execute_ex(plan, &args);
+}
+
+weave_status_t weave_execute_ex(weave_plan_t plan, const weave_execute_args_t* args) {
+  return guarded([&] {
+    require(plan, "plan");
+    require(args, "args");
+    plan->plan->execute(*args);
+  });
+}
+
+weave_status_t weave_plan_write_trace(weave_plan_t plan, const char* path) {
+  return guarded([&] {
+    require(plan, "plan");
+    require(path, "path");
+    plan->plan->write_trace(path);
+  });
+}
+
+}  // extern "C"

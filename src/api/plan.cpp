@@ -1,0 +1,264 @@
+#include "api/plan.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+
+#include "api/handles.hpp"
+#include "backends/cuda/cuda_entry.hpp"
+#include "backends/host/host_backend.hpp"
+#include "core/error.hpp"
+#include "core/mpi_check.hpp"
+#include "transport/mpi/mpi_transport.hpp"
+#include "transport/nccl/nccl_entry.hpp"
+#include "transport/ucx/ucx_entry.hpp"
+#include "weave_features.h"
+
+namespace weave {
+
+namespace {
+
+plan::Capabilities capabilities() {
+  plan::Capabilities caps;
+  caps.cuda = WEAVE_HAVE_CUDA;
+  caps.nccl = WEAVE_HAVE_NCCL;
+  caps.ucx = WEAVE_HAVE_UCX;
+  caps.copy_engine = WEAVE_HAVE_COPY_ENGINE;
+  MPI_Query_thread(&caps.mpi_thread_level);
+  return caps;
+}
+
+const MatrixDesc& matrix_of(weave_matrix_t m, const char* name) {
+  if (!m) fail(WEAVE_ERROR_NULL_ARGUMENT, "plan descriptor field ", name, " is NULL");
+  return m->desc;
+}
+
+std::string format_bytes(int64_t bytes) {
+  if (bytes < 10 * 1024) return str(bytes, " B");
+  if (bytes < 10 * 1024 * 1024) return str(bytes / 1024, " KiB");
+  return str(bytes / (1024 * 1024), " MiB");
+}
+
+// Fields every rank of the grid must agree on, beyond the per-group problem.
+std::vector<Argument> grid_fields(const weave_plan_desc_t& desc, const plan::Resolved& r) {
+  return {{"operation", desc.operation},
+          {"group", desc.group},
+          {"op_a", desc.op_a},
+          {"op_b", desc.op_b},
+          {"bias present", desc.bias ? 1 : 0},
+          {"algorithm (resolved)", static_cast<int64_t>(r.schedule.algorithm)},
+          {"backend (resolved)", static_cast<int64_t>(r.backend)},
+          {"transport (resolved)", static_cast<int64_t>(r.transport)},
+          {"direction (resolved)", static_cast<int64_t>(r.schedule.direction)},
+          {"chunks_per_shard (resolved)", r.schedule.chunks_per_shard},
+          {"compute_streams (resolved)", r.schedule.compute_lanes},
+          {"flags", desc.flags}};
+}
+
+}  // namespace
+
+std::unique_ptr<Plan> Plan::create(const std::shared_ptr<GridState>& grid, const weave_plan_desc_t& desc) {
+  std::unique_ptr<Plan> plan(new Plan());
+  plan->grid_ = grid;
+  const plan::Environment env = plan::read_environment();
+
+  // 1. Local validation and planning; no communication, so a rank that fails
+  //    early cannot leave the others inside a collective.
+  agree_on_errors(grid->comm(), [&] {
+    if (desc.operation < WEAVE_AG_GEMM || desc.operation > WEAVE_GEMM_AR)
+      fail(WEAVE_ERROR_INVALID_VALUE, "operation = ", static_cast<int>(desc.operation),
+           desc.operation == 0 ? " (not set)" : "", " is not WEAVE_AG_GEMM, WEAVE_GEMM_RS or WEAVE_GEMM_AR");
+    if (desc.op_a != WEAVE_OP_N && desc.op_a != WEAVE_OP_T)
+      fail(WEAVE_ERROR_INVALID_VALUE, "op_a = ", static_cast<int>(desc.op_a), " is not WEAVE_OP_N or WEAVE_OP_T");
+    if (desc.op_b != WEAVE_OP_N && desc.op_b != WEAVE_OP_T)
+      fail(WEAVE_ERROR_INVALID_VALUE, "op_b = ", static_cast<int>(desc.op_b), " is not WEAVE_OP_N or WEAVE_OP_T");
+    plan->group_ = grid->group(desc.group);
+    const MatrixDesc& a = matrix_of(desc.a, "a");
+    const MatrixDesc& b = matrix_of(desc.b, "b");
+    const MatrixDesc& c = matrix_of(desc.c, "c");
+    const MatrixDesc* bias = desc.bias ? &desc.bias->desc : nullptr;
+    plan->problem_ = make_problem(static_cast<Operation>(desc.operation), desc.group, static_cast<Op>(desc.op_a),
+                                  static_cast<Op>(desc.op_b), a, b, c, bias);
+    plan->resolved_ = plan::resolve_options(desc, plan->problem_, env, capabilities());
+    plan->schedule_ = plan::build_schedule(plan->problem_, plan->resolved_.schedule);
+  });
+
+  // 2. Every rank of a group passed the same arguments (and resolved the same
+  //    automatic choices); every rank of the grid the same operation.
+  agree_on_errors(grid->comm(), [&] {
+    check_same_on_all_ranks(plan->group_.comm, plan->problem_.agreement_fields(), "weave_plan_create");
+    check_same_on_all_ranks(grid->comm(), grid_fields(desc, plan->resolved_), "weave_plan_create");
+  });
+
+  // 3. Backend (workspace) and transport. Creating a transport is collective
+  //    over the group; every rank gets here.
+  agree_on_errors(grid->comm(), [&] {
+    const plan::Resolved& r = plan->resolved_;
+    if (r.backend == plan::Backend::Cuda) {
+      cuda::CudaBackendOptions options;
+      options.allow_tf32 = (r.flags & WEAVE_FLAG_ALLOW_TF32) != 0;
+      plan->backend_ = cuda::make_cuda_backend(plan->schedule_, plan->problem_, options);
+    } else {
+      plan->backend_ = std::make_unique<host::HostBackend>(static_cast<std::size_t>(plan->schedule_.workspace_bytes),
+                                                           host::HostBackendOptions{});
+    }
+  });
+  agree_on_errors(grid->comm(), [&] {
+    const plan::Resolved& r = plan->resolved_;
+    switch (r.transport) {
+      case plan::Transport::Mpi: {
+        auto mpi = std::make_unique<transport::MpiTransport>(plan->group_.comm);
+        const int max_tag = 2 * plan->problem_.group_size * r.schedule.chunks_per_shard;
+        if (max_tag > mpi->max_tag())
+          fail(WEAVE_ERROR_UNSUPPORTED, "this schedule needs MPI tags up to ", max_tag, " but MPI_TAG_UB is ",
+               mpi->max_tag(), "; use fewer chunks_per_shard");
+        plan->transport_ = std::move(mpi);
+        break;
+      }
+      case plan::Transport::Nccl:
+        plan->transport_ = transport::make_nccl_transport(*grid, plan->group_);
+        break;
+      case plan::Transport::Ucx:
+        plan->transport_ = transport::make_ucx_transport(*grid, plan->group_, plan->schedule_,
+                                                         plan->problem_.memory == Memory::Device);
+        break;
+      case plan::Transport::CopyEngine:
+        fail(WEAVE_ERROR_NOT_COMPILED, "the copy-engine transport is not compiled into this Weave");
+    }
+  });
+
+  exec::ExecutorOptions options;
+  options.progress = plan->resolved_.progress == plan::ProgressMode::Thread ? exec::Progress::Thread : exec::Progress::Tiles;
+  options.timeout = plan->resolved_.timeout;
+  if (plan->resolved_.flags & WEAVE_FLAG_TRACE) {
+    plan->trace_ = std::make_unique<exec::Trace>();
+    options.trace = plan->trace_.get();
+  }
+  plan->executor_ = std::make_unique<exec::Executor>(plan->schedule_, *plan->backend_, *plan->transport_, options);
+  plan->description_ = plan->describe();
+
+  if (const char* log = std::getenv("WEAVE_LOG")) {
+    const std::string level = log;
+    const bool everyone = level == "debug" || level == "trace";
+    if ((level == "info" && grid->rank() == 0) || everyone) {
+      std::fprintf(stderr, "weave[%d]: %s\n", grid->rank(), plan->description_.c_str());
+      if (level == "trace") std::fprintf(stderr, "%s", plan::format_schedule(plan->schedule_).c_str());
+    }
+  }
+  return plan;
+}
+
+Plan::~Plan() = default;
+
+std::string Plan::describe() const {
+  const Problem& p = problem_;
+  const plan::Resolved& r = resolved_;
+  const plan::Schedule& s = schedule_;
+  std::string where = p.group == WEAVE_GROUP_GRID ? std::string("the grid")
+                                                  : str(group_name(p.group), " ", p.group_index);
+  std::string algorithm = str(plan::algorithm_name(s.algorithm));
+  if (s.algorithm == plan::Algorithm::Ring)
+    algorithm += str(" ", plan::direction_name(s.direction), ", ", s.chunks_per_shard, " chunk",
+                     s.chunks_per_shard > 1 ? "s" : "", "/shard");
+  std::string splits;
+  if (p.operation == Operation::AgGemm)
+    splits = str("M counts ", format_counts(p.m_split.counts()), ", N counts ", format_counts(p.n_split.counts()));
+  else
+    splits = str("K counts ", format_counts(p.k_split.counts()), ", M counts ", format_counts(p.m_split.counts()));
+  std::string text = str(p.summary(), " over ", where, " (", p.group_size, " rank", p.group_size > 1 ? "s" : "",
+                         ", I am ", p.group_rank, "): ", algorithm, "; backend ", backend_->name(), ", transport ",
+                         transport_->name());
+  if (r.backend == plan::Backend::Host) text += str(", progress ", plan::progress_name(r.progress));
+  if (r.backend == plan::Backend::Cuda) text += str(", ", s.compute_lanes, " compute streams");
+  text += str("; ", splits, "; workspace ", format_bytes(s.workspace_bytes), "; ", s.step_summary());
+  if (!r.notes.empty()) text += ";" + r.notes.substr(0, r.notes.size() - 1);
+  return text;
+}
+
+weave_plan_info_t Plan::info() const {
+  weave_plan_info_t info{};
+  info.algorithm = static_cast<weave_algorithm_t>(schedule_.algorithm);
+  info.backend = static_cast<weave_backend_t>(resolved_.backend);
+  info.transport = static_cast<weave_transport_t>(resolved_.transport);
+  info.direction = static_cast<weave_direction_t>(schedule_.direction);
+  info.progress = static_cast<weave_progress_t>(resolved_.progress);
+  info.chunks_per_shard = schedule_.chunks_per_shard;
+  info.compute_streams = schedule_.compute_lanes;
+  info.group_size = problem_.group_size;
+  info.group_rank = problem_.group_rank;
+  info.workspace_bytes = schedule_.workspace_bytes;
+  info.steps = static_cast<int64_t>(schedule_.steps.size());
+  return info;
+}
+
+void Plan::validate_execute_args(const weave_execute_args_t& args) const {
+  const Problem& p = problem_;
+  const bool device = p.memory == Memory::Device;
+  auto check_pointer = [&](const void* pointer, const LocalBlock& block, const char* name) {
+    const bool empty = block.rows == 0 || block.cols == 0;
+    if (!pointer) {
+      if (empty) return;
+      fail(WEAVE_ERROR_NULL_ARGUMENT, name, " is NULL but this rank's block is ", block.rows, " x ", block.cols);
+    }
+    if (WEAVE_HAVE_CUDA && cuda::is_device_pointer(pointer) != device)
+      fail(WEAVE_ERROR_POINTER_KIND, name, " = ", pointer, " is a ", device ? "host" : "device",
+           " pointer but the plan's matrices live in ", device ? "device" : "host", " memory");
+  };
+  check_pointer(args.a, p.a, "a");
+  check_pointer(args.b, p.b, "b");
+  check_pointer(args.c, p.c, "c");
+  if (p.has_bias)
+    check_pointer(args.bias, p.bias, "bias");
+  else if (args.bias)
+    fail(WEAVE_ERROR_INVALID_VALUE, "bias is not NULL but the plan was created without a bias descriptor");
+  if (resolved_.schedule.gathered_output) {
+    const plan::BufferSpec& spec = schedule_.buffers[plan::kBufferGathered];
+    LocalBlock g{spec.rows, spec.cols, spec.ld, spec.order};
+    check_pointer(args.gathered_a, g, "gathered_a");
+    if (args.ld_gathered_a != 0 && args.ld_gathered_a < spec.ld)
+      fail(WEAVE_ERROR_INVALID_LEADING_DIMENSION, "ld_gathered_a = ", args.ld_gathered_a, " is smaller than ", spec.ld);
+  } else if (args.gathered_a) {
+    fail(WEAVE_ERROR_INVALID_VALUE, "gathered_a is not NULL but the plan lacks WEAVE_FLAG_GATHERED_OUTPUT");
+  }
+  if (!device && args.stream)
+    fail(WEAVE_ERROR_INVALID_VALUE, "stream must be NULL for a host plan (host execution is synchronous)");
+  if (device && !transport_->stream_ordered() && cuda::stream_is_capturing(args.stream))
+    fail(WEAVE_ERROR_UNSUPPORTED, "the ", transport_->name(), " transport is driven by the host and cannot be "
+         "captured in a CUDA graph; use the nccl or copy_engine transport");
+}
+
+void Plan::execute(const weave_execute_args_t& args) {
+  if (failed_)
+    fail(WEAVE_ERROR_PLAN_FAILED, "an earlier execute of this plan failed; destroy it and create a new one");
+  if (resolved_.flags & WEAVE_FLAG_NO_EXECUTE_CHECK)
+    validate_execute_args(args);
+  else
+    agree_on_errors(group_.comm, [&] { validate_execute_args(args); });
+
+  exec::Bindings bindings;
+  bindings.schedule = &schedule_;
+  bindings.user = {args.a, args.b, args.c, args.bias, args.gathered_a};
+  bindings.gathered_ld = args.ld_gathered_a;
+  bindings.workspace = backend_->workspace();
+  exec::Scalars scalars{args.alpha, args.beta};
+  try {
+    executor_->run(bindings, scalars, args.stream);
+  } catch (...) {
+    failed_ = true;
+    throw;
+  }
+}
+
+void Plan::write_trace(const char* path) const {
+  if (!trace_) fail(WEAVE_ERROR_INVALID_VALUE, "the plan was created without WEAVE_FLAG_TRACE");
+  std::string file = path;
+  const std::string rank = std::to_string(grid_->rank());
+  for (std::size_t at = file.find("%r"); at != std::string::npos; at = file.find("%r", at + rank.size()))
+    file.replace(at, 2, rank);
+  std::ofstream out(file);
+  if (!out) fail(WEAVE_ERROR_INVALID_VALUE, "cannot open ", file, " for writing");
+  out << trace_->to_chrome_json(grid_->rank());
+}
+
+}  // namespace weave

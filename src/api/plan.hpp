@@ -1,0 +1,52 @@
+// A plan: one validated, scheduled distributed multiplication with its
+// backend, transport and workspace, built once and executed many times.
+// Creation is collective and agrees on errors across the grid.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "core/grid.hpp"
+#include "core/problem.hpp"
+#include "exec/compute_backend.hpp"
+#include "exec/executor.hpp"
+#include "exec/trace.hpp"
+#include "plan/planner.hpp"
+#include "plan/schedule.hpp"
+#include "transport/transport.hpp"
+#include "weave/weave.h"
+
+struct weave_matrix_s;
+
+namespace weave {
+
+class Plan {
+ public:
+  static std::unique_ptr<Plan> create(const std::shared_ptr<GridState>& grid, const weave_plan_desc_t& desc);
+  ~Plan();
+
+  // Collective over the operation's group.
+  void execute(const weave_execute_args_t& args);
+  const std::string& description() const { return description_; }
+  weave_plan_info_t info() const;
+  void write_trace(const char* path) const;
+
+ private:
+  Plan() = default;
+  void validate_execute_args(const weave_execute_args_t& args) const;
+  std::string describe() const;
+
+  std::shared_ptr<GridState> grid_;  // outlives everything below
+  GroupView group_;
+  Problem problem_;
+  plan::Resolved resolved_;
+  plan::Schedule schedule_;
+  std::unique_ptr<exec::ComputeBackend> backend_;
+  std::unique_ptr<transport::Transport> transport_;
+  std::unique_ptr<exec::Trace> trace_;
+  std::unique_ptr<exec::Executor> executor_;
+  std::string description_;
+  bool failed_ = false;
+};
+
+}  // namespace weave

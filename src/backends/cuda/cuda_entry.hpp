@@ -1,0 +1,26 @@
+// Entry points of the CUDA backend. When Weave is built without CUDA,
+// cuda_stub.cpp provides them and they report WEAVE_ERROR_NOT_COMPILED.
+#pragma once
+
+#include <memory>
+
+#include "core/problem.hpp"
+#include "exec/compute_backend.hpp"
+#include "plan/schedule.hpp"
+
+namespace weave::cuda {
+
+struct CudaBackendOptions {
+  bool allow_tf32 = false;
+};
+
+std::unique_ptr<exec::ComputeBackend> make_cuda_backend(const plan::Schedule& schedule, const Problem& problem,
+                                                        const CudaBackendOptions& options);
+
+// Whether `pointer` is CUDA device (or managed) memory. Always false without CUDA.
+bool is_device_pointer(const void* pointer);
+
+// Whether `stream` is being captured into a CUDA graph.
+bool stream_is_capturing(void* stream);
+
+}  // namespace weave::cuda

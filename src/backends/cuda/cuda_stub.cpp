@@ -1,0 +1,16 @@
+// Built instead of the CUDA backend when WEAVE_ENABLE_CUDA is OFF.
+#include "backends/cuda/cuda_entry.hpp"
+#include "core/error.hpp"
+
+namespace weave::cuda {
+
+std::unique_ptr<exec::ComputeBackend> make_cuda_backend(const plan::Schedule&, const Problem&,
+                                                        const CudaBackendOptions&) {
+  fail(WEAVE_ERROR_NOT_COMPILED, "the CUDA backend is not compiled into this Weave; rebuild with -DWEAVE_ENABLE_CUDA=ON");
+}
+
+bool is_device_pointer(const void*) { return false; }
+
+bool stream_is_capturing(void*) { return false; }
+
+}  // namespace weave::cuda

@@ -1,0 +1,39 @@
+// The host compute backend: GEMMs through the Fortran BLAS interface, split
+// into column tiles so the executor can keep communication moving between
+// them; element-wise kernels on a Kokkos host execution-space instance.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "exec/compute_backend.hpp"
+
+namespace weave::host {
+
+struct HostBackendOptions {
+  // A GEMM is cut into column tiles of roughly this many flops when the
+  // executor wants progress calls between tiles.
+  double tile_flops = 4.0e7;
+};
+
+class HostBackend final : public exec::ComputeBackend {
+ public:
+  HostBackend(std::size_t workspace_bytes, HostBackendOptions options);
+  ~HostBackend() override;
+
+  std::string name() const override;
+  bool asynchronous() const override { return false; }
+  void* workspace() override { return workspace_; }
+
+  void gemm(const plan::GemmOp& op, int lane, const exec::Bindings& bindings, const exec::Scalars& scalars,
+            const exec::ProgressHook& progress) override;
+  void epilogue(const plan::EpilogueOp& op, int lane, const exec::Bindings& bindings,
+                const exec::Scalars& scalars) override;
+
+ private:
+  void* workspace_ = nullptr;
+  HostBackendOptions options_;
+};
+
+}  // namespace weave::host

@@ -1,0 +1,43 @@
+// Errors inside Weave are C++ exceptions carrying a weave_status_t; the C API
+// boundary (src/api) turns them into a status plus the thread-local message.
+#pragma once
+
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "weave/weave.h"
+
+namespace weave {
+
+class Error : public std::runtime_error {
+ public:
+  Error(weave_status_t status, std::string message)
+      : std::runtime_error(std::move(message)), status_(status) {}
+  weave_status_t status() const noexcept { return status_; }
+
+ private:
+  weave_status_t status_;
+};
+
+// Concatenate anything streamable into one string: str("m=", m, " < 0").
+template <class... Parts>
+std::string str(const Parts&... parts) {
+  std::ostringstream out;
+  (out << ... << parts);
+  return out.str();
+}
+
+template <class... Parts>
+[[noreturn]] void fail(weave_status_t status, const Parts&... parts) {
+  throw Error(status, str(parts...));
+}
+
+// Thread-local last-error message read by weave_last_error().
+void set_last_error(std::string message);
+const char* last_error();
+
+const char* status_name(weave_status_t status);
+
+}  // namespace weave

@@ -1,0 +1,122 @@
+#include "core/matrix.hpp"
+
+#include <algorithm>
+#include <vector>
+
+#include "core/error.hpp"
+
+namespace weave {
+
+const char* distribution_name(weave_distribution_t d) {
+  switch (d) {
+    case WEAVE_DIST_REPLICATED: return "REPLICATED";
+    case WEAVE_DIST_BLOCK_ROW: return "BLOCK_ROW";
+    case WEAVE_DIST_BLOCK_COLUMN: return "BLOCK_COLUMN";
+    case WEAVE_DIST_BLOCK_2D: return "BLOCK_2D";
+  }
+  return "?";
+}
+
+int64_t min_leading_dimension(int64_t local_rows, int64_t local_cols, Order order) {
+  return std::max<int64_t>(1, order == Order::ColMajor ? local_rows : local_cols);
+}
+
+int64_t MatrixDesc::local_elements() const {
+  if (local_rows == 0 || local_cols == 0) return 0;
+  return order == Order::ColMajor ? ld * (local_cols - 1) + local_rows
+                                  : ld * (local_rows - 1) + local_cols;
+}
+
+namespace {
+
+std::vector<int64_t> copy_counts(const int64_t* counts, int parts) {
+  return std::vector<int64_t>(counts, counts + parts);
+}
+
+// Split of n over `parts`, from user counts if given, else balanced.
+Split split_of(const int64_t* counts, int64_t n, int parts, const std::string& what) {
+  if (!counts) return Split::balanced(n, parts);
+  return Split::from_counts(copy_counts(counts, parts), n, what);
+}
+
+void require_no_counts(const int64_t* counts, const std::string& what, weave_distribution_t d) {
+  if (counts)
+    fail(WEAVE_ERROR_INVALID_COUNTS, what, " must be NULL for a ", distribution_name(d),
+         " matrix (that dimension is not split)");
+}
+
+}  // namespace
+
+MatrixDesc make_matrix(const std::shared_ptr<GridState>& grid, const weave_matrix_desc_t& desc,
+                       const std::string& name) {
+  MatrixDesc m;
+  m.grid = grid;
+  if (desc.rows < 0) fail(WEAVE_ERROR_INVALID_VALUE, name, ".rows = ", desc.rows, " is negative");
+  if (desc.cols < 0) fail(WEAVE_ERROR_INVALID_VALUE, name, ".cols = ", desc.cols, " is negative");
+  if (!is_valid_dtype(desc.dtype))
+    fail(WEAVE_ERROR_UNSUPPORTED_TYPE, name, ".dtype = ", static_cast<int>(desc.dtype),
+         desc.dtype == 0 ? " (not set)" : "",
+         " is not a weave_dtype_t (WEAVE_FLOAT32, _FLOAT64, _FLOAT16, _BFLOAT16)");
+  if (desc.order != WEAVE_ORDER_COLUMN_MAJOR && desc.order != WEAVE_ORDER_ROW_MAJOR)
+    fail(WEAVE_ERROR_INVALID_VALUE, name, ".order = ", static_cast<int>(desc.order),
+         " is not a weave_order_t");
+  if (desc.memory != WEAVE_MEMORY_HOST && desc.memory != WEAVE_MEMORY_DEVICE)
+    fail(WEAVE_ERROR_INVALID_VALUE, name, ".memory = ", static_cast<int>(desc.memory),
+         " is not a weave_memory_t");
+  m.rows = desc.rows;
+  m.cols = desc.cols;
+  m.dtype = static_cast<DType>(desc.dtype);
+  m.distribution = desc.distribution;
+  m.group = desc.group;
+  m.order = static_cast<Order>(desc.order);
+  m.memory = static_cast<Memory>(desc.memory);
+
+  const GroupView group = grid->group(desc.group);  // validates the enum
+  const std::string rc = name + ".row_counts", cc = name + ".col_counts";
+  int row_part = 0, col_part = 0;
+  switch (desc.distribution) {
+    case WEAVE_DIST_REPLICATED:
+      require_no_counts(desc.row_counts, rc, desc.distribution);
+      require_no_counts(desc.col_counts, cc, desc.distribution);
+      m.row_split = Split::whole(desc.rows);
+      m.col_split = Split::whole(desc.cols);
+      break;
+    case WEAVE_DIST_BLOCK_ROW:
+      require_no_counts(desc.col_counts, cc, desc.distribution);
+      m.row_split = split_of(desc.row_counts, desc.rows, group.size, rc);
+      m.col_split = Split::whole(desc.cols);
+      row_part = group.rank;
+      break;
+    case WEAVE_DIST_BLOCK_COLUMN:
+      require_no_counts(desc.row_counts, rc, desc.distribution);
+      m.row_split = Split::whole(desc.rows);
+      m.col_split = split_of(desc.col_counts, desc.cols, group.size, cc);
+      col_part = group.rank;
+      break;
+    case WEAVE_DIST_BLOCK_2D:
+      m.row_split = split_of(desc.row_counts, desc.rows, grid->prows(), rc);
+      m.col_split = split_of(desc.col_counts, desc.cols, grid->pcols(), cc);
+      row_part = grid->row();
+      col_part = grid->col();
+      break;
+    default:
+      fail(WEAVE_ERROR_INVALID_VALUE, name, ".distribution = ", static_cast<int>(desc.distribution),
+           desc.distribution == 0 ? " (not set)" : "",
+           " is not a weave_distribution_t (WEAVE_DIST_REPLICATED, _BLOCK_ROW, _BLOCK_COLUMN, _BLOCK_2D)");
+  }
+  m.local_rows = m.row_split.count(row_part);
+  m.local_cols = m.col_split.count(col_part);
+  m.row_offset = m.row_split.offset(row_part);
+  m.col_offset = m.col_split.offset(col_part);
+
+  const int64_t min_ld = min_leading_dimension(m.local_rows, m.local_cols, m.order);
+  if (desc.ld < 0) fail(WEAVE_ERROR_INVALID_LEADING_DIMENSION, name, ".ld = ", desc.ld, " is negative");
+  m.ld = desc.ld == 0 ? min_ld : desc.ld;
+  if (m.ld < min_ld)
+    fail(WEAVE_ERROR_INVALID_LEADING_DIMENSION, name, ".ld = ", desc.ld, " is smaller than the local ",
+         m.order == Order::ColMajor ? "rows" : "columns", " (", min_ld, ") of this ",
+         order_name(m.order), " ", m.local_rows, " x ", m.local_cols, " block");
+  return m;
+}
+
+}  // namespace weave

@@ -1,0 +1,50 @@
+// A distributed matrix descriptor: global shape, element type, how it is
+// split over the grid, and this rank's local block.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "core/dtype.hpp"
+#include "core/grid.hpp"
+#include "core/split.hpp"
+#include "weave/weave.h"
+
+namespace weave {
+
+enum class Order { ColMajor = WEAVE_ORDER_COLUMN_MAJOR, RowMajor = WEAVE_ORDER_ROW_MAJOR };
+enum class Memory { Host = WEAVE_MEMORY_HOST, Device = WEAVE_MEMORY_DEVICE };
+
+inline const char* order_name(Order o) { return o == Order::ColMajor ? "column-major" : "row-major"; }
+inline const char* memory_name(Memory m) { return m == Memory::Host ? "host" : "device"; }
+const char* distribution_name(weave_distribution_t d);
+
+struct MatrixDesc {
+  std::shared_ptr<GridState> grid;
+  int64_t rows = 0, cols = 0;
+  DType dtype = DType::F64;
+  weave_distribution_t distribution = WEAVE_DIST_REPLICATED;
+  weave_group_t group = WEAVE_GROUP_GRID;
+  // Over the parts the distribution uses: group ranks for BLOCK_ROW/COLUMN,
+  // grid rows/columns for BLOCK_2D, a single part for an unsplit dimension.
+  Split row_split, col_split;
+  Order order = Order::ColMajor;
+  Memory memory = Memory::Host;
+  // This rank's block.
+  int64_t local_rows = 0, local_cols = 0, row_offset = 0, col_offset = 0, ld = 1;
+
+  // Elements to allocate for the local block.
+  int64_t local_elements() const;
+};
+
+// Validates `desc` on this rank (throws weave::Error) and fills a MatrixDesc.
+// `name` ("A", "matrix") prefixes error messages. Local; weave_matrix_create
+// wraps it in agree_on_errors and a cross-rank agreement check.
+MatrixDesc make_matrix(const std::shared_ptr<GridState>& grid, const weave_matrix_desc_t& desc,
+                       const std::string& name);
+
+// Leading dimension rule for a local block stored in `order`.
+int64_t min_leading_dimension(int64_t local_rows, int64_t local_cols, Order order);
+
+}  // namespace weave

@@ -1,0 +1,248 @@
+#include "core/problem.hpp"
+
+#include "core/error.hpp"
+
+namespace weave {
+
+const char* operation_name(Operation op) {
+  switch (op) {
+    case Operation::AgGemm: return "AG-GEMM";
+    case Operation::GemmRs: return "GEMM-RS";
+    case Operation::GemmAr: return "GEMM-AR";
+  }
+  return "?";
+}
+
+namespace {
+
+const char* split_name(SplitDim d) {
+  switch (d) {
+    case SplitDim::None: return "not split (replicated)";
+    case SplitDim::Rows: return "split by rows";
+    case SplitDim::Cols: return "split by columns";
+  }
+  return "?";
+}
+
+// op(X) of a group matrix: a transpose swaps the shape and the split dimension.
+GroupMatrix apply_op(GroupMatrix g, Op op) {
+  if (op == Op::N) return g;
+  std::swap(g.rows, g.cols);
+  if (g.split_dim == SplitDim::Rows)
+    g.split_dim = SplitDim::Cols;
+  else if (g.split_dim == SplitDim::Cols)
+    g.split_dim = SplitDim::Rows;
+  return g;
+}
+
+// The split of `g` along `wanted` over `parts` ranks. A group of one rank
+// accepts any distribution (everything is local); otherwise the distribution
+// must split the wanted dimension.
+Split require_split(const GroupMatrix& g, SplitDim wanted, int parts, const std::string& name,
+                    const std::string& why) {
+  const int64_t extent = wanted == SplitDim::Rows ? g.rows : g.cols;
+  if (parts == 1) return Split::whole(extent);
+  if (g.split_dim != wanted)
+    fail(WEAVE_ERROR_DISTRIBUTION_MISMATCH, name, " must be ", split_name(wanted), " over the group (",
+         why, ") but it is ", split_name(g.split_dim));
+  return g.split;
+}
+
+void require_unsplit(const GroupMatrix& g, int parts, const std::string& name, const std::string& why) {
+  if (parts > 1 && g.split_dim != SplitDim::None)
+    fail(WEAVE_ERROR_DISTRIBUTION_MISMATCH, name, " must be replicated over the group (", why,
+         ") but it is ", split_name(g.split_dim));
+}
+
+void require_extent(int64_t actual, int64_t expected, const std::string& what,
+                    const std::string& expected_what) {
+  if (actual != expected)
+    fail(WEAVE_ERROR_SHAPE_MISMATCH, what, " = ", actual, " but ", expected_what, " = ", expected);
+}
+
+void require_same_split(const Split& a, const Split& b, const std::string& a_name,
+                        const std::string& b_name) {
+  if (a != b)
+    fail(WEAVE_ERROR_DISTRIBUTION_MISMATCH, a_name, " counts ", format_counts(a.counts()), " differ from ",
+         b_name, " counts ", format_counts(b.counts()), "; they must be split the same way");
+}
+
+LocalBlock local_block(const MatrixDesc& m) {
+  return LocalBlock{m.local_rows, m.local_cols, m.ld, m.order};
+}
+
+}  // namespace
+
+GroupMatrix resolve_in_group(const MatrixDesc& m, const GroupView& group, const std::string& name) {
+  GroupMatrix g;
+  g.rows = m.rows;
+  g.cols = m.cols;
+  auto require_group = [&] {
+    if (m.group != group.kind)
+      fail(WEAVE_ERROR_DISTRIBUTION_MISMATCH, name, " is ", distribution_name(m.distribution), " over the ",
+           group_name(m.group), " but the operation runs over the ", group_name(group.kind),
+           "; create ", name, " with .group equal to the plan's group");
+  };
+  switch (m.distribution) {
+    case WEAVE_DIST_REPLICATED:
+      break;
+    case WEAVE_DIST_BLOCK_ROW:
+      require_group();
+      g.split_dim = SplitDim::Rows;
+      g.split = m.row_split;
+      break;
+    case WEAVE_DIST_BLOCK_COLUMN:
+      require_group();
+      g.split_dim = SplitDim::Cols;
+      g.split = m.col_split;
+      break;
+    case WEAVE_DIST_BLOCK_2D: {
+      const GridState& grid = *m.grid;
+      // Within a grid row the matrix is the row panel of that grid row, split
+      // by columns; within a grid column, the column panel split by rows.
+      weave_group_t kind = group.kind;
+      if (kind == WEAVE_GROUP_GRID) {
+        if (grid.pcols() == 1)
+          kind = WEAVE_GROUP_COLUMN;
+        else if (grid.prows() == 1)
+          kind = WEAVE_GROUP_ROW;
+        else
+          fail(WEAVE_ERROR_DISTRIBUTION_MISMATCH, name, " is BLOCK_2D on a ", grid.prows(), " x ",
+               grid.pcols(), " grid; an operation over the whole grid needs a 1-D distribution. "
+               "Run the operation over WEAVE_GROUP_ROW or WEAVE_GROUP_COLUMN instead");
+      }
+      if (kind == WEAVE_GROUP_ROW) {
+        g.rows = m.row_split.count(grid.row());
+        g.split_dim = SplitDim::Cols;
+        g.split = m.col_split;
+      } else {
+        g.cols = m.col_split.count(grid.col());
+        g.split_dim = SplitDim::Rows;
+        g.split = m.row_split;
+      }
+      break;
+    }
+    default:
+      fail(WEAVE_ERROR_INTERNAL, "unknown distribution");
+  }
+  return g;
+}
+
+Problem make_problem(Operation operation, weave_group_t group_kind, Op op_a, Op op_b,
+                     const MatrixDesc& a, const MatrixDesc& b, const MatrixDesc& c,
+                     const MatrixDesc* bias) {
+  Problem p;
+  p.operation = operation;
+  p.op_a = op_a;
+  p.op_b = op_b;
+  const GridState& grid = *c.grid;
+  const GroupView group = grid.group(group_kind);
+  p.group = group_kind;
+  p.group_size = group.size;
+  p.group_rank = group.rank;
+  p.group_index = group.index;
+  const int P = group.size;
+
+  if (a.grid.get() != &grid || b.grid.get() != &grid || (bias && bias->grid.get() != &grid))
+    fail(WEAVE_ERROR_INVALID_VALUE, "A, B, C", bias ? " and bias" : "",
+         " must be created on the plan's grid");
+  if (a.dtype != b.dtype || a.dtype != c.dtype)
+    fail(WEAVE_ERROR_UNSUPPORTED_TYPE, "A, B and C must have one element type; A is ", dtype_name(a.dtype),
+         ", B is ", dtype_name(b.dtype), ", C is ", dtype_name(c.dtype));
+  p.dtype = c.dtype;
+  if (a.memory != c.memory || b.memory != c.memory || (bias && bias->memory != c.memory))
+    fail(WEAVE_ERROR_POINTER_KIND, "A, B, C", bias ? " and bias" : "",
+         " must live in one memory space; A is ", memory_name(a.memory), ", B is ", memory_name(b.memory),
+         ", C is ", memory_name(c.memory), bias ? ", bias is " : "", bias ? memory_name(bias->memory) : "");
+  p.memory = c.memory;
+
+  const std::string op_a_name = str("op(A) (op_a=", op_name(op_a), ")");
+  const std::string op_b_name = str("op(B) (op_b=", op_name(op_b), ")");
+  const GroupMatrix ga = apply_op(resolve_in_group(a, group, "A"), op_a);
+  const GroupMatrix gb = apply_op(resolve_in_group(b, group, "B"), op_b);
+  const GroupMatrix gc = resolve_in_group(c, group, "C");
+
+  p.m = ga.rows;
+  p.k = ga.cols;
+  p.n = gb.cols;
+  require_extent(gb.rows, p.k, "rows of " + op_b_name, "columns of " + op_a_name + " (K)");
+  require_extent(gc.rows, p.m, "rows of C", "rows of " + op_a_name + " (M)");
+  require_extent(gc.cols, p.n, "columns of C", "columns of " + op_b_name + " (N)");
+
+  Split c_col_split = Split::whole(p.n);
+  switch (operation) {
+    case Operation::AgGemm: {
+      const std::string why = "AG-GEMM gathers the rows of op(A)";
+      p.m_split = require_split(ga, SplitDim::Rows, P, op_a_name, why);
+      p.n_split = require_split(gb, SplitDim::Cols, P, op_b_name, "AG-GEMM keeps op(B) split by columns");
+      c_col_split = require_split(gc, SplitDim::Cols, P, "C", "AG-GEMM's C is split like op(B)'s columns");
+      require_same_split(p.n_split, c_col_split, "columns of op(B)", "columns of C");
+      p.k_split = Split::whole(p.k);
+      break;
+    }
+    case Operation::GemmRs:
+    case Operation::GemmAr: {
+      const char* op = operation == Operation::GemmRs ? "GEMM-RS" : "GEMM-AR";
+      p.k_split = require_split(ga, SplitDim::Cols, P, op_a_name, str(op, " splits K"));
+      Split kb = require_split(gb, SplitDim::Rows, P, op_b_name, str(op, " splits K"));
+      require_same_split(p.k_split, kb, "columns of op(A)", "rows of op(B)");
+      p.n_split = Split::whole(p.n);
+      if (operation == Operation::GemmRs) {
+        p.m_split = require_split(gc, SplitDim::Rows, P, "C", "GEMM-RS scatters the rows of C");
+      } else {
+        require_unsplit(gc, P, "C", "GEMM-AR leaves the whole C on every rank");
+        p.m_split = Split::balanced(p.m, P);
+      }
+      break;
+    }
+  }
+
+  if (bias) {
+    const GroupMatrix gbias = resolve_in_group(*bias, group, "bias");
+    if (bias->dtype != c.dtype)
+      fail(WEAVE_ERROR_UNSUPPORTED_TYPE, "bias is ", dtype_name(bias->dtype), " but C is ", dtype_name(c.dtype),
+           "; bias must have C's element type");
+    require_extent(gbias.rows, 1, "rows of bias", "one row (bias is 1 x N)");
+    require_extent(gbias.cols, p.n, "columns of bias", "columns of C (N)");
+    if (operation == Operation::AgGemm) {
+      Split bs = require_split(gbias, SplitDim::Cols, P, "bias", "its columns follow C's columns");
+      require_same_split(bs, c_col_split, "columns of bias", "columns of C");
+    } else {
+      require_unsplit(gbias, P, "bias", "C has all N columns on every rank");
+    }
+    p.has_bias = true;
+    p.bias = local_block(*bias);
+  }
+  p.a = local_block(a);
+  p.b = local_block(b);
+  p.c = local_block(c);
+  return p;
+}
+
+std::vector<Argument> Problem::agreement_fields() const {
+  std::vector<Argument> fields = {
+      {"operation", static_cast<int64_t>(operation)},
+      {"op_a", static_cast<int64_t>(op_a)},
+      {"op_b", static_cast<int64_t>(op_b)},
+      {"M", m},
+      {"N", n},
+      {"K", k},
+      {"dtype", static_cast<int64_t>(dtype)},
+      {"memory", static_cast<int64_t>(memory)},
+      {"bias present", has_bias ? 1 : 0},
+  };
+  auto add_split = [&](const char* name, const Split& s) {
+    for (int i = 0; i < s.parts(); ++i) fields.push_back({str(name, "[", i, "]"), s.count(i)});
+  };
+  add_split("M counts", m_split);
+  add_split("N counts", n_split);
+  add_split("K counts", k_split);
+  return fields;
+}
+
+std::string Problem::summary() const {
+  return str(operation_name(operation), " ", dtype_name(dtype), " M=", m, " N=", n, " K=", k,
+             " op(A)=", op_name(op_a), " op(B)=", op_name(op_b), has_bias ? " +bias" : "");
+}
+
+}  // namespace weave

@@ -1,0 +1,76 @@
+// The validated, group-level statement of one distributed multiplication:
+// which operation, the global sizes M, N, K within the operation's group, how
+// each of them is split over the group's ranks, and this rank's local blocks.
+// Everything downstream (planning, execution) reads a Problem, never the
+// user's descriptors.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/dtype.hpp"
+#include "core/grid.hpp"
+#include "core/matrix.hpp"
+#include "core/split.hpp"
+#include "weave/weave.h"
+
+namespace weave {
+
+enum class Operation { AgGemm = WEAVE_AG_GEMM, GemmRs = WEAVE_GEMM_RS, GemmAr = WEAVE_GEMM_AR };
+enum class Op { N = WEAVE_OP_N, T = WEAVE_OP_T };
+
+const char* operation_name(Operation op);
+inline const char* op_name(Op op) { return op == Op::N ? "N" : "T"; }
+inline Op flip(Op op) { return op == Op::N ? Op::T : Op::N; }
+
+// How a matrix looks within the operation's group.
+enum class SplitDim { None, Rows, Cols };
+
+struct GroupMatrix {
+  int64_t rows = 0, cols = 0;  // the group's global matrix
+  SplitDim split_dim = SplitDim::None;
+  Split split;                 // over the group's ranks along split_dim
+};
+
+// The stored local block of one operand.
+struct LocalBlock {
+  int64_t rows = 0, cols = 0, ld = 1;
+  Order order = Order::ColMajor;
+};
+
+struct Problem {
+  Operation operation = Operation::AgGemm;
+  Op op_a = Op::N, op_b = Op::N;
+  int64_t m = 0, n = 0, k = 0;  // within the group
+  DType dtype = DType::F64;
+  Memory memory = Memory::Host;
+  weave_group_t group = WEAVE_GROUP_GRID;
+  int group_size = 1, group_rank = 0, group_index = 0;
+  // Splits over the group's ranks:
+  //   AG-GEMM: m_split = rows of op(A), n_split = columns of op(B) and C.
+  //   GEMM-RS: m_split = rows of C,      k_split = columns of op(A), rows of op(B).
+  //   GEMM-AR: m_split = balanced rows of C (how the ring divides the work),
+  //            k_split as for GEMM-RS.
+  Split m_split, n_split, k_split;
+  LocalBlock a, b, c, bias;
+  bool has_bias = false;
+
+  // The arguments every rank of the group must agree on.
+  std::vector<Argument> agreement_fields() const;
+  // "AG-GEMM f64 M=1000 N=512 K=300, op(A)=N op(B)=T"
+  std::string summary() const;
+};
+
+// Resolves a matrix to what it is within `group` (a BLOCK_2D matrix becomes
+// the panel of my grid row or column). Throws on a distribution that cannot
+// be used over this group.
+GroupMatrix resolve_in_group(const MatrixDesc& m, const GroupView& group, const std::string& name);
+
+// Validates the operation's arguments on this rank and builds the Problem.
+// bias may be null.
+Problem make_problem(Operation operation, weave_group_t group_kind, Op op_a, Op op_b,
+                     const MatrixDesc& a, const MatrixDesc& b, const MatrixDesc& c,
+                     const MatrixDesc* bias);
+
+}  // namespace weave

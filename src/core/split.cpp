@@ -1,0 +1,61 @@
+#include "core/split.hpp"
+
+#include <algorithm>
+
+#include "core/error.hpp"
+
+namespace weave {
+
+Split::Split(std::vector<int64_t> counts) : counts_(std::move(counts)) {
+  offsets_.resize(counts_.size());
+  int64_t running = 0;
+  for (std::size_t i = 0; i < counts_.size(); ++i) {
+    offsets_[i] = running;
+    running += counts_[i];
+  }
+  total_ = running;
+}
+
+Split Split::balanced(int64_t n, int parts) {
+  std::vector<int64_t> counts(parts);
+  for (int i = 0; i < parts; ++i) counts[i] = n / parts + (i < n % parts ? 1 : 0);
+  return Split(std::move(counts));
+}
+
+Split Split::from_counts(const std::vector<int64_t>& counts, int64_t n, const std::string& what) {
+  int64_t sum = 0;
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    if (counts[i] < 0)
+      fail(WEAVE_ERROR_INVALID_COUNTS, what, "[", i, "] = ", counts[i], " is negative");
+    sum += counts[i];
+  }
+  if (sum != n)
+    fail(WEAVE_ERROR_INVALID_COUNTS, what, " = ", format_counts(counts), " sums to ", sum,
+         ", expected ", n);
+  return Split(counts);
+}
+
+int64_t Split::max_count() const {
+  return counts_.empty() ? 0 : *std::max_element(counts_.begin(), counts_.end());
+}
+
+Split Split::refine(int pieces) const {
+  std::vector<int64_t> refined;
+  refined.reserve(counts_.size() * pieces);
+  for (int64_t c : counts_) {
+    Split sub = balanced(c, pieces);
+    refined.insert(refined.end(), sub.counts_.begin(), sub.counts_.end());
+  }
+  return Split(std::move(refined));
+}
+
+std::string format_counts(const std::vector<int64_t>& counts) {
+  std::string text = "[";
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    if (i) text += ",";
+    text += std::to_string(counts[i]);
+  }
+  return text + "]";
+}
+
+}  // namespace weave

@@ -1,0 +1,45 @@
+// Turns a schedule Region into a pointer for one execute: the caller's
+// buffers and the plan's workspace bound to the schedule's buffer table.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "core/dtype.hpp"
+#include "core/matrix.hpp"
+#include "plan/schedule.hpp"
+
+namespace weave::exec {
+
+// A strided matrix in memory, as backends consume it.
+struct MatrixRef {
+  void* data = nullptr;
+  int64_t rows = 0, cols = 0, ld = 1;
+  DType dtype = DType::F64;
+  Order order = Order::ColMajor;
+};
+
+struct Bindings {
+  const plan::Schedule* schedule = nullptr;
+  std::array<const void*, plan::kFirstWorkspaceBuffer> user{};  // A, B, C, bias, gathered
+  int64_t gathered_ld = 0;                                       // 0: the schedule's tight one
+  void* workspace = nullptr;
+
+  MatrixRef resolve(const plan::Region& region) const;
+};
+
+// The values of the symbolic scalars of one execute.
+struct Scalars {
+  double alpha = 1.0, beta = 0.0;
+  double value(plan::Scalar s) const {
+    switch (s) {
+      case plan::Scalar::Zero: return 0.0;
+      case plan::Scalar::One: return 1.0;
+      case plan::Scalar::Alpha: return alpha;
+      case plan::Scalar::Beta: return beta;
+    }
+    return 0.0;
+  }
+};
+
+}  // namespace weave::exec

@@ -1,0 +1,46 @@
+// What an executor needs from a compute backend (host BLAS + Kokkos, or
+// CUDA streams + cuBLASLt). A backend owns the plan's workspace and its
+// lanes: on the host every lane is the calling thread and work runs at once;
+// on a GPU each lane is a stream and work is enqueued.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "exec/bindings.hpp"
+#include "plan/schedule.hpp"
+
+namespace weave::exec {
+
+// Called between GEMM tiles on the host so communication keeps moving.
+using ProgressHook = std::function<void()>;
+
+class ComputeBackend {
+ public:
+  virtual ~ComputeBackend() = default;
+  virtual std::string name() const = 0;
+  // False: gemm/epilogue have finished when they return.
+  virtual bool asynchronous() const = 0;
+  virtual void* workspace() = 0;
+
+  // Order the lanes after the caller's stream, and the caller's stream after
+  // the lanes (asynchronous backends; no-ops on the host).
+  virtual void begin(void* caller_stream) { (void)caller_stream; }
+  virtual void end(void* caller_stream) { (void)caller_stream; }
+
+  virtual void gemm(const plan::GemmOp& op, int lane, const Bindings& bindings, const Scalars& scalars,
+                    const ProgressHook& progress) = 0;
+  virtual void epilogue(const plan::EpilogueOp& op, int lane, const Bindings& bindings,
+                        const Scalars& scalars) = 0;
+
+  // Asynchronous backends: one event per step index. `record` marks the end
+  // of what is enqueued on `lane` so far; `wait` makes `lane` wait for it;
+  // `query` tells whether it has completed. lane may be plan::kCommLane.
+  virtual void record(int event, int lane) { (void)event; (void)lane; }
+  virtual void wait(int lane, int event) { (void)lane; (void)event; }
+  virtual bool query(int event) { (void)event; return true; }
+  // The native stream of a lane (cudaStream_t), for stream-ordered transports.
+  virtual void* lane_stream(int lane) { (void)lane; return nullptr; }
+};
+
+}  // namespace weave::exec

@@ -1,0 +1,262 @@
+#include "exec/executor.hpp"
+
+#include <map>
+
+#include "core/error.hpp"
+
+namespace weave::exec {
+
+using plan::Step;
+using plan::StepKind;
+
+Executor::Executor(const plan::Schedule& schedule, ComputeBackend& backend, transport::Transport& transport,
+                   ExecutorOptions options)
+    : schedule_(schedule), backend_(backend), transport_(transport), options_(options) {
+  const auto& steps = schedule_.steps;
+  std::map<int, std::size_t> unit_of_batch;
+  needs_event_.assign(steps.size(), false);
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    const Step& s = steps[i];
+    for (int d : s.deps) {
+      if (d < 0 || static_cast<std::size_t>(d) >= i)
+        fail(WEAVE_ERROR_INTERNAL, "schedule step ", i, " depends on step ", d, " which does not precede it");
+      if (steps[d].lane != s.lane || !stream_ordered(static_cast<int>(i))) needs_event_[d] = true;
+    }
+    if (!s.is_comm()) {
+      compute_order_.push_back(static_cast<int>(i));
+      continue;
+    }
+    if (s.batch >= 0) {
+      auto found = unit_of_batch.find(s.batch);
+      if (found != unit_of_batch.end()) {
+        units_[found->second].steps.push_back(static_cast<int>(i));
+        continue;
+      }
+      unit_of_batch[s.batch] = units_.size();
+    }
+    units_.push_back(Unit{{static_cast<int>(i)}});
+  }
+}
+
+Executor::~Executor() = default;
+
+bool Executor::stream_ordered(int step) const {
+  return schedule_.steps[step].is_comm() ? transport_.stream_ordered() : backend_.asynchronous();
+}
+
+bool Executor::dep_ready(int dep, bool consumer_stream_ordered) {
+  switch (token_[dep]) {
+    case Token::Pending: return false;
+    case Token::Done: return true;
+    case Token::Event:
+      if (consumer_stream_ordered) return true;
+      if (!backend_.query(dep)) return false;
+      token_[dep] = Token::Done;
+      return true;
+    case Token::Request:
+      if (!transport_.test(request_[dep])) return false;
+      token_[dep] = Token::Done;
+      return true;
+  }
+  return false;
+}
+
+bool Executor::step_ready(int step) {
+  const bool so = stream_ordered(step);
+  for (int d : schedule_.steps[step].deps)
+    if (!dep_ready(d, so)) {
+      waiting_for_ = d;
+      return false;
+    }
+  return true;
+}
+
+bool Executor::unit_ready(const Unit& unit) {
+  for (int s : unit.steps)
+    if (!step_ready(s)) return false;
+  return true;
+}
+
+void Executor::wait_for_deps_on_lane(int step, int lane) {
+  for (int d : schedule_.steps[step].deps)
+    if (token_[d] == Token::Event && schedule_.steps[d].lane != lane) backend_.wait(lane, d);
+}
+
+void Executor::issue_unit(const Unit& unit) {
+  const double start = options_.trace ? options_.trace->now_us() : 0.0;
+  if (transport_.stream_ordered()) {
+    std::vector<const Step*> batch;
+    for (int s : unit.steps) {
+      wait_for_deps_on_lane(s, plan::kCommLane);
+      batch.push_back(&schedule_.steps[s]);
+    }
+    transport_.enqueue(batch, *bindings_, backend_.lane_stream(plan::kCommLane));
+    for (int s : unit.steps) {
+      if (needs_event_[s]) backend_.record(s, plan::kCommLane);
+      token_[s] = backend_.asynchronous() ? Token::Event : Token::Done;
+    }
+  } else {
+    for (int s : unit.steps) {
+      request_[s] = transport_.post(schedule_.steps[s], *bindings_);
+      token_[s] = Token::Request;
+    }
+  }
+  if (options_.trace)
+    for (int s : unit.steps)
+      options_.trace->add(s, "communication", "post " + schedule_.steps[s].label, start, options_.trace->now_us());
+}
+
+void Executor::issue_compute(int step) {
+  const Step& s = schedule_.steps[step];
+  const bool async = backend_.asynchronous();
+  if (async) wait_for_deps_on_lane(step, s.lane);
+  const double start = options_.trace ? options_.trace->now_us() : 0.0;
+  if (s.kind() == StepKind::Gemm) {
+    ProgressHook hook;
+    if (!async && options_.progress == Progress::Tiles && !transport_.stream_ordered()) hook = [this] { pump(); };
+    backend_.gemm(std::get<plan::GemmOp>(s.op), s.lane, *bindings_, *scalars_, hook);
+  } else {
+    backend_.epilogue(std::get<plan::EpilogueOp>(s.op), s.lane, *bindings_, *scalars_);
+  }
+  if (options_.trace && !async)
+    options_.trace->add(step, "compute lane " + std::to_string(s.lane), s.label, start, options_.trace->now_us());
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (async) {
+    if (needs_event_[step]) backend_.record(step, s.lane);
+    token_[step] = Token::Event;
+  } else {
+    token_[step] = Token::Done;
+  }
+}
+
+bool Executor::pump() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (in_pump_) return false;
+  in_pump_ = true;
+  bool advanced = false;
+  try {
+    transport_.progress();
+    for (std::size_t u = next_unit_; u < units_.size(); ++u) {
+      if (unit_issued_[u]) continue;
+      if (unit_ready(units_[u])) {
+        issue_unit(units_[u]);
+        unit_issued_[u] = true;
+        advanced = true;
+      } else if (transport_.stream_ordered()) {
+        break;  // batches pair up across ranks only if enqueued in order
+      }
+    }
+    while (next_unit_ < units_.size() && unit_issued_[next_unit_]) ++next_unit_;
+  } catch (...) {
+    in_pump_ = false;
+    throw;
+  }
+  in_pump_ = false;
+  return advanced;
+}
+
+bool Executor::requests_outstanding() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  bool outstanding = false;
+  for (std::size_t i = 0; i < token_.size(); ++i)
+    if (token_[i] == Token::Request) {
+      if (transport_.test(request_[i]))
+        token_[i] = Token::Done;
+      else {
+        waiting_for_ = static_cast<int>(i);
+        outstanding = true;
+      }
+    }
+  return outstanding;
+}
+
+void Executor::timed_out() {
+  std::string what = "a step";
+  if (waiting_for_ >= 0) {
+    const Step& s = schedule_.steps[waiting_for_];
+    what = str("step ", waiting_for_, " (", s.label, ")");
+    if (s.kind() == StepKind::Recv)
+      what += str(" from group rank ", std::get<plan::RecvOp>(s.op).peer);
+    else if (s.kind() == StepKind::Send)
+      what += str(" to group rank ", std::get<plan::SendOp>(s.op).peer);
+  }
+  fail(WEAVE_ERROR_TIMEOUT, "group rank ", schedule_.group_rank, " of ", schedule_.group_size, " waited ",
+       options_.timeout.count() / 1000.0, " s for ", what,
+       "; a peer may have failed or not called execute (set timeout_ms or WEAVE_TIMEOUT to wait longer)");
+}
+
+void Executor::progress_thread_main() {
+  while (!stop_thread_.load(std::memory_order_acquire)) {
+    try {
+      if (!pump()) std::this_thread::yield();
+    } catch (...) {
+      return;  // the main loop sees the same failure on its next call
+    }
+  }
+}
+
+void Executor::run(const Bindings& bindings, const Scalars& scalars, void* caller_stream) {
+  bindings_ = &bindings;
+  scalars_ = &scalars;
+  token_.assign(schedule_.steps.size(), Token::Pending);
+  request_.assign(schedule_.steps.size(), -1);
+  unit_issued_.assign(units_.size(), false);
+  next_unit_ = 0;
+  waiting_for_ = -1;
+  const bool bounded = options_.timeout.count() >= 0;
+  deadline_ = std::chrono::steady_clock::now() + (bounded ? options_.timeout : std::chrono::milliseconds(0));
+  if (options_.trace) options_.trace->clear();
+
+  transport_.begin_execute();
+  backend_.begin(caller_stream);
+  std::thread progress_thread;
+  const bool threaded = options_.progress == Progress::Thread && !transport_.stream_ordered();
+  auto stop = [&] {
+    if (progress_thread.joinable()) {
+      stop_thread_.store(true, std::memory_order_release);
+      progress_thread.join();
+    }
+  };
+  try {
+    if (threaded) {
+      stop_thread_.store(false);
+      progress_thread = std::thread([this] { progress_thread_main(); });
+    }
+    std::size_t next_compute = 0;
+    while (true) {
+      bool advanced = threaded ? false : pump();
+      if (next_compute < compute_order_.size()) {
+        const int s = compute_order_[next_compute];
+        bool ready = false;
+        {
+          std::lock_guard<std::mutex> lock(mutex_);
+          ready = step_ready(s);
+        }
+        if (ready) {
+          issue_compute(s);
+          ++next_compute;
+          advanced = true;
+        }
+      } else {
+        bool units_left = false;
+        {
+          std::lock_guard<std::mutex> lock(mutex_);
+          units_left = next_unit_ < units_.size();
+        }
+        if (!units_left && !requests_outstanding()) break;
+      }
+      if (!advanced) {
+        if (bounded && std::chrono::steady_clock::now() > deadline_) timed_out();
+        std::this_thread::yield();
+      }
+    }
+  } catch (...) {
+    stop();
+    transport_.cancel_all();
+    throw;
+  }
+  stop();
+  backend_.end(caller_stream);
+}
+
+}  // namespace weave::exec

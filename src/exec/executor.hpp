@@ -1,0 +1,91 @@
+// Runs a schedule: one generic loop for every backend/transport pair.
+//
+// Compute steps are issued in schedule order; communication steps (grouped
+// by batch) as soon as their dependencies allow, so receives are posted early
+// and chunks are forwarded the moment they arrive. A dependency is satisfied
+//   - by a finished step, or
+//   - for a stream-ordered consumer (a GPU lane, a NCCL stream) by a step
+//     that is merely enqueued on a stream: the consumer waits on its event.
+// So a CUDA + NCCL plan enqueues everything without blocking the host, while
+// a host + MPI plan keeps polling requests between GEMM tiles (or on a
+// progress thread) until every step has finished.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "exec/bindings.hpp"
+#include "exec/compute_backend.hpp"
+#include "exec/trace.hpp"
+#include "plan/schedule.hpp"
+#include "transport/transport.hpp"
+
+namespace weave::exec {
+
+enum class Progress { Tiles, Thread };
+
+struct ExecutorOptions {
+  Progress progress = Progress::Tiles;
+  // Give up waiting after this long (negative: never).
+  std::chrono::milliseconds timeout{300000};
+  Trace* trace = nullptr;  // null: no tracing
+};
+
+class Executor {
+ public:
+  Executor(const plan::Schedule& schedule, ComputeBackend& backend, transport::Transport& transport,
+           ExecutorOptions options);
+  ~Executor();
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
+
+  // Runs every step. Throws weave::Error (e.g. WEAVE_ERROR_TIMEOUT naming the
+  // step and peer it waited for); afterwards the transport is left cancelled.
+  void run(const Bindings& bindings, const Scalars& scalars, void* caller_stream);
+
+ private:
+  enum class Token : uint8_t { Pending, Done, Event, Request };
+  struct Unit {  // communication steps that are issued together
+    std::vector<int> steps;
+  };
+
+  bool stream_ordered(int step) const;
+  bool dep_ready(int dep, bool consumer_stream_ordered);
+  bool unit_ready(const Unit& unit);
+  bool step_ready(int step);
+  void issue_unit(const Unit& unit);
+  void issue_compute(int step);
+  void wait_for_deps_on_lane(int step, int lane);
+  // Polls the transport and issues every ready communication unit. Returns
+  // whether anything advanced. Safe to call from GEMM tile callbacks.
+  bool pump();
+  bool requests_outstanding();
+  [[noreturn]] void timed_out();
+  void progress_thread_main();
+
+  const plan::Schedule& schedule_;
+  ComputeBackend& backend_;
+  transport::Transport& transport_;
+  ExecutorOptions options_;
+  std::vector<Unit> units_;
+  std::vector<int> compute_order_;
+  std::vector<bool> needs_event_;  // someone on another lane or the host depends on it
+
+  // Per execute.
+  const Bindings* bindings_ = nullptr;
+  const Scalars* scalars_ = nullptr;
+  std::vector<Token> token_;
+  std::vector<int> request_;
+  std::size_t next_unit_ = 0;
+  std::vector<bool> unit_issued_;
+  std::chrono::steady_clock::time_point deadline_;
+  int waiting_for_ = -1;  // step the loop is blocked on, for the timeout message
+  bool in_pump_ = false;
+  std::mutex mutex_;  // progress thread vs. main thread
+  std::atomic<bool> stop_thread_{false};
+};
+
+}  // namespace weave::exec

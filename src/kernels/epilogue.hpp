@@ -1,0 +1,44 @@
+// The element-wise kernel of every backend, written once:
+//   dst(i,j) = src_scale * src(i,j) + dst_scale * dst(i,j) + bias(j)
+// It finishes reductions (beta * C and bias enter here, once), adds bias
+// after a GEMM, packs and unpacks chunks, and converts between types and
+// storage orders. One call per element index, in dst's storage order so
+// neighbouring indices touch neighbouring dst elements.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/numeric.hpp"
+
+namespace weave::kernels {
+
+template <class Dst, class Src>
+struct EpilogueFunctor {
+  using Acc = typename Arithmetic<Dst>::type;
+
+  Dst* dst = nullptr;
+  int64_t dst_ld = 1;
+  bool dst_row_major = false;
+  const Src* src = nullptr;  // null: no src term
+  int64_t src_ld = 1;
+  bool src_row_major = false;
+  const Dst* bias = nullptr;  // null: no bias; one entry per column
+  Acc src_scale = 1;
+  Acc dst_scale = 0;  // dst is not read when zero (it may hold NaN)
+  int64_t rows = 0, cols = 0;
+
+  WEAVE_FUNCTION int64_t size() const { return rows * cols; }
+
+  WEAVE_FUNCTION void operator()(int64_t index) const {
+    const int64_t i = dst_row_major ? index / cols : index % rows;
+    const int64_t j = dst_row_major ? index % cols : index / rows;
+    Acc value = 0;
+    if (src) value = src_scale * load_as<Acc>(src[src_row_major ? i * src_ld + j : i + j * src_ld]);
+    Dst& out = dst[dst_row_major ? i * dst_ld + j : i + j * dst_ld];
+    if (dst_scale != Acc(0)) value += dst_scale * load_as<Acc>(out);
+    if (bias) value += load_as<Acc>(bias[j]);
+    out = store_as<Dst>(value);
+  }
+};
+
+}  // namespace weave::kernels

@@ -1,0 +1,126 @@
+// AG-GEMM as a ring (DESIGN.md section 3). Rank r multiplies its own rows of
+// op(A) first, so the first GEMM starts before any byte arrives; meanwhile
+// every chunk of op(A) walks the ring, each rank forwarding what it received
+// and multiplying it. Each shard is cut into chunks_per_shard chunks, so a
+// chunk can be forwarded while the previous one is multiplied; a
+// bidirectional ring sends half of every shard each way round.
+//
+// Every received chunk has its own place in the gather buffer, so no receive
+// waits for a reader of an earlier chunk, and the buffer ends up holding the
+// whole gathered op(A) (returned to the caller on request).
+#include <string>
+
+#include "core/error.hpp"
+#include "plan/schedule_builder.hpp"
+
+namespace weave::plan {
+
+void build_ag_gemm_ring(ScheduleBuilder& b) {
+  const Problem& p = b.problem();
+  const ScheduleOptions& o = b.options();
+  const int P = b.P(), r = b.rank(), c = o.chunks_per_shard;
+  const Split pieces = p.m_split.refine(c);  // piece q * c + j: chunk j of rank q's rows
+
+  // The gather buffer stores op(A) rows contiguously: row-major M x K for
+  // op N (A's rows), column-major K x M for op T (A's columns).
+  const Order gather_order = p.op_a == Op::N ? Order::RowMajor : Order::ColMajor;
+  const int gather = p.op_a == Op::N ? b.add_workspace("gathered op(A)", p.m, p.k, p.dtype, gather_order)
+                                     : b.add_workspace("gathered op(A)", p.k, p.m, p.dtype, gather_order);
+  const Region c_all = b.whole(kBufferC);
+  const Region b_all = b.whole(kBufferB);
+
+  auto piece_id = [&](int q, int j) { return q * c + j; };
+  auto piece_rows = [&](int id) { return pieces.count(id); };
+  auto gather_region = [&](int id) { return b.op_rows(gather, p.op_a, pieces.offset(id), pieces.count(id)); };
+  auto own_region = [&](int j) {
+    const int id = piece_id(r, j);
+    return b.op_rows(kBufferA, p.op_a, pieces.offset(id) - p.m_split.offset(r), pieces.count(id));
+  };
+
+  // The multiplication of one chunk of op(A) (already local in `a_region`),
+  // its bias, and its copy into the caller's gathered A.
+  auto multiply = [&](int id, const Region& a_region, int dep) {
+    const std::string what = "chunk " + std::to_string(id % c) + " of rank " + std::to_string(id / c);
+    const int lane = b.next_compute_lane();
+    const Region c_rows{kBufferC, pieces.offset(id), 0, pieces.count(id), c_all.cols};
+    if (!c_rows.empty()) {
+      GemmOp g{a_region, p.op_a, b_all, p.op_b, c_rows, Scalar::Alpha, Scalar::Beta};
+      const int gemm = b.add_step(g, lane, {dep}, "gemm " + what);
+      if (p.has_bias) b.add_step(b.add_bias(c_rows), lane, {gemm}, "bias " + what);
+    }
+    if (o.gathered_output) {
+      const Region out = b.op_rows(kBufferGathered, p.op_a, pieces.offset(id), pieces.count(id));
+      b.add_step(b.copy(out, a_region), lane, {dep}, "gathered output " + what);
+    }
+  };
+
+  // Own chunks: sent straight from A when their bytes already look like a
+  // gather-buffer chunk, otherwise packed first.
+  std::vector<int> own_send_dep(c, -1);
+  std::vector<Region> own_send_region(c);
+  for (int j = 0; j < c; ++j) {
+    const int id = piece_id(r, j);
+    const Region mine = own_region(j);
+    own_send_region[j] = mine;
+    if (piece_rows(id) == 0 || b.same_bytes_as_tight(mine, gather_order)) continue;
+    own_send_region[j] = gather_region(id);
+    own_send_dep[j] = b.add_step(b.copy(gather_region(id), mine), 0, {},
+                                 "pack own chunk " + std::to_string(j));
+  }
+  for (int j = 0; j < c; ++j)
+    if (piece_rows(piece_id(r, j)) > 0) multiply(piece_id(r, j), own_region(j), -1);
+
+  // The two rings (or one). For direction d, the b-th batch sends the b-th
+  // entry of my send list to the next rank and receives the b-th entry of my
+  // receive list from the previous one; the next rank's b-th receive is my
+  // b-th send, so batches pair up across ranks.
+  struct Ring {
+    int next, prev;
+    std::vector<int> chunks;
+    std::vector<int> recv_ids;   // in arrival order
+    std::vector<int> recv_step;  // step index per arrival, -1 if empty
+  };
+  std::vector<Ring> rings;
+  for (const DirectionChunks& dc : split_chunks_by_direction(o.direction, c)) {
+    const int step = dc.direction == Direction::Backward ? -1 : 1;
+    Ring ring{b.mod(r + step), b.mod(r - step), dc.chunks, {}, {}};
+    for (int hop = 1; hop < P; ++hop)
+      for (int j : dc.chunks) ring.recv_ids.push_back(piece_id(b.mod(r - step * hop), j));
+    ring.recv_step.assign(ring.recv_ids.size(), -1);
+    rings.push_back(std::move(ring));
+  }
+
+  std::size_t batches = 0;
+  for (const Ring& ring : rings) batches = std::max(batches, ring.recv_ids.size());
+  for (std::size_t n = 0; n < batches; ++n) {
+    for (Ring& ring : rings) {
+      if (n >= ring.recv_ids.size()) continue;
+      const int batch = b.next_batch();
+      const std::size_t own = ring.chunks.size();
+      // Send: first my own chunks, then forward what arrived (all but the
+      // last hop's chunks, which belong to the next rank).
+      if (n < own) {
+        const int j = ring.chunks[n], id = piece_id(r, j);
+        if (piece_rows(id) > 0)
+          b.add_step(SendOp{own_send_region[j], ring.next, id}, kCommLane, {own_send_dep[j]},
+                     "send own chunk " + std::to_string(j), batch);
+      } else {
+        const std::size_t arrived = n - own;
+        const int id = ring.recv_ids[arrived];
+        if (piece_rows(id) > 0)
+          b.add_step(SendOp{gather_region(id), ring.next, id}, kCommLane, {ring.recv_step[arrived]},
+                     "forward chunk " + std::to_string(id % c) + " of rank " + std::to_string(id / c), batch);
+      }
+      const int id = ring.recv_ids[n];
+      if (piece_rows(id) > 0) {
+        ring.recv_step[n] = b.add_step(RecvOp{gather_region(id), ring.prev, id}, kCommLane, {},
+                                       "receive chunk " + std::to_string(id % c) + " of rank " +
+                                           std::to_string(id / c),
+                                       batch);
+        multiply(id, gather_region(id), ring.recv_step[n]);
+      }
+    }
+  }
+}
+
+}  // namespace weave::plan

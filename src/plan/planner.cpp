@@ -1,0 +1,223 @@
+#include "plan/planner.hpp"
+
+#include <mpi.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "core/error.hpp"
+
+namespace weave::plan {
+
+const char* backend_name(Backend b) { return b == Backend::Host ? "host" : "cuda"; }
+
+const char* transport_name(Transport t) {
+  switch (t) {
+    case Transport::Mpi: return "mpi";
+    case Transport::Nccl: return "nccl";
+    case Transport::Ucx: return "ucx";
+    case Transport::CopyEngine: return "copy_engine";
+  }
+  return "?";
+}
+
+const char* progress_name(ProgressMode p) { return p == ProgressMode::Tiles ? "tiles" : "thread"; }
+
+Environment read_environment() {
+  Environment env;
+  for (const char* name : {"WEAVE_ALGORITHM", "WEAVE_TRANSPORT", "WEAVE_CHUNKS", "WEAVE_DIRECTION", "WEAVE_PROGRESS",
+                           "WEAVE_TIMEOUT", "WEAVE_COMPUTE_STREAMS"}) {
+    const char* value = std::getenv(name);
+    if (value && *value) env[name] = value;
+  }
+  return env;
+}
+
+namespace {
+
+// Value of an environment variable chosen from `names` (index = enum value).
+template <class Enum>
+bool env_choice(const Environment& env, const char* variable, const std::map<std::string, Enum>& names, Enum* out) {
+  auto found = env.find(variable);
+  if (found == env.end()) return false;
+  auto match = names.find(found->second);
+  if (match == names.end()) {
+    std::string allowed;
+    for (const auto& [name, value] : names) allowed += (allowed.empty() ? "" : ", ") + name;
+    fail(WEAVE_ERROR_INVALID_VALUE, variable, "=", found->second, " is not one of ", allowed);
+  }
+  *out = match->second;
+  return true;
+}
+
+int64_t env_integer(const Environment& env, const char* variable, int64_t fallback, int64_t minimum) {
+  auto found = env.find(variable);
+  if (found == env.end()) return fallback;
+  char* end = nullptr;
+  const long long value = std::strtoll(found->second.c_str(), &end, 10);
+  if (!end || *end != '\0' || value < minimum)
+    fail(WEAVE_ERROR_INVALID_VALUE, variable, "=", found->second, " is not an integer >= ", minimum);
+  return value;
+}
+
+}  // namespace
+
+Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, const Environment& env,
+                         const Capabilities& caps) {
+  Resolved r;
+  std::string& notes = r.notes;
+  r.flags = desc.flags;
+  const int known_flags = WEAVE_FLAG_ALLOW_TF32 | WEAVE_FLAG_GATHERED_OUTPUT | WEAVE_FLAG_REDUCE_IN_OUTPUT_TYPE |
+                          WEAVE_FLAG_TRACE | WEAVE_FLAG_NO_EXECUTE_CHECK;
+  if (desc.flags & ~known_flags) fail(WEAVE_ERROR_INVALID_VALUE, "flags = ", desc.flags, " has unknown bits");
+  if ((desc.flags & WEAVE_FLAG_GATHERED_OUTPUT) && problem.operation != Operation::AgGemm)
+    fail(WEAVE_ERROR_INVALID_VALUE, "WEAVE_FLAG_GATHERED_OUTPUT is for AG-GEMM plans only");
+
+  // Backend: from the matrices' memory unless asked for.
+  switch (desc.backend) {
+    case WEAVE_BACKEND_AUTO:
+      r.backend = problem.memory == Memory::Device ? Backend::Cuda : Backend::Host;
+      break;
+    case WEAVE_BACKEND_HOST: r.backend = Backend::Host; break;
+    case WEAVE_BACKEND_CUDA: r.backend = Backend::Cuda; break;
+    default: fail(WEAVE_ERROR_INVALID_VALUE, "backend = ", static_cast<int>(desc.backend), " is not a weave_backend_t");
+  }
+  if (r.backend == Backend::Cuda && !caps.cuda)
+    fail(WEAVE_ERROR_NOT_COMPILED, "the CUDA backend is not compiled into this Weave; rebuild with -DWEAVE_ENABLE_CUDA=ON");
+  if (r.backend == Backend::Host && problem.memory == Memory::Device)
+    fail(WEAVE_ERROR_POINTER_KIND, "the host backend cannot use device matrices; use WEAVE_BACKEND_CUDA (or AUTO)");
+  if (r.backend == Backend::Cuda && problem.memory == Memory::Host)
+    fail(WEAVE_ERROR_POINTER_KIND, "the CUDA backend needs device matrices (descriptor memory = WEAVE_MEMORY_DEVICE)");
+  if (r.backend == Backend::Host && problem.dtype != DType::F32 && problem.dtype != DType::F64)
+    fail(WEAVE_ERROR_UNSUPPORTED_TYPE, "the host backend supports f32 and f64, not ", dtype_name(problem.dtype),
+         "; 16-bit types run on the CUDA backend");
+
+  // Transport.
+  weave_transport_t transport = desc.transport;
+  if (transport == WEAVE_TRANSPORT_AUTO) {
+    weave_transport_t from_env = WEAVE_TRANSPORT_AUTO;
+    if (env_choice<weave_transport_t>(env, "WEAVE_TRANSPORT",
+                                      {{"mpi", WEAVE_TRANSPORT_MPI},
+                                       {"nccl", WEAVE_TRANSPORT_NCCL},
+                                       {"ucx", WEAVE_TRANSPORT_UCX},
+                                       {"copy_engine", WEAVE_TRANSPORT_COPY_ENGINE}},
+                                      &from_env)) {
+      transport = from_env;
+      notes += " transport from WEAVE_TRANSPORT;";
+    } else {
+      transport = r.backend == Backend::Host ? WEAVE_TRANSPORT_MPI : WEAVE_TRANSPORT_NCCL;
+      if (r.backend == Backend::Cuda && !caps.nccl) transport = WEAVE_TRANSPORT_MPI;
+    }
+  }
+  switch (transport) {
+    case WEAVE_TRANSPORT_MPI: r.transport = Transport::Mpi; break;
+    case WEAVE_TRANSPORT_NCCL: r.transport = Transport::Nccl; break;
+    case WEAVE_TRANSPORT_UCX: r.transport = Transport::Ucx; break;
+    case WEAVE_TRANSPORT_COPY_ENGINE: r.transport = Transport::CopyEngine; break;
+    default: fail(WEAVE_ERROR_INVALID_VALUE, "transport = ", static_cast<int>(transport), " is not a weave_transport_t");
+  }
+  if (r.transport == Transport::Nccl && !caps.nccl)
+    fail(WEAVE_ERROR_NOT_COMPILED, "the NCCL transport is not compiled into this Weave; rebuild with -DWEAVE_ENABLE_NCCL=ON");
+  if (r.transport == Transport::Ucx && !caps.ucx)
+    fail(WEAVE_ERROR_NOT_COMPILED, "the UCX transport is not compiled into this Weave; rebuild with -DWEAVE_ENABLE_UCX=ON");
+  if (r.transport == Transport::CopyEngine && !caps.copy_engine)
+    fail(WEAVE_ERROR_NOT_COMPILED, "the copy-engine transport is not compiled into this Weave; rebuild with -DWEAVE_ENABLE_CUDA=ON");
+  if (r.backend == Backend::Host && (r.transport == Transport::Nccl || r.transport == Transport::CopyEngine))
+    fail(WEAVE_ERROR_UNSUPPORTED, "the ", transport_name(r.transport),
+         " transport moves device memory; host plans use the mpi or ucx transport");
+
+  // Algorithm.
+  const int P = problem.group_size;
+  weave_algorithm_t algorithm = desc.algorithm;
+  if (algorithm == WEAVE_ALGORITHM_AUTO) {
+    weave_algorithm_t from_env = WEAVE_ALGORITHM_AUTO;
+    if (env_choice<weave_algorithm_t>(env, "WEAVE_ALGORITHM",
+                                      {{"ring", WEAVE_ALGORITHM_RING}, {"sequential", WEAVE_ALGORITHM_SEQUENTIAL}},
+                                      &from_env)) {
+      algorithm = from_env;
+      notes += " algorithm from WEAVE_ALGORITHM;";
+    } else {
+      algorithm = WEAVE_ALGORITHM_RING;
+    }
+  }
+  if (algorithm != WEAVE_ALGORITHM_RING && algorithm != WEAVE_ALGORITHM_SEQUENTIAL)
+    fail(WEAVE_ERROR_INVALID_VALUE, "algorithm = ", static_cast<int>(desc.algorithm), " is not a weave_algorithm_t");
+  r.schedule.algorithm = static_cast<Algorithm>(algorithm);
+  if (P == 1) {
+    r.schedule.algorithm = Algorithm::Sequential;
+    notes += " one rank: local GEMM, nothing to communicate;";
+  }
+
+  // Direction and chunks.
+  weave_direction_t direction = desc.direction;
+  if (direction == WEAVE_DIRECTION_AUTO) {
+    weave_direction_t from_env = WEAVE_DIRECTION_AUTO;
+    if (env_choice<weave_direction_t>(env, "WEAVE_DIRECTION",
+                                      {{"forward", WEAVE_DIRECTION_FORWARD},
+                                       {"backward", WEAVE_DIRECTION_BACKWARD},
+                                       {"bidirectional", WEAVE_DIRECTION_BIDIRECTIONAL}},
+                                      &from_env))
+      direction = from_env;
+    else
+      direction = WEAVE_DIRECTION_FORWARD;
+  }
+  if (direction < WEAVE_DIRECTION_FORWARD || direction > WEAVE_DIRECTION_BIDIRECTIONAL)
+    fail(WEAVE_ERROR_INVALID_VALUE, "direction = ", static_cast<int>(desc.direction), " is not a weave_direction_t");
+  r.schedule.direction = static_cast<Direction>(direction);
+
+  if (desc.chunks_per_shard < 0)
+    fail(WEAVE_ERROR_INVALID_VALUE, "chunks_per_shard = ", desc.chunks_per_shard, " is negative");
+  int chunks = desc.chunks_per_shard;
+  if (chunks == 0) {
+    chunks = static_cast<int>(env_integer(env, "WEAVE_CHUNKS", 0, 1));
+    if (chunks == 0) chunks = r.schedule.direction == Direction::Bidirectional ? 2 : 1;
+  }
+  if (r.schedule.direction == Direction::Bidirectional && chunks < 2) {
+    if (desc.chunks_per_shard > 0)
+      fail(WEAVE_ERROR_UNSUPPORTED, "a bidirectional ring sends half of every shard each way and needs "
+           "chunks_per_shard >= 2, got ", desc.chunks_per_shard);
+    chunks = 2;
+  }
+  r.schedule.chunks_per_shard = chunks;
+
+  if (desc.compute_streams < 0)
+    fail(WEAVE_ERROR_INVALID_VALUE, "compute_streams = ", desc.compute_streams, " is negative");
+  int lanes = desc.compute_streams;
+  if (lanes == 0) lanes = static_cast<int>(env_integer(env, "WEAVE_COMPUTE_STREAMS", 0, 1));
+  if (lanes == 0) lanes = r.backend == Backend::Cuda ? 2 : 1;
+  if (r.backend == Backend::Host) lanes = 1;  // one thread issues host work
+  r.schedule.compute_lanes = lanes;
+
+  r.schedule.gathered_output = (desc.flags & WEAVE_FLAG_GATHERED_OUTPUT) != 0;
+  r.schedule.reduce_in_output_type = (desc.flags & WEAVE_FLAG_REDUCE_IN_OUTPUT_TYPE) != 0;
+
+  // Host progress.
+  weave_progress_t progress = desc.progress;
+  if (progress == WEAVE_PROGRESS_AUTO) {
+    weave_progress_t from_env = WEAVE_PROGRESS_AUTO;
+    if (!env_choice<weave_progress_t>(env, "WEAVE_PROGRESS",
+                                      {{"tiles", WEAVE_PROGRESS_TILES}, {"thread", WEAVE_PROGRESS_THREAD}}, &from_env))
+      from_env = WEAVE_PROGRESS_TILES;
+    progress = from_env;
+  }
+  if (progress != WEAVE_PROGRESS_TILES && progress != WEAVE_PROGRESS_THREAD)
+    fail(WEAVE_ERROR_INVALID_VALUE, "progress = ", static_cast<int>(desc.progress), " is not a weave_progress_t");
+  r.progress = static_cast<ProgressMode>(progress);
+  if (r.progress == ProgressMode::Thread && r.transport == Transport::Mpi && caps.mpi_thread_level < MPI_THREAD_SERIALIZED)
+    fail(WEAVE_ERROR_UNSUPPORTED, "WEAVE_PROGRESS_THREAD calls MPI from a second thread and needs MPI initialized "
+         "with MPI_THREAD_SERIALIZED or MPI_THREAD_MULTIPLE (MPI_Init_thread); this process has level ",
+         caps.mpi_thread_level);
+
+  // Timeout.
+  if (desc.timeout_ms > 0)
+    r.timeout = std::chrono::milliseconds(desc.timeout_ms);
+  else if (desc.timeout_ms < 0)
+    r.timeout = std::chrono::milliseconds(-1);
+  else
+    r.timeout = std::chrono::milliseconds(env_integer(env, "WEAVE_TIMEOUT", 300, 0) * 1000);
+  if (desc.timeout_ms == 0 && env.count("WEAVE_TIMEOUT") && r.timeout.count() == 0)
+    r.timeout = std::chrono::milliseconds(-1);  // WEAVE_TIMEOUT=0: wait forever
+  return r;
+}
+
+}  // namespace weave::plan

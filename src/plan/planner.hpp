@@ -1,0 +1,50 @@
+// Resolves a plan's requests ("automatic", environment overrides) into the
+// concrete choices a schedule is built from: algorithm, direction, chunks,
+// lanes, backend, transport, progress. Pure: the environment is passed in.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <string>
+
+#include "core/problem.hpp"
+#include "plan/schedule.hpp"
+#include "weave/weave.h"
+
+namespace weave::plan {
+
+enum class Backend { Host = WEAVE_BACKEND_HOST, Cuda = WEAVE_BACKEND_CUDA };
+enum class Transport { Mpi = WEAVE_TRANSPORT_MPI, Nccl = WEAVE_TRANSPORT_NCCL, Ucx = WEAVE_TRANSPORT_UCX, CopyEngine = WEAVE_TRANSPORT_COPY_ENGINE };
+enum class ProgressMode { Tiles = WEAVE_PROGRESS_TILES, Thread = WEAVE_PROGRESS_THREAD };
+
+const char* backend_name(Backend b);
+const char* transport_name(Transport t);
+const char* progress_name(ProgressMode p);
+
+// The environment variables a plan reads (name -> value; absent = unset).
+using Environment = std::map<std::string, std::string>;
+Environment read_environment();
+
+struct Resolved {
+  ScheduleOptions schedule;
+  Backend backend = Backend::Host;
+  Transport transport = Transport::Mpi;
+  ProgressMode progress = ProgressMode::Tiles;
+  std::chrono::milliseconds timeout{300000};
+  int flags = 0;
+  // Why the automatic choices came out as they did, for describe.
+  std::string notes;
+};
+
+// What this build contains.
+struct Capabilities {
+  bool cuda = false, nccl = false, ucx = false, copy_engine = false;
+  int mpi_thread_level = 0;  // MPI_Query_thread
+};
+
+// Throws weave::Error for requests that cannot be satisfied (say why and how
+// to fix it; never silently pick something else).
+Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, const Environment& env,
+                         const Capabilities& caps);
+
+}  // namespace weave::plan

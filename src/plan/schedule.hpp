@@ -1,0 +1,157 @@
+// The schedule: which rank multiplies which chunk when, and who sends what to
+// whom, as plain data. Built once per plan by a pure function of the Problem
+// and the resolved options (no MPI, no device calls), so it can be unit-tested,
+// printed and traced. Executors only interpret it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "core/dtype.hpp"
+#include "core/matrix.hpp"
+#include "core/problem.hpp"
+
+namespace weave::plan {
+
+// Buffers a schedule refers to. The first five are the caller's, bound at
+// execute time; every further buffer is a slice of the plan's workspace.
+enum BufferId : int { kBufferA = 0, kBufferB, kBufferC, kBufferBias, kBufferGathered, kFirstWorkspaceBuffer };
+
+const char* buffer_name(int buffer);
+
+// A matrix-shaped buffer. Several buffers may alias one workspace range
+// (the same bytes seen in two layouts).
+struct BufferSpec {
+  std::string name;
+  int64_t rows = 0, cols = 0, ld = 1;
+  DType dtype = DType::F64;
+  Order order = Order::ColMajor;
+  int64_t offset_bytes = 0;  // workspace buffers: position in the workspace
+};
+
+// A rectangular block of a buffer.
+struct Region {
+  int buffer = kBufferA;
+  int64_t row0 = 0, col0 = 0, rows = 0, cols = 0;
+  int64_t elements() const { return rows * cols; }
+  bool empty() const { return rows == 0 || cols == 0; }
+};
+
+// Scalars known only at execute time are referred to by role.
+enum class Scalar : uint8_t { Zero, One, Alpha, Beta };
+const char* scalar_name(Scalar s);
+
+// c = alpha_role * op_a(a) * op_b(b) + beta_role * c
+struct GemmOp {
+  Region a;
+  Op op_a = Op::N;
+  Region b;
+  Op op_b = Op::N;
+  Region c;
+  Scalar alpha = Scalar::Alpha;
+  Scalar beta = Scalar::Zero;
+};
+
+// Element-wise, written once for every backend:
+//   dst(i,j) = src_scale * src(i,j) + dst_scale * dst(i,j) + bias(0,j)
+// dst is not read when dst_scale is Zero. src and dst may differ in type and
+// order (so this also packs, unpacks and converts).
+struct EpilogueOp {
+  Region dst;
+  bool has_src = false;
+  Region src;
+  Scalar src_scale = Scalar::One;
+  Scalar dst_scale = Scalar::Zero;
+  bool has_bias = false;
+  Region bias;
+};
+
+struct SendOp {
+  Region src;  // contiguous
+  int peer = 0;  // rank in the operation's group
+  int tag = 0;
+};
+
+struct RecvOp {
+  Region dst;  // contiguous
+  int peer = 0;
+  int tag = 0;
+};
+
+enum class CollectiveKind : uint8_t { AllGather, ReduceScatter, AllReduce };
+const char* collective_name(CollectiveKind k);
+
+// Sum-reductions and gathers over the whole group; counts are elements per
+// group rank, laid out back to back in the larger region.
+struct CollectiveOp {
+  CollectiveKind kind = CollectiveKind::AllGather;
+  Region send;  // AllGather: my part; ReduceScatter: everything; AllReduce: in place
+  Region recv;  // AllGather: everything; ReduceScatter: my part; AllReduce: same as send
+  std::vector<int64_t> counts;
+};
+
+using StepOp = std::variant<GemmOp, EpilogueOp, SendOp, RecvOp, CollectiveOp>;
+
+enum class StepKind : uint8_t { Gemm = 0, Epilogue, Send, Recv, Collective };
+const char* step_kind_name(StepKind k);
+
+constexpr int kCommLane = -1;
+
+struct Step {
+  StepOp op;
+  int lane = 0;             // compute lane (0..compute_lanes-1) or kCommLane
+  int batch = -1;           // communication steps with one batch id start together
+  std::vector<int> deps;    // indices of earlier steps that must finish first
+  std::string label;        // for describe and traces
+
+  StepKind kind() const { return static_cast<StepKind>(op.index()); }
+  bool is_comm() const { return lane == kCommLane; }
+};
+
+enum class Algorithm : int { Ring = WEAVE_ALGORITHM_RING, Sequential = WEAVE_ALGORITHM_SEQUENTIAL };
+enum class Direction : int {
+  Forward = WEAVE_DIRECTION_FORWARD,
+  Backward = WEAVE_DIRECTION_BACKWARD,
+  Bidirectional = WEAVE_DIRECTION_BIDIRECTIONAL
+};
+const char* algorithm_name(Algorithm a);
+const char* direction_name(Direction d);
+
+// Everything the schedule builders need besides the Problem.
+struct ScheduleOptions {
+  Algorithm algorithm = Algorithm::Ring;
+  Direction direction = Direction::Forward;
+  int chunks_per_shard = 1;   // >= 1; bidirectional rings need >= 2
+  int compute_lanes = 1;      // GEMMs alternate between lanes
+  bool gathered_output = false;
+  bool reduce_in_output_type = false;  // 16-bit partial sums travel in C's type
+  int slot_window = 3;        // reused partial-sum slots per chunk chain
+};
+
+struct Schedule {
+  std::vector<BufferSpec> buffers;  // indexed by BufferId / Region::buffer
+  std::vector<Step> steps;          // a topological order: deps point backwards
+  int64_t workspace_bytes = 0;
+  int compute_lanes = 1;
+  Algorithm algorithm = Algorithm::Ring;
+  Direction direction = Direction::Forward;
+  int chunks_per_shard = 1;
+  int group_size = 1;
+  int group_rank = 0;
+
+  const BufferSpec& buffer(const Region& r) const { return buffers.at(r.buffer); }
+  bool contiguous(const Region& r) const;
+  int64_t bytes(const Region& r) const;
+  // Counts per step kind, for describe: "4 gemm, 3 send, 3 recv, 1 epilogue".
+  std::string step_summary() const;
+};
+
+// The schedule of `problem.group_rank` in its group. Pure function.
+Schedule build_schedule(const Problem& problem, const ScheduleOptions& options);
+
+// Multi-line listing of a schedule (for debugging and WEAVE_LOG=trace).
+std::string format_schedule(const Schedule& schedule);
+
+}  // namespace weave::plan

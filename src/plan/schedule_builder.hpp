@@ -1,0 +1,76 @@
+// Shared machinery of the schedule builders: buffer bookkeeping (the caller's
+// buffers and workspace slices), step emission, and region helpers. Each
+// algorithm lives in its own file and uses only this.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "plan/schedule.hpp"
+
+namespace weave::plan {
+
+class ScheduleBuilder {
+ public:
+  ScheduleBuilder(const Problem& problem, const ScheduleOptions& options);
+
+  const Problem& problem() const { return problem_; }
+  const ScheduleOptions& options() const { return options_; }
+  int P() const { return problem_.group_size; }
+  int rank() const { return problem_.group_rank; }
+  int mod(int x) const { return ((x % P()) + P()) % P(); }
+
+  // A new slice of the workspace, aligned for any element type.
+  int add_workspace(const std::string& name, int64_t rows, int64_t cols, DType dtype, Order order);
+  // Another view of an existing workspace buffer's bytes.
+  int add_alias(int of, const std::string& name, int64_t rows, int64_t cols, Order order);
+
+  int add_step(StepOp op, int lane, std::vector<int> deps, std::string label, int batch = -1);
+  int next_batch() { return batch_counter_++; }
+  // Compute lanes in turn, so consecutive GEMMs can overlap on a GPU.
+  int next_compute_lane() { return lane_counter_++ % options_.compute_lanes; }
+
+  // Rows [row0, row0 + rows) of op(X), where X is a buffer holding a stored
+  // matrix: for op N those are rows of X, for op T columns of X.
+  Region op_rows(int buffer, Op op, int64_t row0, int64_t rows) const;
+  Region whole(int buffer) const;
+  bool contiguous(const Region& r) const { return schedule_.contiguous(r); }
+  // True when `r` holds exactly the bytes of a tight buffer of `layout_of`'s
+  // order with r's shape (so it can be sent as is).
+  bool same_bytes_as_tight(const Region& r, Order layout) const;
+
+  // dst = src (type and layout conversion allowed).
+  EpilogueOp copy(const Region& dst, const Region& src) const;
+  // dst = src + beta * dst + bias (the finishing step of a reduction).
+  EpilogueOp finish(const Region& dst, const Region& src) const;
+  // dst += bias on the columns of dst (no-op description if no bias).
+  EpilogueOp add_bias(const Region& dst) const;
+  // The bias columns that line up with `c_region`'s columns of C.
+  Region bias_for(const Region& c_region) const;
+
+  const Schedule& schedule() const { return schedule_; }
+  const Step& step(int index) const { return schedule_.steps.at(index); }
+  Schedule finish_schedule(Algorithm algorithm, Direction direction, int chunks);
+
+ private:
+  const Problem& problem_;
+  const ScheduleOptions& options_;
+  Schedule schedule_;
+  int batch_counter_ = 0;
+  int lane_counter_ = 0;
+};
+
+// Which chunks of a shard travel which way: the first half forward, the rest
+// backward for a bidirectional ring.
+struct DirectionChunks {
+  Direction direction;
+  std::vector<int> chunks;
+};
+std::vector<DirectionChunks> split_chunks_by_direction(Direction direction, int chunks);
+
+// Algorithm builders (one file each).
+void build_ag_gemm_ring(ScheduleBuilder& b);
+void build_reduction_ring(ScheduleBuilder& b);  // GEMM-RS and GEMM-AR
+void build_sequential(ScheduleBuilder& b);
+
+}  // namespace weave::plan

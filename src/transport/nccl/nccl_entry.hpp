@@ -1,0 +1,15 @@
+// Entry point of the NCCL transport (nccl_stub.cpp when WEAVE_ENABLE_NCCL is OFF).
+#pragma once
+
+#include <memory>
+
+#include "core/grid.hpp"
+#include "transport/transport.hpp"
+
+namespace weave::transport {
+
+// Collective over the group. The NCCL communicator of a group is created once
+// per grid and shared by every plan over that group.
+std::unique_ptr<Transport> make_nccl_transport(GridState& grid, const GroupView& group);
+
+}  // namespace weave::transport

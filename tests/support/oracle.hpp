@@ -1,0 +1,110 @@
+// The test oracle: global matrices generated identically on every rank from
+// a shared seed, each rank's block cut out of them by the test's own
+// reading of the distribution, and the product computed in double precision
+// on the whole matrices. Written against weave.h only.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace weave_test {
+
+// A dense global matrix in double, column-major.
+struct Dense {
+  int64_t rows = 0, cols = 0;
+  std::vector<double> v;
+  Dense() = default;
+  Dense(int64_t r, int64_t c) : rows(r), cols(c), v(static_cast<size_t>(r * c), 0.0) {}
+  double& operator()(int64_t i, int64_t j) { return v[static_cast<size_t>(i + j * rows)]; }
+  double operator()(int64_t i, int64_t j) const { return v[static_cast<size_t>(i + j * rows)]; }
+};
+
+// Uniform in [-1, 1): never zeros, so unwritten outputs cannot pass.
+inline Dense random_dense(int64_t rows, int64_t cols, std::mt19937_64& rng) {
+  Dense d(rows, cols);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  for (double& x : d.v) x = u(rng);
+  return d;
+}
+
+inline Dense transpose(const Dense& x) {
+  Dense t(x.cols, x.rows);
+  for (int64_t j = 0; j < x.cols; ++j)
+    for (int64_t i = 0; i < x.rows; ++i) t(j, i) = x(i, j);
+  return t;
+}
+
+// Reference result and the elementwise error bound that goes with it:
+//   C = alpha * opA * opB + beta * C0 + bias (bias broadcast over rows)
+//   bound(i,j) = gamma * (|alpha| (|opA| |opB|)(i,j) + |beta| |C0(i,j)| + |bias(j)|)
+struct Reference {
+  Dense c, bound;
+};
+
+inline Reference reference_product(const Dense& op_a, const Dense& op_b, const Dense& c0, const std::vector<double>* bias,
+                                   double alpha, double beta, double unit_roundoff) {
+  const int64_t m = op_a.rows, n = op_b.cols, k = op_a.cols;
+  Reference r{Dense(m, n), Dense(m, n)};
+  // Forward error of a k-term dot product plus the scaling and two additions,
+  // with a safety factor of 4 for the order in which backends sum.
+  const double gamma = 4.0 * static_cast<double>(k + 3) * unit_roundoff;
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t i = 0; i < m; ++i) {
+      double sum = 0.0, magnitude = 0.0;
+      for (int64_t l = 0; l < k; ++l) {
+        sum += op_a(i, l) * op_b(l, j);
+        magnitude += std::fabs(op_a(i, l) * op_b(l, j));
+      }
+      double value = alpha * sum, scale = std::fabs(alpha) * magnitude;
+      if (beta != 0.0) {
+        value += beta * c0(i, j);
+        scale += std::fabs(beta * c0(i, j));
+      }
+      if (bias) {
+        value += (*bias)[static_cast<size_t>(j)];
+        scale += std::fabs((*bias)[static_cast<size_t>(j)]);
+      }
+      r.c(i, j) = value;
+      r.bound(i, j) = gamma * scale + 4.0 * std::numeric_limits<double>::min();
+    }
+  return r;
+}
+
+// Splits n into `parts` counts following a pattern, all ranks alike.
+enum class Shards { Balanced, Uneven, WithEmpty };
+inline const char* shards_name(Shards s) {
+  return s == Shards::Balanced ? "balanced" : s == Shards::Uneven ? "uneven" : "with-empty";
+}
+inline std::vector<int64_t> make_counts(int64_t n, int parts, Shards pattern) {
+  std::vector<int64_t> counts(static_cast<size_t>(parts), 0);
+  if (parts == 0) return counts;
+  if (pattern == Shards::Balanced) {
+    for (int i = 0; i < parts; ++i) counts[i] = n / parts + (i < n % parts ? 1 : 0);
+    return counts;
+  }
+  // Uneven: weights 1, 2, 3, ... ; WithEmpty: the first and (if >2 parts) the
+  // third part own nothing.
+  std::vector<int64_t> weight(static_cast<size_t>(parts));
+  int64_t total = 0;
+  for (int i = 0; i < parts; ++i) {
+    weight[i] = (pattern == Shards::WithEmpty && parts > 1 && (i == 0 || i == 2)) ? 0 : i + 1;
+    total += weight[i];
+  }
+  int64_t given = 0;
+  for (int i = 0; i < parts; ++i) {
+    counts[i] = total ? n * weight[i] / total : 0;
+    given += counts[i];
+  }
+  for (int i = parts - 1; i >= 0 && given < n; --i)
+    if (weight[i] > 0 || total == 0) {
+      counts[i] += n - given;
+      given = n;
+    }
+  return counts;
+}
+
+}  // namespace weave_test
