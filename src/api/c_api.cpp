@@ -259,8 +259,7 @@ weave_status_t weave_execute(weave_plan_t plan, double alpha, const void* a, con
 weave_status_t weave_execute_ex(weave_plan_t plan, const weave_execute_args_t* args) {
   return guarded([&] {
     require(plan, "plan");
-    require(args, "args");
-    plan->plan->execute(*args);
+    plan->plan->execute(args);
   });
 }
 

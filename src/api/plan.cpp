@@ -228,13 +228,18 @@ void Plan::validate_execute_args(const weave_execute_args_t& args) const {
          "captured in a CUDA graph; use the nccl or copy_engine transport");
 }
 
-void Plan::execute(const weave_execute_args_t& args) {
+void Plan::execute(const weave_execute_args_t* args_pointer) {
   if (failed_)
     fail(WEAVE_ERROR_PLAN_FAILED, "an earlier execute of this plan failed; destroy it and create a new one");
+  auto validate = [&] {
+    if (!args_pointer) fail(WEAVE_ERROR_NULL_ARGUMENT, "args is NULL");
+    validate_execute_args(*args_pointer);
+  };
   if (resolved_.flags & WEAVE_FLAG_NO_EXECUTE_CHECK)
-    validate_execute_args(args);
+    validate();
   else
-    agree_on_errors(group_.comm, [&] { validate_execute_args(args); });
+    agree_on_errors(group_.comm, validate);
+  const weave_execute_args_t& args = *args_pointer;
 
   exec::Bindings bindings;
   bindings.schedule = &schedule_;

@@ -25,8 +25,9 @@ class Plan {
   static std::unique_ptr<Plan> create(const std::shared_ptr<GridState>& grid, const weave_plan_desc_t& desc);
   ~Plan();
 
-  // Collective over the operation's group.
-  void execute(const weave_execute_args_t& args);
+  // Collective over the operation's group. A NULL args is reported on every
+  // rank of the group like any other bad argument.
+  void execute(const weave_execute_args_t* args);
   const std::string& description() const { return description_; }
   weave_plan_info_t info() const;
   void write_trace(const char* path) const;

@@ -1,0 +1,253 @@
+// Weave's C++ interface: RAII handles over the C API (weave.h). Errors throw
+// weave::Error carrying the status and the library's message.
+//
+//   weave::Grid grid(MPI_COMM_WORLD, size, 1);
+//   weave::Matrix a(grid, weave::block_rows(m, k, WEAVE_FLOAT64));
+//   ...
+//   weave::PlanDesc desc(WEAVE_AG_GEMM, a, b, c);
+//   weave::Plan plan(grid, desc);
+//   plan.execute(1.0, a_local, b_local, 0.0, c_local);
+#ifndef WEAVE_WEAVE_HPP
+#define WEAVE_WEAVE_HPP
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "weave/weave.h"
+
+namespace weave {
+
+class Error : public std::runtime_error {
+ public:
+  Error(weave_status_t status, const std::string& message)
+      : std::runtime_error(std::string(weave_status_string(status)) + ": " + message), status_(status) {}
+  weave_status_t status() const noexcept { return status_; }
+
+ private:
+  weave_status_t status_;
+};
+
+inline void check(weave_status_t status) {
+  if (status != WEAVE_SUCCESS) throw Error(status, weave_last_error());
+}
+
+// The weave_dtype_t of a C++ element type.
+template <class T>
+struct dtype_of;
+template <>
+struct dtype_of<float> {
+  static constexpr weave_dtype_t value = WEAVE_FLOAT32;
+};
+template <>
+struct dtype_of<double> {
+  static constexpr weave_dtype_t value = WEAVE_FLOAT64;
+};
+
+namespace detail {
+// Move-only owner of a C handle.
+template <class Handle, weave_status_t (*Destroy)(Handle)>
+class Owner {
+ public:
+  Owner() = default;
+  explicit Owner(Handle h) : handle_(h) {}
+  ~Owner() { reset(); }
+  Owner(Owner&& other) noexcept : handle_(std::exchange(other.handle_, nullptr)) {}
+  Owner& operator=(Owner&& other) noexcept {
+    if (this != &other) {
+      reset();
+      handle_ = std::exchange(other.handle_, nullptr);
+    }
+    return *this;
+  }
+  Owner(const Owner&) = delete;
+  Owner& operator=(const Owner&) = delete;
+  Handle get() const noexcept { return handle_; }
+  void reset() noexcept {
+    if (handle_) Destroy(handle_);
+    handle_ = nullptr;
+  }
+
+ private:
+  Handle handle_ = nullptr;
+};
+}  // namespace detail
+
+class Grid {
+ public:
+  // Collective. A P x 1 grid unless a shape is given.
+  explicit Grid(MPI_Comm comm) {
+    int size = 0;
+    MPI_Comm_size(comm, &size);
+    create(comm, size, 1);
+  }
+  Grid(MPI_Comm comm, int prows, int pcols) { create(comm, prows, pcols); }
+
+  weave_grid_t get() const noexcept { return owner_.get(); }
+  std::pair<int, int> shape() const {
+    int r = 0, c = 0;
+    check(weave_grid_shape(get(), &r, &c));
+    return {r, c};
+  }
+  std::pair<int, int> coords() const {
+    int r = 0, c = 0;
+    check(weave_grid_coords(get(), &r, &c));
+    return {r, c};
+  }
+  // {size, my rank} of a group.
+  std::pair<int, int> group(weave_group_t g = WEAVE_GROUP_GRID) const {
+    int size = 0, rank = 0;
+    check(weave_grid_group(get(), g, &size, &rank));
+    return {size, rank};
+  }
+
+ private:
+  void create(MPI_Comm comm, int prows, int pcols) {
+    weave_grid_t h = nullptr;
+    check(weave_grid_create(comm, prows, pcols, &h));
+    owner_ = detail::Owner<weave_grid_t, weave_grid_destroy>(h);
+  }
+  detail::Owner<weave_grid_t, weave_grid_destroy> owner_;
+};
+
+// A matrix descriptor with owned counts (weave_matrix_desc_t points at them).
+struct MatrixDesc {
+  weave_matrix_desc_t desc{};
+  std::vector<int64_t> row_counts, col_counts;
+
+  MatrixDesc(int64_t rows, int64_t cols, weave_dtype_t dtype, weave_distribution_t distribution) {
+    desc.rows = rows;
+    desc.cols = cols;
+    desc.dtype = dtype;
+    desc.distribution = distribution;
+  }
+  MatrixDesc& group(weave_group_t g) { desc.group = g; return *this; }
+  MatrixDesc& rows_per_rank(std::vector<int64_t> counts) { row_counts = std::move(counts); return *this; }
+  MatrixDesc& cols_per_rank(std::vector<int64_t> counts) { col_counts = std::move(counts); return *this; }
+  MatrixDesc& ld(int64_t value) { desc.ld = value; return *this; }
+  MatrixDesc& order(weave_order_t o) { desc.order = o; return *this; }
+  MatrixDesc& memory(weave_memory_t m) { desc.memory = m; return *this; }
+
+  // The C descriptor, with the count pointers refreshed.
+  const weave_matrix_desc_t& c_desc() {
+    desc.row_counts = row_counts.empty() ? nullptr : row_counts.data();
+    desc.col_counts = col_counts.empty() ? nullptr : col_counts.data();
+    return desc;
+  }
+};
+
+inline MatrixDesc block_rows(int64_t rows, int64_t cols, weave_dtype_t t) {
+  return MatrixDesc(rows, cols, t, WEAVE_DIST_BLOCK_ROW);
+}
+inline MatrixDesc block_cols(int64_t rows, int64_t cols, weave_dtype_t t) {
+  return MatrixDesc(rows, cols, t, WEAVE_DIST_BLOCK_COLUMN);
+}
+inline MatrixDesc replicated(int64_t rows, int64_t cols, weave_dtype_t t) {
+  return MatrixDesc(rows, cols, t, WEAVE_DIST_REPLICATED);
+}
+inline MatrixDesc block_2d(int64_t rows, int64_t cols, weave_dtype_t t) {
+  return MatrixDesc(rows, cols, t, WEAVE_DIST_BLOCK_2D);
+}
+
+class Matrix {
+ public:
+  // Collective over the grid.
+  Matrix(const Grid& grid, MatrixDesc desc) {
+    weave_matrix_t h = nullptr;
+    check(weave_matrix_create(grid.get(), &desc.c_desc(), &h));
+    owner_ = detail::Owner<weave_matrix_t, weave_matrix_destroy>(h);
+  }
+
+  weave_matrix_t get() const noexcept { return owner_.get(); }
+  int64_t local_rows() const { return shape().first; }
+  int64_t local_cols() const { return shape().second; }
+  int64_t row_offset() const { return offset().first; }
+  int64_t col_offset() const { return offset().second; }
+  int64_t ld() const {
+    int64_t value = 0;
+    check(weave_matrix_ld(get(), &value));
+    return value;
+  }
+  // Elements to allocate for this rank's block.
+  int64_t local_elements() const {
+    int64_t value = 0;
+    check(weave_matrix_local_elements(get(), &value));
+    return value;
+  }
+
+ private:
+  std::pair<int64_t, int64_t> shape() const {
+    int64_t r = 0, c = 0;
+    check(weave_matrix_local_shape(get(), &r, &c));
+    return {r, c};
+  }
+  std::pair<int64_t, int64_t> offset() const {
+    int64_t r = 0, c = 0;
+    check(weave_matrix_local_offset(get(), &r, &c));
+    return {r, c};
+  }
+  detail::Owner<weave_matrix_t, weave_matrix_destroy> owner_;
+};
+
+// A plan description: the C struct with convenient setters.
+struct PlanDesc {
+  weave_plan_desc_t desc{};
+
+  PlanDesc(weave_operation_t operation, const Matrix& a, const Matrix& b, const Matrix& c) {
+    desc.operation = operation;
+    desc.a = a.get();
+    desc.b = b.get();
+    desc.c = c.get();
+  }
+  PlanDesc& ops(weave_op_t op_a, weave_op_t op_b) { desc.op_a = op_a; desc.op_b = op_b; return *this; }
+  PlanDesc& bias(const Matrix& m) { desc.bias = m.get(); return *this; }
+  PlanDesc& group(weave_group_t g) { desc.group = g; return *this; }
+  PlanDesc& algorithm(weave_algorithm_t a) { desc.algorithm = a; return *this; }
+  PlanDesc& backend(weave_backend_t b) { desc.backend = b; return *this; }
+  PlanDesc& transport(weave_transport_t t) { desc.transport = t; return *this; }
+  PlanDesc& direction(weave_direction_t d) { desc.direction = d; return *this; }
+  PlanDesc& chunks_per_shard(int32_t c) { desc.chunks_per_shard = c; return *this; }
+  PlanDesc& compute_streams(int32_t s) { desc.compute_streams = s; return *this; }
+  PlanDesc& progress(weave_progress_t p) { desc.progress = p; return *this; }
+  PlanDesc& timeout_ms(int32_t t) { desc.timeout_ms = t; return *this; }
+  PlanDesc& flags(int32_t f) { desc.flags = f; return *this; }
+};
+
+class Plan {
+ public:
+  // Collective over the grid.
+  Plan(const Grid& grid, const PlanDesc& desc) {
+    weave_plan_t h = nullptr;
+    check(weave_plan_create(grid.get(), &desc.desc, &h));
+    owner_ = detail::Owner<weave_plan_t, weave_plan_destroy>(h);
+  }
+
+  weave_plan_t get() const noexcept { return owner_.get(); }
+  std::string describe() const {
+    const char* text = nullptr;
+    check(weave_plan_describe(get(), &text));
+    return text;
+  }
+  weave_plan_info_t info() const {
+    weave_plan_info_t value{};
+    check(weave_plan_get_info(get(), &value));
+    return value;
+  }
+
+  // Collective over the operation's group.
+  template <class T>
+  void execute(T alpha, const T* a, const T* b, T beta, T* c, const T* bias = nullptr, void* stream = nullptr) const {
+    check(weave_execute(get(), static_cast<double>(alpha), a, b, static_cast<double>(beta), c, bias, stream));
+  }
+  void execute(const weave_execute_args_t& args) const { check(weave_execute_ex(get(), &args)); }
+  void write_trace(const std::string& path) const { check(weave_plan_write_trace(get(), path.c_str())); }
+
+ private:
+  detail::Owner<weave_plan_t, weave_plan_destroy> owner_;
+};
+
+}  // namespace weave
+
+#endif  // WEAVE_WEAVE_HPP
