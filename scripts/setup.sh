@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Sourced by run-demo.sh and run-tests.sh: installs the Debian packages Weave
+# needs when they are missing, then configures and builds Weave in build/.
+# Environment: WEAVE_BUILD_DIR (default build), WEAVE_CMAKE_ARGS (extra
+# configure arguments), WEAVE_SKIP_INSTALL=1 (never call apt-get).
+set -euo pipefail
+
+weave_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+weave_build="${WEAVE_BUILD_DIR:-$weave_root/build}"
+
+weave_packages=(
+  build-essential cmake ninja-build pkg-config gfortran
+  libopenmpi-dev openmpi-bin libopenblas-dev
+  libtrilinos-kokkos-dev libucx-dev libgtest-dev
+  libcli11-dev nlohmann-json3-dev
+)
+
+weave_install_packages() {
+  local missing=()
+  for p in "${weave_packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  if [ "${WEAVE_SKIP_INSTALL:-0}" = 1 ]; then
+    echo "weave: missing Debian packages: ${missing[*]} (WEAVE_SKIP_INSTALL=1, not installing)" >&2
+    return 1
+  fi
+  local sudo=""
+  if [ "$(id -u)" != 0 ]; then
+    command -v sudo >/dev/null || { echo "weave: install as root: apt-get install ${missing[*]}" >&2; return 1; }
+    sudo="sudo"
+  fi
+  echo "weave: installing ${missing[*]}"
+  $sudo apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q "${missing[@]}"
+}
+
+weave_configure_and_build() {
+  # The CUDA toolkit, where installed, is compiled in even without a GPU.
+  if [ -x /usr/local/cuda/bin/nvcc ] && ! command -v nvcc >/dev/null; then
+    export PATH="/usr/local/cuda/bin:$PATH"
+  fi
+  # shellcheck disable=SC2086
+  cmake -S "$weave_root" -B "$weave_build" -G Ninja -DCMAKE_BUILD_TYPE=Release ${WEAVE_CMAKE_ARGS:-}
+  cmake --build "$weave_build" --parallel "$(nproc)"
+}
+
+# Open MPI refuses to run as root and to start more ranks than cores unless told.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_rmaps_base_oversubscribe=1
+
+weave_install_packages
+weave_configure_and_build
