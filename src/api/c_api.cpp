@@ -69,15 +69,16 @@ const char* weave_build_features(void) { return WEAVE_BUILD_FEATURES; }
 
 weave_status_t weave_grid_create(MPI_Comm comm, int prows, int pcols, weave_grid_t* grid) {
   return guarded([&] {
-    require(grid, "grid");
-    *grid = nullptr;
+    if (grid) *grid = nullptr;
     require_mpi_initialized();
     if (comm == MPI_COMM_NULL) fail(WEAVE_ERROR_NULL_ARGUMENT, "comm is MPI_COMM_NULL");
     int size = 0;
     WEAVE_MPI_CHECK(MPI_Comm_size(comm, &size));
     // Shape errors are the same on every rank that passes the same shape;
-    // a rank passing a different one is caught below.
+    // a rank passing a different one is caught below. A NULL output on one
+    // rank is reported on all of them, so none is left waiting.
     agree_on_errors(comm, [&] {
+      require(grid, "grid");
       if (prows < 1 || pcols < 1)
         fail(WEAVE_ERROR_INVALID_VALUE, "grid shape ", prows, " x ", pcols, " must be positive");
       if (static_cast<long long>(prows) * pcols != size)
@@ -144,11 +145,11 @@ weave_status_t weave_grid_group_comm(weave_grid_t grid, weave_group_t group, MPI
 weave_status_t weave_matrix_create(weave_grid_t grid, const weave_matrix_desc_t* desc, weave_matrix_t* matrix) {
   return guarded([&] {
     require(grid, "grid");
-    require(matrix, "matrix");
-    *matrix = nullptr;
+    if (matrix) *matrix = nullptr;
     const std::shared_ptr<GridState>& state = grid->state;
     auto handle = std::make_unique<weave_matrix_s>();
     agree_on_errors(state->comm(), [&] {
+      require(matrix, "matrix");
       require(desc, "desc");
       handle->desc = make_matrix(state, *desc, "matrix");
     });
@@ -213,10 +214,12 @@ weave_status_t weave_matrix_local_elements(weave_matrix_t matrix, int64_t* eleme
 weave_status_t weave_plan_create(weave_grid_t grid, const weave_plan_desc_t* desc, weave_plan_t* plan) {
   return guarded([&] {
     require(grid, "grid");
-    require(plan, "plan");
-    *plan = nullptr;
-    // A NULL desc on one rank must not leave the others in plan creation.
-    agree_on_errors(grid->state->comm(), [&] { require(desc, "desc"); });
+    if (plan) *plan = nullptr;
+    // A NULL desc or output on one rank must not leave the others in plan creation.
+    agree_on_errors(grid->state->comm(), [&] {
+      require(plan, "plan");
+      require(desc, "desc");
+    });
     auto handle = std::make_unique<weave_plan_s>();
     handle->plan = Plan::create(grid->state, *desc);
     *plan = handle.release();

@@ -128,6 +128,11 @@ std::unique_ptr<Plan> Plan::create(const std::shared_ptr<GridState>& grid, const
     }
   });
 
+  agree_on_errors(grid->comm(), [&] {
+    WEAVE_MPI_CHECK(MPI_Comm_dup(plan->group_.comm, &plan->execute_comm_));
+    WEAVE_MPI_CHECK(MPI_Comm_set_errhandler(plan->execute_comm_, MPI_ERRORS_RETURN));
+  });
+
   exec::ExecutorOptions options;
   options.progress = plan->resolved_.progress == plan::ProgressMode::Thread ? exec::Progress::Thread : exec::Progress::Tiles;
   options.timeout = plan->resolved_.timeout;
@@ -149,7 +154,11 @@ std::unique_ptr<Plan> Plan::create(const std::shared_ptr<GridState>& grid, const
   return plan;
 }
 
-Plan::~Plan() = default;
+Plan::~Plan() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized && execute_comm_ != MPI_COMM_NULL) MPI_Comm_free(&execute_comm_);
+}
 
 std::string Plan::describe() const {
   const Problem& p = problem_;
@@ -235,10 +244,19 @@ void Plan::execute(const weave_execute_args_t* args_pointer) {
     if (!args_pointer) fail(WEAVE_ERROR_NULL_ARGUMENT, "args is NULL");
     validate_execute_args(*args_pointer);
   };
-  if (resolved_.flags & WEAVE_FLAG_NO_EXECUTE_CHECK)
+  if (resolved_.flags & WEAVE_FLAG_NO_EXECUTE_CHECK) {
     validate();
-  else
-    agree_on_errors(group_.comm, validate);
+  } else {
+    try {
+      agree_on_errors(execute_comm_, validate, resolved_.timeout);
+    } catch (const Error& e) {
+      if (e.status() != WEAVE_ERROR_TIMEOUT) throw;
+      failed_ = true;  // the agreement stays pending on execute_comm_
+      fail(WEAVE_ERROR_TIMEOUT, "group rank ", problem_.group_rank, " of ", problem_.group_size,
+           " timed out before the first step of weave_execute, in the argument check every rank of the group "
+           "takes part in: ", e.what());
+    }
+  }
   const weave_execute_args_t& args = *args_pointer;
 
   exec::Bindings bindings;

@@ -39,6 +39,9 @@ class Plan {
 
   std::shared_ptr<GridState> grid_;  // outlives everything below
   GroupView group_;
+  // The plan's own duplicate of the group communicator for the per-execute
+  // agreement: one that timed out stays pending here, not on the grid's.
+  MPI_Comm execute_comm_ = MPI_COMM_NULL;
   Problem problem_;
   plan::Resolved resolved_;
   plan::Schedule schedule_;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <thread>
+#include <utility>
 
 #include "core/error.hpp"
 #include "core/mpi_check.hpp"
@@ -86,35 +88,73 @@ const char* group_name(weave_group_t kind) {
   return "?";
 }
 
-void agree_on_errors(MPI_Comm comm, const std::function<void()>& local_check) {
-  weave_status_t status = WEAVE_SUCCESS;
-  std::string message;
+namespace {
+
+// Runs the check and captures its failure as (status, message).
+std::pair<weave_status_t, std::string> run_local_check(const std::function<void()>& local_check) {
   try {
     local_check();
   } catch (const Error& e) {
-    status = e.status();
-    message = e.what();
+    return {e.status(), e.what()};
   } catch (const std::bad_alloc&) {
-    status = WEAVE_ERROR_OUT_OF_MEMORY;
-    message = "out of host memory";
+    return {WEAVE_ERROR_OUT_OF_MEMORY, "out of host memory"};
   } catch (const std::exception& e) {
-    status = WEAVE_ERROR_INTERNAL;
-    message = e.what();
+    return {WEAVE_ERROR_INTERNAL, e.what()};
   }
+  return {WEAVE_SUCCESS, std::string()};
+}
+
+// Completes a non-blocking collective, or throws WEAVE_ERROR_TIMEOUT.
+void wait_until(MPI_Request* request, std::chrono::steady_clock::time_point deadline, bool bounded,
+                std::chrono::milliseconds timeout) {
+  for (int done = 0;;) {
+    WEAVE_MPI_CHECK(MPI_Test(request, &done, MPI_STATUS_IGNORE));
+    if (done) return;
+    if (bounded && std::chrono::steady_clock::now() > deadline)
+      fail(WEAVE_ERROR_TIMEOUT, "waited ", timeout.count() / 1000.0,
+           " s for the other ranks of the group to agree on the arguments of this call; a peer may have failed "
+           "or not made the call (set timeout_ms or WEAVE_TIMEOUT to wait longer)");
+    std::this_thread::yield();
+  }
+}
+
+// The agreement itself: the lowest failing rank's status and message reach
+// every rank. Blocking when `timeout` is negative.
+void agree(MPI_Comm comm, const std::function<void()>& local_check, std::chrono::milliseconds timeout) {
+  const auto [status, message] = run_local_check(local_check);
   int rank = 0, size = 1;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
+  const bool bounded = timeout.count() >= 0;
+  const auto deadline = std::chrono::steady_clock::now() + (bounded ? timeout : std::chrono::milliseconds(0));
+  auto collective = [&](auto start) {
+    MPI_Request request = MPI_REQUEST_NULL;
+    WEAVE_MPI_CHECK(start(&request));
+    wait_until(&request, deadline, bounded, timeout);
+  };
+
   int mine = status == WEAVE_SUCCESS ? size : rank;
   int first_failing = size;
-  WEAVE_MPI_CHECK(MPI_Allreduce(&mine, &first_failing, 1, MPI_INT, MPI_MIN, comm));
+  collective([&](MPI_Request* r) { return MPI_Iallreduce(&mine, &first_failing, 1, MPI_INT, MPI_MIN, comm, r); });
   if (first_failing == size) return;
 
   int header[2] = {static_cast<int>(status), static_cast<int>(message.size())};
-  WEAVE_MPI_CHECK(MPI_Bcast(header, 2, MPI_INT, first_failing, comm));
+  collective([&](MPI_Request* r) { return MPI_Ibcast(header, 2, MPI_INT, first_failing, comm, r); });
   std::string text(static_cast<std::size_t>(header[1]), '\0');
   if (rank == first_failing) text = message;
-  if (header[1] > 0) WEAVE_MPI_CHECK(MPI_Bcast(text.data(), header[1], MPI_CHAR, first_failing, comm));
+  if (header[1] > 0)
+    collective([&](MPI_Request* r) { return MPI_Ibcast(text.data(), header[1], MPI_CHAR, first_failing, comm, r); });
   throw Error(static_cast<weave_status_t>(header[0]), str("rank ", first_failing, ": ", text));
+}
+
+}  // namespace
+
+void agree_on_errors(MPI_Comm comm, const std::function<void()>& local_check) {
+  agree(comm, local_check, std::chrono::milliseconds(-1));
+}
+
+void agree_on_errors(MPI_Comm comm, const std::function<void()>& local_check, std::chrono::milliseconds timeout) {
+  agree(comm, local_check, timeout);
 }
 
 void check_same_on_all_ranks(MPI_Comm comm, const std::vector<Argument>& arguments,

@@ -6,6 +6,7 @@
 
 #include <mpi.h>
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -62,6 +63,12 @@ const char* group_name(weave_group_t kind);
 // on any rank, every rank throws the error of the lowest failing rank, with
 // "rank R: " in front of its message. Never leaves a rank waiting.
 void agree_on_errors(MPI_Comm comm, const std::function<void()>& local_check);
+
+// The same, but gives up after `timeout` (negative: never) with
+// WEAVE_ERROR_TIMEOUT if some rank of `comm` does not take part, e.g. a peer
+// that failed before calling execute. The agreement then stays pending on
+// `comm`, which must not be used again.
+void agree_on_errors(MPI_Comm comm, const std::function<void()>& local_check, std::chrono::milliseconds timeout);
 
 // A named integer argument that every rank of a group must pass identically.
 struct Argument {

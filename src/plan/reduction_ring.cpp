@@ -44,7 +44,9 @@ void build_reduction_ring(ScheduleBuilder& b) {
   const bool all_reduce = p.operation == Operation::GemmAr;
   const Split pieces = p.m_split.refine(c);  // piece q * c + j: chunk j of rank q's rows of C
   const DType acc = o.reduce_in_output_type ? p.dtype : accumulation_type(p.dtype);
-  const int window = std::max(1, std::min(P, o.slot_window));
+  // At least two slots: with one, the receive of step s+1 would wait for the
+  // send of step s from the same slot, and both sit in one batch.
+  const int window = std::max(2, std::min(P, o.slot_window));
   const Region b_all = b.whole(kBufferB);
   auto piece_id = [&](int q, int j) { return q * c + j; };
   auto rows_of = [&](int id) { return pieces.count(id); };

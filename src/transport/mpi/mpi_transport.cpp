@@ -51,10 +51,12 @@ MpiTransport::~MpiTransport() {
 
 void MpiTransport::begin_execute() {
   requests_.clear();
+  collective_.clear();
 }
 
-int MpiTransport::add(std::vector<MPI_Request> requests) {
+int MpiTransport::add(std::vector<MPI_Request> requests, bool collective) {
   requests_.push_back(std::move(requests));
+  collective_.push_back(collective);
   return static_cast<int>(requests_.size()) - 1;
 }
 
@@ -127,7 +129,7 @@ int MpiTransport::post(const plan::Step& step, const exec::Bindings& bindings) {
     default:
       fail(WEAVE_ERROR_INTERNAL, "the MPI transport was handed a compute step");
   }
-  return add(std::move(out));
+  return add(std::move(out), step.kind() == plan::StepKind::Collective);
 }
 
 bool MpiTransport::test(int request) {
@@ -151,13 +153,16 @@ void MpiTransport::progress() {
 }
 
 void MpiTransport::cancel_all() {
-  for (auto& group : requests_)
-    for (MPI_Request& r : group)
+  for (std::size_t i = 0; i < requests_.size(); ++i) {
+    if (collective_[i]) continue;
+    for (MPI_Request& r : requests_[i])
       if (r != MPI_REQUEST_NULL) {
         MPI_Cancel(&r);
         MPI_Request_free(&r);
       }
+  }
   requests_.clear();
+  collective_.clear();
 }
 
 }  // namespace weave::transport

@@ -31,10 +31,13 @@ class MpiTransport final : public Transport {
   int max_tag() const { return max_tag_; }
 
  private:
-  int add(std::vector<MPI_Request> requests);
+  int add(std::vector<MPI_Request> requests, bool collective);
   MPI_Comm comm_ = MPI_COMM_NULL;
   int max_tag_ = 32767;
   std::vector<std::vector<MPI_Request>> requests_;
+  // MPI forbids cancelling or freeing an active non-blocking collective, so
+  // cancel_all() leaves those pending (the plan is failed by then anyway).
+  std::vector<bool> collective_;
   std::vector<MPI_Request> flat_;  // scratch for progress()
 };
 

@@ -1,0 +1,807 @@
+// Every invalid argument through the public C API: each must come back as
+// its specific status, on every rank, with a message naming the argument,
+// and never hang or abort. Rank-local mistakes (a leading dimension, a NULL
+// pointer) are made on one rank only, and every rank must still report them.
+// Arguments that differ between ranks are caught at matrix and plan
+// creation. A peer that never calls execute makes the others time out.
+//
+// Prints one line per check: PASS, FAIL, or SKIP with the reason (checks
+// that need two or more ranks skip at one rank). Exit code 1 if any failed.
+// Usage: weave_errors_test
+#include <mpi.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <initializer_list>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "weave/weave.h"
+
+namespace {
+
+int g_rank = 0, g_size = 1;
+
+// ---------------------------------------------------------------------------
+// Checks: each is run by every rank; a check passes when it passed on all.
+
+struct CheckState {
+  bool ok = true;
+  std::string skipped;  // non-empty: skipped, with the reason
+};
+CheckState* g_check = nullptr;
+
+void fail_here(const std::string& what) {
+  g_check->ok = false;
+  std::fprintf(stderr, "rank %d: %s\n", g_rank, what.c_str());
+}
+
+// The status must be `want`, and weave_last_error() must be non-empty and
+// contain each of `words`.
+void expect_status(weave_status_t got, weave_status_t want, std::initializer_list<const char*> words,
+                   const char* call) {
+  const std::string message = weave_last_error();
+  if (got != want) {
+    fail_here(std::string(call) + " returned " + weave_status_string(got) + ", expected " +
+              weave_status_string(want) + " (message: \"" + message + "\")");
+    return;
+  }
+  if (want == WEAVE_SUCCESS) return;
+  if (message.empty()) fail_here(std::string(call) + ": weave_last_error() is empty");
+  for (const char* w : words)
+    if (message.find(w) == std::string::npos)
+      fail_here(std::string(call) + ": message \"" + message + "\" does not mention \"" + w + "\"");
+}
+
+#define EXPECT_STATUS(call, want, ...) expect_status((call), (want), {__VA_ARGS__}, #call)
+#define EXPECT_OK(call) expect_status((call), WEAVE_SUCCESS, {}, #call)
+
+void skip(const std::string& why) { g_check->skipped = why; }
+
+int g_failed = 0, g_passed = 0, g_skipped = 0;
+
+void run_check(const char* name, const std::function<void()>& body) {
+  CheckState state;
+  g_check = &state;
+  const double start = MPI_Wtime();
+  body();
+  g_check = nullptr;
+  int mine = state.ok ? 1 : 0, all = 0;
+  MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (g_rank == 0) {
+    if (!state.skipped.empty())
+      std::printf("SKIP %s: %s\n", name, state.skipped.c_str());
+    else
+      std::printf("%s %s (%.2f s)\n", all ? "PASS" : "FAIL", name, MPI_Wtime() - start);
+    std::fflush(stdout);
+  }
+  if (!state.skipped.empty())
+    ++g_skipped;
+  else if (all)
+    ++g_passed;
+  else
+    ++g_failed;
+}
+
+// ---------------------------------------------------------------------------
+// Handles that clean up after themselves.
+
+struct Grid {
+  weave_grid_t h = nullptr;
+  ~Grid() { weave_grid_destroy(h); }
+};
+struct Matrix {
+  weave_matrix_t h = nullptr;
+  ~Matrix() { weave_matrix_destroy(h); }
+};
+struct Plan {
+  weave_plan_t h = nullptr;
+  ~Plan() { weave_plan_destroy(h); }
+};
+
+weave_matrix_desc_t desc_of(int64_t rows, int64_t cols, weave_distribution_t dist,
+                            weave_dtype_t dtype = WEAVE_FLOAT64) {
+  weave_matrix_desc_t d{};
+  d.rows = rows;
+  d.cols = cols;
+  d.dtype = dtype;
+  d.distribution = dist;
+  return d;
+}
+
+// A matrix that must be created successfully (a precondition of the check).
+bool create(weave_grid_t grid, const weave_matrix_desc_t& d, Matrix* m) {
+  const weave_status_t s = weave_matrix_create(grid, &d, &m->h);
+  if (s != WEAVE_SUCCESS) fail_here(std::string("setup: weave_matrix_create failed: ") + weave_last_error());
+  return s == WEAVE_SUCCESS;
+}
+
+// The operands of one well-formed plan on a P x 1 grid: M, N, K global.
+struct Operands {
+  Matrix a, b, c, bias;
+};
+
+// AG-GEMM: A M x K block-row, B K x N block-column, C M x N block-column.
+// GEMM-RS: A M x K block-column, B K x N block-row, C M x N block-row.
+// GEMM-AR: as GEMM-RS with C replicated. Bias 1 x N like C's columns.
+bool make_operands(weave_grid_t grid, weave_operation_t op, int64_t m, int64_t n, int64_t k, Operands* o,
+                   weave_dtype_t dtype = WEAVE_FLOAT64, bool with_bias = false) {
+  const bool ag = op == WEAVE_AG_GEMM;
+  const weave_distribution_t c_dist =
+      ag ? WEAVE_DIST_BLOCK_COLUMN : op == WEAVE_GEMM_RS ? WEAVE_DIST_BLOCK_ROW : WEAVE_DIST_REPLICATED;
+  if (!create(grid, desc_of(m, k, ag ? WEAVE_DIST_BLOCK_ROW : WEAVE_DIST_BLOCK_COLUMN, dtype), &o->a)) return false;
+  if (!create(grid, desc_of(k, n, ag ? WEAVE_DIST_BLOCK_COLUMN : WEAVE_DIST_BLOCK_ROW, dtype), &o->b)) return false;
+  if (!create(grid, desc_of(m, n, c_dist, dtype), &o->c)) return false;
+  if (with_bias &&
+      !create(grid, desc_of(1, n, ag ? WEAVE_DIST_BLOCK_COLUMN : WEAVE_DIST_REPLICATED, dtype), &o->bias))
+    return false;
+  return true;
+}
+
+weave_plan_desc_t plan_desc(weave_operation_t op, const Operands& o) {
+  weave_plan_desc_t d{};
+  d.operation = op;
+  d.a = o.a.h;
+  d.b = o.b.h;
+  d.c = o.c.h;
+  d.bias = o.bias.h;
+  return d;
+}
+
+// Local storage of a matrix, filled with `value`.
+std::vector<double> local_buffer(weave_matrix_t m, double value) {
+  int64_t elements = 0;
+  weave_matrix_local_elements(m, &elements);
+  return std::vector<double>(static_cast<size_t>(std::max<int64_t>(elements, 1)), value);
+}
+
+const char* const kOps[] = {"", "AG-GEMM", "GEMM-RS", "GEMM-AR"};
+const weave_operation_t kOperations[] = {WEAVE_AG_GEMM, WEAVE_GEMM_RS, WEAVE_GEMM_AR};
+
+bool has_feature(const char* name) {
+  const std::string features = std::string(",") + weave_build_features() + ",";
+  return features.find(std::string(",") + name + ",") != std::string::npos;
+}
+
+// ---------------------------------------------------------------------------
+// The checks.
+
+void null_pointers(weave_grid_t grid) {
+  weave_grid_t no_grid = nullptr;
+  EXPECT_STATUS(weave_grid_create(MPI_COMM_WORLD, g_size, 1, nullptr), WEAVE_ERROR_NULL_ARGUMENT, "grid");
+  EXPECT_STATUS(weave_grid_create(MPI_COMM_NULL, g_size, 1, &no_grid), WEAVE_ERROR_NULL_ARGUMENT, "comm");
+  if (no_grid) fail_here("a failed weave_grid_create left a handle");
+
+  const weave_matrix_desc_t d = desc_of(8, 4, WEAVE_DIST_BLOCK_ROW);
+  weave_matrix_t m = nullptr;
+  EXPECT_STATUS(weave_matrix_create(nullptr, &d, &m), WEAVE_ERROR_NULL_ARGUMENT, "grid");
+  EXPECT_STATUS(weave_matrix_create(grid, nullptr, &m), WEAVE_ERROR_NULL_ARGUMENT, "desc");
+  EXPECT_STATUS(weave_matrix_create(grid, &d, nullptr), WEAVE_ERROR_NULL_ARGUMENT, "matrix");
+  if (m) fail_here("a failed weave_matrix_create left a handle");
+  // A NULL descriptor on one rank: every rank reports it.
+  EXPECT_STATUS(weave_matrix_create(grid, g_rank == g_size - 1 ? nullptr : &d, &m), WEAVE_ERROR_NULL_ARGUMENT,
+                "desc");
+  if (m) fail_here("weave_matrix_create with a NULL desc on one rank left a handle");
+
+  Operands o;
+  if (!make_operands(grid, WEAVE_GEMM_AR, 8, 4, 6, &o)) return;
+  weave_plan_desc_t pd = plan_desc(WEAVE_GEMM_AR, o);
+  weave_plan_t p = nullptr;
+  EXPECT_STATUS(weave_plan_create(nullptr, &pd, &p), WEAVE_ERROR_NULL_ARGUMENT, "grid");
+  EXPECT_STATUS(weave_plan_create(grid, nullptr, &p), WEAVE_ERROR_NULL_ARGUMENT, "desc");
+  EXPECT_STATUS(weave_plan_create(grid, &pd, nullptr), WEAVE_ERROR_NULL_ARGUMENT, "plan");
+  EXPECT_STATUS(weave_plan_create(grid, g_rank == g_size - 1 ? nullptr : &pd, &p), WEAVE_ERROR_NULL_ARGUMENT,
+                "desc");
+  // A NULL matrix handle in the plan descriptor, on every rank and on one.
+  for (bool one_rank : {false, true}) {
+    weave_plan_desc_t missing = pd;
+    if (!one_rank || g_rank == g_size - 1) missing.b = nullptr;
+    EXPECT_STATUS(weave_plan_create(grid, &missing, &p), WEAVE_ERROR_NULL_ARGUMENT, "b");
+  }
+  if (p) fail_here("a failed weave_plan_create left a handle");
+
+  // Queries and execute with NULL handles or outputs (not collective).
+  int r = 0, c = 0;
+  int64_t rows = 0, cols = 0;
+  EXPECT_STATUS(weave_grid_shape(nullptr, &r, &c), WEAVE_ERROR_NULL_ARGUMENT, "grid");
+  EXPECT_STATUS(weave_grid_shape(grid, nullptr, &c), WEAVE_ERROR_NULL_ARGUMENT, "prows");
+  EXPECT_STATUS(weave_grid_coords(grid, &r, nullptr), WEAVE_ERROR_NULL_ARGUMENT, "col");
+  EXPECT_STATUS(weave_grid_group(grid, WEAVE_GROUP_GRID, nullptr, &r), WEAVE_ERROR_NULL_ARGUMENT, "size");
+  EXPECT_STATUS(weave_grid_group_comm(grid, WEAVE_GROUP_GRID, nullptr), WEAVE_ERROR_NULL_ARGUMENT, "comm");
+  EXPECT_STATUS(weave_matrix_local_shape(nullptr, &rows, &cols), WEAVE_ERROR_NULL_ARGUMENT, "matrix");
+  EXPECT_STATUS(weave_matrix_local_shape(o.a.h, nullptr, &cols), WEAVE_ERROR_NULL_ARGUMENT, "rows");
+  EXPECT_STATUS(weave_matrix_local_offset(o.a.h, &rows, nullptr), WEAVE_ERROR_NULL_ARGUMENT, "col_offset");
+  EXPECT_STATUS(weave_matrix_ld(o.a.h, nullptr), WEAVE_ERROR_NULL_ARGUMENT, "ld");
+  EXPECT_STATUS(weave_matrix_local_elements(o.a.h, nullptr), WEAVE_ERROR_NULL_ARGUMENT, "elements");
+  EXPECT_STATUS(weave_get_version(nullptr, &r, &c), WEAVE_ERROR_NULL_ARGUMENT, "major");
+  const char* text = nullptr;
+  weave_plan_info_t info{};
+  EXPECT_STATUS(weave_plan_describe(nullptr, &text), WEAVE_ERROR_NULL_ARGUMENT, "plan");
+  EXPECT_STATUS(weave_plan_get_info(nullptr, &info), WEAVE_ERROR_NULL_ARGUMENT, "plan");
+  EXPECT_STATUS(weave_execute(nullptr, 1.0, nullptr, nullptr, 0.0, nullptr, nullptr, nullptr),
+                WEAVE_ERROR_NULL_ARGUMENT, "plan");
+  EXPECT_STATUS(weave_execute_ex(nullptr, nullptr), WEAVE_ERROR_NULL_ARGUMENT, "plan");
+  EXPECT_STATUS(weave_plan_write_trace(nullptr, "x"), WEAVE_ERROR_NULL_ARGUMENT, "plan");
+  // Destroying NULL is a no-op.
+  EXPECT_OK(weave_grid_destroy(nullptr));
+  EXPECT_OK(weave_matrix_destroy(nullptr));
+  EXPECT_OK(weave_plan_destroy(nullptr));
+}
+
+// A NULL output pointer on one rank only: that rank must not return while
+// the others wait in the agreement.
+void null_output_on_one_rank(weave_grid_t grid) {
+  if (g_size < 2) return skip("needs two or more ranks");
+  const weave_matrix_desc_t d = desc_of(8, 4, WEAVE_DIST_BLOCK_ROW);
+  Matrix m;
+  EXPECT_STATUS(weave_matrix_create(grid, &d, g_rank == g_size - 1 ? nullptr : &m.h), WEAVE_ERROR_NULL_ARGUMENT,
+                "matrix");
+  Operands o;
+  if (!make_operands(grid, WEAVE_GEMM_AR, 8, 4, 6, &o)) return;
+  const weave_plan_desc_t pd = plan_desc(WEAVE_GEMM_AR, o);
+  Plan p;
+  EXPECT_STATUS(weave_plan_create(grid, &pd, g_rank == g_size - 1 ? nullptr : &p.h), WEAVE_ERROR_NULL_ARGUMENT,
+                "plan");
+}
+
+void negative_sizes(weave_grid_t grid) {
+  Matrix m;
+  for (bool one_rank : {false, true}) {
+    const bool mine = !one_rank || g_rank == 0;
+    weave_matrix_desc_t d = desc_of(mine ? -3 : 8, 4, WEAVE_DIST_BLOCK_ROW);
+    EXPECT_STATUS(weave_matrix_create(grid, &d, &m.h), WEAVE_ERROR_INVALID_VALUE, "rows", "-3");
+    d = desc_of(8, mine ? -1 : 4, WEAVE_DIST_REPLICATED);
+    EXPECT_STATUS(weave_matrix_create(grid, &d, &m.h), WEAVE_ERROR_INVALID_VALUE, "cols", "-1");
+    d = desc_of(8, 4, WEAVE_DIST_REPLICATED);
+    d.ld = mine ? -2 : 0;
+    EXPECT_STATUS(weave_matrix_create(grid, &d, &m.h), WEAVE_ERROR_INVALID_LEADING_DIMENSION, "ld", "-2");
+  }
+  if (m.h) fail_here("a failed weave_matrix_create left a handle");
+}
+
+void invalid_counts(weave_grid_t grid) {
+  Matrix m;
+  std::vector<int64_t> counts(static_cast<size_t>(g_size), 2);
+  // Sum 2P for 2P + 1 rows.
+  weave_matrix_desc_t d = desc_of(2 * g_size + 1, 3, WEAVE_DIST_BLOCK_ROW);
+  d.row_counts = counts.data();
+  EXPECT_STATUS(weave_matrix_create(grid, &d, &m.h), WEAVE_ERROR_INVALID_COUNTS, "row_counts", "sums to");
+  // A negative count (the sum still fits).
+  std::vector<int64_t> negative = counts;
+  negative[0] = -1;
+  if (g_size > 1) negative.back() += 3;
+  d = desc_of(2 * g_size, 3, WEAVE_DIST_BLOCK_COLUMN);
+  d.rows = 3;
+  d.cols = 2 * g_size;
+  d.col_counts = negative.data();
+  EXPECT_STATUS(weave_matrix_create(grid, &d, &m.h), WEAVE_ERROR_INVALID_COUNTS, "col_counts", "negative");
+  // Counts for a dimension that is not split.
+  d = desc_of(2 * g_size, 3, WEAVE_DIST_BLOCK_ROW);
+  d.col_counts = counts.data();
+  EXPECT_STATUS(weave_matrix_create(grid, &d, &m.h), WEAVE_ERROR_INVALID_COUNTS, "col_counts");
+  d = desc_of(2 * g_size, 3, WEAVE_DIST_REPLICATED);
+  d.row_counts = counts.data();
+  EXPECT_STATUS(weave_matrix_create(grid, &d, &m.h), WEAVE_ERROR_INVALID_COUNTS, "row_counts");
+  // A wrong sum on one rank only.
+  std::vector<int64_t> one_wrong = counts;
+  if (g_rank == 0) one_wrong[0] += 1;
+  d = desc_of(2 * g_size, 3, WEAVE_DIST_BLOCK_ROW);
+  d.row_counts = one_wrong.data();
+  EXPECT_STATUS(weave_matrix_create(grid, &d, &m.h), WEAVE_ERROR_INVALID_COUNTS, "row_counts");
+  if (m.h) fail_here("a failed weave_matrix_create left a handle");
+}
+
+void leading_dimension_on_one_rank(weave_grid_t grid) {
+  Matrix m;
+  for (weave_order_t order : {WEAVE_ORDER_COLUMN_MAJOR, WEAVE_ORDER_ROW_MAJOR}) {
+    // 8 local rows and 5 columns on every rank; the last rank's ld is too small.
+    weave_matrix_desc_t d = desc_of(8 * g_size, 5, WEAVE_DIST_BLOCK_ROW);
+    d.order = order;
+    d.ld = g_rank == g_size - 1 ? 3 : 0;
+    EXPECT_STATUS(weave_matrix_create(grid, &d, &m.h), WEAVE_ERROR_INVALID_LEADING_DIMENSION, "ld = 3",
+                  std::to_string(g_size - 1).c_str());
+  }
+  if (m.h) fail_here("a failed weave_matrix_create left a handle");
+}
+
+// A, B, C and bias shapes that do not fit each operation.
+void shape_mismatches(weave_grid_t grid) {
+  const int64_t M = 4 * g_size, N = 3 * g_size, K = 5;
+  for (weave_operation_t op : kOperations) {
+    const bool ag = op == WEAVE_AG_GEMM;
+    const weave_distribution_t a_dist = ag ? WEAVE_DIST_BLOCK_ROW : WEAVE_DIST_BLOCK_COLUMN;
+    const weave_distribution_t b_dist = ag ? WEAVE_DIST_BLOCK_COLUMN : WEAVE_DIST_BLOCK_ROW;
+    const weave_distribution_t c_dist =
+        ag ? WEAVE_DIST_BLOCK_COLUMN : op == WEAVE_GEMM_RS ? WEAVE_DIST_BLOCK_ROW : WEAVE_DIST_REPLICATED;
+    const weave_distribution_t bias_dist = ag ? WEAVE_DIST_BLOCK_COLUMN : WEAVE_DIST_REPLICATED;
+    Matrix a, b, b_wrong_k, c, c_wrong_m, c_wrong_n, bias_long, bias_tall;
+    // K mismatch: for AG-GEMM op(A) keeps all K columns; for RS/AR K is
+    // split, so the wrong K is a multiple of P too.
+    const int64_t wrong_k = ag ? K + 1 : K + g_size;
+    const int64_t k_total = ag ? K : K * g_size;
+    if (!create(grid, desc_of(M, k_total, a_dist), &a) || !create(grid, desc_of(k_total, N, b_dist), &b) ||
+        !create(grid, desc_of(ag ? wrong_k : k_total + g_size, N, b_dist), &b_wrong_k) ||
+        !create(grid, desc_of(M, N, c_dist), &c) || !create(grid, desc_of(M + g_size, N, c_dist), &c_wrong_m) ||
+        !create(grid, desc_of(M, N + g_size, c_dist), &c_wrong_n) ||
+        !create(grid, desc_of(1, N + g_size, bias_dist), &bias_long) ||
+        !create(grid, desc_of(2, N, ag ? WEAVE_DIST_BLOCK_COLUMN : WEAVE_DIST_REPLICATED), &bias_tall))
+      return;
+    weave_plan_desc_t d{};
+    d.operation = op;
+    d.a = a.h;
+    d.b = b_wrong_k.h;
+    d.c = c.h;
+    Plan p;
+    EXPECT_STATUS(weave_plan_create(grid, &d, &p.h), WEAVE_ERROR_SHAPE_MISMATCH, "rows of op(B)", "(K)");
+    d.b = b.h;
+    d.c = c_wrong_m.h;
+    EXPECT_STATUS(weave_plan_create(grid, &d, &p.h), WEAVE_ERROR_SHAPE_MISMATCH, "rows of C", "(M)");
+    d.c = c_wrong_n.h;
+    EXPECT_STATUS(weave_plan_create(grid, &d, &p.h), WEAVE_ERROR_SHAPE_MISMATCH, "columns of C", "(N)");
+    d.c = c.h;
+    d.bias = bias_long.h;
+    EXPECT_STATUS(weave_plan_create(grid, &d, &p.h), WEAVE_ERROR_SHAPE_MISMATCH, "columns of bias");
+    d.bias = bias_tall.h;
+    EXPECT_STATUS(weave_plan_create(grid, &d, &p.h), WEAVE_ERROR_SHAPE_MISMATCH, "rows of bias");
+    if (p.h) fail_here(std::string(kOps[op]) + ": a failed weave_plan_create left a handle");
+  }
+}
+
+// A matrix spread over another group than the plan's: caught at any size.
+void matrix_over_another_group(weave_grid_t grid) {
+  const int64_t M = 4 * g_size, N = 3 * g_size, K = 2 * g_size;
+  Plan p;
+  {
+    Operands o;
+    Matrix a_over_column;
+    weave_matrix_desc_t d = desc_of(M, K, WEAVE_DIST_BLOCK_ROW);
+    d.group = WEAVE_GROUP_COLUMN;  // on a P x 1 grid: the same ranks, another group
+    if (!make_operands(grid, WEAVE_AG_GEMM, M, N, K, &o) || !create(grid, d, &a_over_column)) return;
+    weave_plan_desc_t pd = plan_desc(WEAVE_AG_GEMM, o);
+    pd.a = a_over_column.h;
+    EXPECT_STATUS(weave_plan_create(grid, &pd, &p.h), WEAVE_ERROR_DISTRIBUTION_MISMATCH, "A", "grid column",
+                  ".group");
+  }
+  if (p.h) fail_here("a failed weave_plan_create left a handle");
+}
+
+void distribution_mismatches(weave_grid_t grid) {
+  if (g_size < 2) return skip("a group of one rank holds everything locally, so any distribution fits");
+  const int64_t M = 4 * g_size, N = 3 * g_size, K = 2 * g_size;
+  Plan p;
+  {  // AG-GEMM with A split by columns and op N: op(A) is not split by rows.
+    Operands o;
+    Matrix a_columns;
+    if (!make_operands(grid, WEAVE_AG_GEMM, M, N, K, &o) ||
+        !create(grid, desc_of(M, K, WEAVE_DIST_BLOCK_COLUMN), &a_columns))
+      return;
+    weave_plan_desc_t pd = plan_desc(WEAVE_AG_GEMM, o);
+    pd.a = a_columns.h;
+    EXPECT_STATUS(weave_plan_create(grid, &pd, &p.h), WEAVE_ERROR_DISTRIBUTION_MISMATCH, "op(A)", "split by rows");
+    // The same A with op T is fine for the distribution (and then K x M).
+  }
+  {  // GEMM-RS with a replicated C, GEMM-AR with a block-row C.
+    Operands rs, ar;
+    Matrix c_replicated, c_rows;
+    if (!make_operands(grid, WEAVE_GEMM_RS, M, N, K, &rs) || !make_operands(grid, WEAVE_GEMM_AR, M, N, K, &ar) ||
+        !create(grid, desc_of(M, N, WEAVE_DIST_REPLICATED), &c_replicated) ||
+        !create(grid, desc_of(M, N, WEAVE_DIST_BLOCK_ROW), &c_rows))
+      return;
+    weave_plan_desc_t pd = plan_desc(WEAVE_GEMM_RS, rs);
+    pd.c = c_replicated.h;
+    EXPECT_STATUS(weave_plan_create(grid, &pd, &p.h), WEAVE_ERROR_DISTRIBUTION_MISMATCH, "C", "split by rows");
+    pd = plan_desc(WEAVE_GEMM_AR, ar);
+    pd.c = c_rows.h;
+    EXPECT_STATUS(weave_plan_create(grid, &pd, &p.h), WEAVE_ERROR_DISTRIBUTION_MISMATCH, "C", "replicated");
+  }
+  {  // AG-GEMM: op(B)'s columns split one way, C's another.
+    Operands o;
+    Matrix c_other;
+    std::vector<int64_t> counts(static_cast<size_t>(g_size), 3);
+    counts[0] = 0;
+    counts[1] = 6;
+    weave_matrix_desc_t d = desc_of(M, N, WEAVE_DIST_BLOCK_COLUMN);
+    d.col_counts = counts.data();
+    if (!make_operands(grid, WEAVE_AG_GEMM, M, N, K, &o) || !create(grid, d, &c_other)) return;
+    weave_plan_desc_t pd = plan_desc(WEAVE_AG_GEMM, o);
+    pd.c = c_other.h;
+    EXPECT_STATUS(weave_plan_create(grid, &pd, &p.h), WEAVE_ERROR_DISTRIBUTION_MISMATCH, "columns of C",
+                  "split the same way");
+  }
+  if (p.h) fail_here("a failed weave_plan_create left a handle");
+}
+
+void unsupported_types(weave_grid_t grid) {
+  Plan p;
+  for (weave_dtype_t t : {WEAVE_FLOAT16, WEAVE_BFLOAT16}) {
+    Operands o;
+    if (!make_operands(grid, WEAVE_GEMM_RS, 4 * g_size, 3, 2 * g_size, &o, t)) return;
+    const weave_plan_desc_t pd = plan_desc(WEAVE_GEMM_RS, o);
+    EXPECT_STATUS(weave_plan_create(grid, &pd, &p.h), WEAVE_ERROR_UNSUPPORTED_TYPE, "host backend",
+                  t == WEAVE_FLOAT16 ? "f16" : "bf16");
+  }
+  {  // A in f32, B and C in f64.
+    Operands o;
+    Matrix a32;
+    if (!make_operands(grid, WEAVE_GEMM_AR, 4, 3, 2 * g_size, &o) ||
+        !create(grid, desc_of(4, 2 * g_size, WEAVE_DIST_BLOCK_COLUMN, WEAVE_FLOAT32), &a32))
+      return;
+    weave_plan_desc_t pd = plan_desc(WEAVE_GEMM_AR, o);
+    pd.a = a32.h;
+    EXPECT_STATUS(weave_plan_create(grid, &pd, &p.h), WEAVE_ERROR_UNSUPPORTED_TYPE, "A is f32");
+  }
+  // Element types that do not exist, at matrix creation.
+  Matrix m;
+  for (int t : {0, 9}) {
+    const weave_matrix_desc_t d = desc_of(4, 4, WEAVE_DIST_REPLICATED, static_cast<weave_dtype_t>(t));
+    EXPECT_STATUS(weave_matrix_create(grid, &d, &m.h), WEAVE_ERROR_UNSUPPORTED_TYPE, "dtype");
+  }
+  if (p.h || m.h) fail_here("a failed create left a handle");
+}
+
+void memory_space_mismatch(weave_grid_t grid) {
+  Plan p;
+  Operands o;
+  Matrix a_device;
+  weave_matrix_desc_t d = desc_of(4, 2 * g_size, WEAVE_DIST_BLOCK_COLUMN);
+  d.memory = WEAVE_MEMORY_DEVICE;
+  if (!make_operands(grid, WEAVE_GEMM_AR, 4, 3, 2 * g_size, &o) || !create(grid, d, &a_device)) return;
+  weave_plan_desc_t pd = plan_desc(WEAVE_GEMM_AR, o);
+  pd.a = a_device.h;
+  EXPECT_STATUS(weave_plan_create(grid, &pd, &p.h), WEAVE_ERROR_POINTER_KIND, "memory space", "A is device");
+  // Host matrices on the CUDA backend: not compiled, or the wrong memory.
+  pd = plan_desc(WEAVE_GEMM_AR, o);
+  pd.backend = WEAVE_BACKEND_CUDA;
+  if (has_feature("cuda"))
+    EXPECT_STATUS(weave_plan_create(grid, &pd, &p.h), WEAVE_ERROR_POINTER_KIND, "WEAVE_MEMORY_DEVICE");
+  else
+    EXPECT_STATUS(weave_plan_create(grid, &pd, &p.h), WEAVE_ERROR_NOT_COMPILED, "WEAVE_ENABLE_CUDA");
+  if (p.h) fail_here("a failed weave_plan_create left a handle");
+}
+
+// Ranks that pass different (each locally valid) arguments to plan creation.
+void rank_mismatch_at_plan_creation(weave_grid_t grid) {
+  if (g_size < 2) return skip("needs two or more ranks");
+  const bool odd_one = g_rank == 1;
+  const int64_t M = 4 * g_size, N = 3, K = 2 * g_size;
+  Plan p;
+  {  // Another M, through another pair of descriptors.
+    Operands o, taller;
+    if (!make_operands(grid, WEAVE_GEMM_AR, M, N, K, &o) ||
+        !make_operands(grid, WEAVE_GEMM_AR, M + 1, N, K, &taller))
+      return;
+    const weave_plan_desc_t pd = plan_desc(WEAVE_GEMM_AR, odd_one ? taller : o);
+    EXPECT_STATUS(weave_plan_create(grid, &pd, &p.h), WEAVE_ERROR_RANK_MISMATCH, "M", "rank 1");
+  }
+  {  // Another op_a: rank 1 passes A^T stored K x M with op T.
+    Operands o;
+    Matrix a_transposed;
+    if (!make_operands(grid, WEAVE_GEMM_AR, M, N, K, &o) ||
+        !create(grid, desc_of(K, M, WEAVE_DIST_BLOCK_ROW), &a_transposed))
+      return;
+    weave_plan_desc_t pd = plan_desc(WEAVE_GEMM_AR, o);
+    if (odd_one) {
+      pd.a = a_transposed.h;
+      pd.op_a = WEAVE_OP_T;
+    }
+    EXPECT_STATUS(weave_plan_create(grid, &pd, &p.h), WEAVE_ERROR_RANK_MISMATCH, "op_a");
+  }
+  {  // Another element type.
+    Operands o64, o32;
+    if (!make_operands(grid, WEAVE_GEMM_RS, M, N, K, &o64) ||
+        !make_operands(grid, WEAVE_GEMM_RS, M, N, K, &o32, WEAVE_FLOAT32))
+      return;
+    const weave_plan_desc_t pd = plan_desc(WEAVE_GEMM_RS, odd_one ? o32 : o64);
+    EXPECT_STATUS(weave_plan_create(grid, &pd, &p.h), WEAVE_ERROR_RANK_MISMATCH, "dtype");
+  }
+  {  // Another chunks_per_shard, algorithm, or bias present.
+    Operands o;
+    if (!make_operands(grid, WEAVE_AG_GEMM, M, N, K, &o, WEAVE_FLOAT64, true)) return;
+    weave_plan_desc_t pd = plan_desc(WEAVE_AG_GEMM, o);
+    pd.chunks_per_shard = odd_one ? 2 : 1;
+    EXPECT_STATUS(weave_plan_create(grid, &pd, &p.h), WEAVE_ERROR_RANK_MISMATCH, "chunks_per_shard");
+    pd = plan_desc(WEAVE_AG_GEMM, o);
+    pd.algorithm = odd_one ? WEAVE_ALGORITHM_SEQUENTIAL : WEAVE_ALGORITHM_RING;
+    EXPECT_STATUS(weave_plan_create(grid, &pd, &p.h), WEAVE_ERROR_RANK_MISMATCH, "algorithm");
+    pd = plan_desc(WEAVE_AG_GEMM, o);
+    if (odd_one) pd.bias = nullptr;
+    EXPECT_STATUS(weave_plan_create(grid, &pd, &p.h), WEAVE_ERROR_RANK_MISMATCH, "bias");
+  }
+  if (p.h) fail_here("a failed weave_plan_create left a handle");
+}
+
+void rank_mismatch_at_matrix_creation(weave_grid_t grid) {
+  if (g_size < 2) return skip("needs two or more ranks");
+  Matrix m;
+  weave_matrix_desc_t d = desc_of(g_rank == 1 ? 9 : 8, 4, WEAVE_DIST_REPLICATED);
+  EXPECT_STATUS(weave_matrix_create(grid, &d, &m.h), WEAVE_ERROR_RANK_MISMATCH, "rows", "rank 1");
+  d = desc_of(8, 4, WEAVE_DIST_REPLICATED, g_rank == 1 ? WEAVE_FLOAT32 : WEAVE_FLOAT64);
+  EXPECT_STATUS(weave_matrix_create(grid, &d, &m.h), WEAVE_ERROR_RANK_MISMATCH, "dtype");
+  d = desc_of(8, 4, g_rank == 1 ? WEAVE_DIST_BLOCK_COLUMN : WEAVE_DIST_BLOCK_ROW);
+  EXPECT_STATUS(weave_matrix_create(grid, &d, &m.h), WEAVE_ERROR_RANK_MISMATCH, "distribution");
+  // Counts that each sum correctly but differ between ranks.
+  std::vector<int64_t> counts(static_cast<size_t>(g_size), 2);
+  if (g_rank == 1) {
+    counts[0] = 1;
+    counts[1] = 3;
+  }
+  d = desc_of(2 * g_size, 4, WEAVE_DIST_BLOCK_ROW);
+  d.row_counts = counts.data();
+  EXPECT_STATUS(weave_matrix_create(grid, &d, &m.h), WEAVE_ERROR_RANK_MISMATCH, "row_counts[0]");
+  if (m.h) fail_here("a failed weave_matrix_create left a handle");
+}
+
+void bad_enums(weave_grid_t grid) {
+  Matrix m;
+  weave_matrix_desc_t d = desc_of(4, 4, static_cast<weave_distribution_t>(0));
+  EXPECT_STATUS(weave_matrix_create(grid, &d, &m.h), WEAVE_ERROR_INVALID_VALUE, "distribution", "not set");
+  d = desc_of(4, 4, static_cast<weave_distribution_t>(9));
+  EXPECT_STATUS(weave_matrix_create(grid, &d, &m.h), WEAVE_ERROR_INVALID_VALUE, "distribution = 9");
+  d = desc_of(4, 4, WEAVE_DIST_REPLICATED);
+  d.order = static_cast<weave_order_t>(5);
+  EXPECT_STATUS(weave_matrix_create(grid, &d, &m.h), WEAVE_ERROR_INVALID_VALUE, "order = 5");
+  d = desc_of(4, 4, WEAVE_DIST_REPLICATED);
+  d.memory = static_cast<weave_memory_t>(3);
+  EXPECT_STATUS(weave_matrix_create(grid, &d, &m.h), WEAVE_ERROR_INVALID_VALUE, "memory = 3");
+  d = desc_of(4, 4, WEAVE_DIST_BLOCK_ROW);
+  d.group = static_cast<weave_group_t>(7);
+  EXPECT_STATUS(weave_matrix_create(grid, &d, &m.h), WEAVE_ERROR_INVALID_VALUE, "group = 7");
+  int size = 0, rank = 0;
+  EXPECT_STATUS(weave_grid_group(grid, static_cast<weave_group_t>(4), &size, &rank), WEAVE_ERROR_INVALID_VALUE,
+                "group = 4");
+
+  Operands o;
+  if (!make_operands(grid, WEAVE_GEMM_AR, 4, 3, 2 * g_size, &o)) return;
+  Plan p;
+  struct Bad {
+    std::function<void(weave_plan_desc_t&)> set;
+    const char* names;
+  };
+  const Bad bad[] = {
+      {[](weave_plan_desc_t& x) { x.operation = static_cast<weave_operation_t>(0); }, "operation = 0"},
+      {[](weave_plan_desc_t& x) { x.operation = static_cast<weave_operation_t>(4); }, "operation = 4"},
+      {[](weave_plan_desc_t& x) { x.op_a = static_cast<weave_op_t>(2); }, "op_a = 2"},
+      {[](weave_plan_desc_t& x) { x.op_b = static_cast<weave_op_t>(-1); }, "op_b = -1"},
+      {[](weave_plan_desc_t& x) { x.group = static_cast<weave_group_t>(3); }, "group = 3"},
+      {[](weave_plan_desc_t& x) { x.algorithm = static_cast<weave_algorithm_t>(9); }, "algorithm = 9"},
+      {[](weave_plan_desc_t& x) { x.backend = static_cast<weave_backend_t>(9); }, "backend = 9"},
+      {[](weave_plan_desc_t& x) { x.transport = static_cast<weave_transport_t>(9); }, "transport = 9"},
+      {[](weave_plan_desc_t& x) { x.direction = static_cast<weave_direction_t>(9); }, "direction = 9"},
+      {[](weave_plan_desc_t& x) { x.progress = static_cast<weave_progress_t>(9); }, "progress = 9"},
+      {[](weave_plan_desc_t& x) { x.chunks_per_shard = -1; }, "chunks_per_shard = -1"},
+      {[](weave_plan_desc_t& x) { x.compute_streams = -2; }, "compute_streams = -2"},
+      {[](weave_plan_desc_t& x) { x.flags = 1 << 24; }, "flags"},
+  };
+  for (const Bad& b : bad) {
+    weave_plan_desc_t pd = plan_desc(WEAVE_GEMM_AR, o);
+    b.set(pd);
+    EXPECT_STATUS(weave_plan_create(grid, &pd, &p.h), WEAVE_ERROR_INVALID_VALUE, b.names);
+  }
+  if (p.h || m.h) fail_here("a failed create left a handle");
+}
+
+void not_compiled(weave_grid_t grid) {
+  Operands o;
+  if (!make_operands(grid, WEAVE_GEMM_RS, 4 * g_size, 3, 2 * g_size, &o)) return;
+  Plan p;
+  std::string skipped;
+  weave_plan_desc_t pd = plan_desc(WEAVE_GEMM_RS, o);
+  pd.transport = WEAVE_TRANSPORT_UCX;
+  if (!has_feature("ucx"))
+    EXPECT_STATUS(weave_plan_create(grid, &pd, &p.h), WEAVE_ERROR_NOT_COMPILED, "UCX", "WEAVE_ENABLE_UCX");
+  else
+    skipped += " ucx is compiled in;";
+  // NCCL moves device memory: on a host plan it is not compiled, or unsupported.
+  pd.transport = WEAVE_TRANSPORT_NCCL;
+  if (!has_feature("nccl"))
+    EXPECT_STATUS(weave_plan_create(grid, &pd, &p.h), WEAVE_ERROR_NOT_COMPILED, "NCCL", "WEAVE_ENABLE_NCCL");
+  else
+    EXPECT_STATUS(weave_plan_create(grid, &pd, &p.h), WEAVE_ERROR_UNSUPPORTED, "nccl", "host plans");
+  pd.transport = WEAVE_TRANSPORT_COPY_ENGINE;
+  if (!has_feature("cuda")) {
+    EXPECT_STATUS(weave_plan_create(grid, &pd, &p.h), WEAVE_ERROR_NOT_COMPILED, "copy-engine");
+  } else {
+    const weave_status_t s = weave_plan_create(grid, &pd, &p.h);
+    if (s != WEAVE_ERROR_NOT_COMPILED && s != WEAVE_ERROR_UNSUPPORTED)
+      fail_here(std::string("copy-engine transport on a host plan returned ") + weave_status_string(s));
+  }
+  pd.transport = WEAVE_TRANSPORT_AUTO;
+  pd.backend = WEAVE_BACKEND_CUDA;
+  if (!has_feature("cuda"))
+    EXPECT_STATUS(weave_plan_create(grid, &pd, &p.h), WEAVE_ERROR_NOT_COMPILED, "CUDA", "WEAVE_ENABLE_CUDA");
+  else
+    skipped += " cuda is compiled in (a CUDA plan needs a GPU);";
+  if (p.h) fail_here("a failed weave_plan_create left a handle");
+  if (!skipped.empty() && g_rank == 0) std::printf("     (not applicable in this build:%s)\n", skipped.c_str());
+}
+
+void grid_shapes() {
+  Grid g;
+  EXPECT_STATUS(weave_grid_create(MPI_COMM_WORLD, g_size + 1, 1, &g.h), WEAVE_ERROR_INVALID_VALUE, "grid shape",
+                "communicator has");
+  EXPECT_STATUS(weave_grid_create(MPI_COMM_WORLD, 0, g_size, &g.h), WEAVE_ERROR_INVALID_VALUE, "positive");
+  EXPECT_STATUS(weave_grid_create(MPI_COMM_WORLD, g_size, -1, &g.h), WEAVE_ERROR_INVALID_VALUE, "positive");
+  if (g.h) fail_here("a failed weave_grid_create left a handle");
+  if (g_size < 2) return;  // one rank: every valid shape is 1 x 1
+  // Each rank's shape fits the communicator, but rank 1 asks for another.
+  const bool odd_one = g_rank == 1;
+  EXPECT_STATUS(weave_grid_create(MPI_COMM_WORLD, odd_one ? 1 : g_size, odd_one ? g_size : 1, &g.h),
+                WEAVE_ERROR_RANK_MISMATCH, "prows");
+  // A wrong shape on one rank only.
+  EXPECT_STATUS(weave_grid_create(MPI_COMM_WORLD, odd_one ? g_size + 1 : g_size, 1, &g.h), WEAVE_ERROR_INVALID_VALUE,
+                "grid shape");
+  if (g.h) fail_here("a failed weave_grid_create left a handle");
+}
+
+// GEMM-AR with all-ones A and B and C = K * ones: a following good execute
+// must work and give the right numbers.
+bool execute_all_ones(weave_plan_t plan, const Operands& o, int64_t K, const char* when) {
+  std::vector<double> a = local_buffer(o.a.h, 1.0), b = local_buffer(o.b.h, 1.0), c = local_buffer(o.c.h, NAN);
+  const weave_status_t s = weave_execute(plan, 1.0, a.data(), b.data(), 0.0, c.data(), nullptr, nullptr);
+  if (s != WEAVE_SUCCESS) {
+    fail_here(std::string(when) + ": execute failed: " + weave_status_string(s) + ": " + weave_last_error());
+    return false;
+  }
+  for (double x : c)
+    if (x != static_cast<double>(K)) {
+      fail_here(std::string(when) + ": C holds " + std::to_string(x) + ", expected " + std::to_string(K));
+      return false;
+    }
+  return true;
+}
+
+void execute_arguments(weave_grid_t grid) {
+  const int64_t M = 5, N = 4, K = 3 * g_size;
+  Operands o;
+  if (!make_operands(grid, WEAVE_GEMM_AR, M, N, K, &o)) return;
+  const weave_plan_desc_t pd = plan_desc(WEAVE_GEMM_AR, o);
+  Plan p;
+  if (weave_plan_create(grid, &pd, &p.h) != WEAVE_SUCCESS) {
+    fail_here(std::string("setup: weave_plan_create failed: ") + weave_last_error());
+    // Stay collective: every rank failed together (plan creation agrees).
+    return;
+  }
+  if (!execute_all_ones(p.h, o, K, "first execute")) return;
+  std::vector<double> a = local_buffer(o.a.h, 1.0), b = local_buffer(o.b.h, 1.0), c = local_buffer(o.c.h, 0.0);
+  const int last = g_size - 1;
+  // NULL A on one rank: every rank reports it, naming a and the rank.
+  EXPECT_STATUS(weave_execute(p.h, 1.0, g_rank == last ? nullptr : a.data(), b.data(), 0.0, c.data(), nullptr,
+                              nullptr),
+                WEAVE_ERROR_NULL_ARGUMENT, "a is NULL", ("rank " + std::to_string(last)).c_str());
+  EXPECT_STATUS(weave_execute(p.h, 1.0, a.data(), b.data(), 0.0, g_rank == last ? nullptr : c.data(), nullptr,
+                              nullptr),
+                WEAVE_ERROR_NULL_ARGUMENT, "c is NULL");
+  // NULL args on one rank.
+  weave_execute_args_t args{};
+  args.alpha = 1.0;
+  args.a = a.data();
+  args.b = b.data();
+  args.c = c.data();
+  EXPECT_STATUS(weave_execute_ex(p.h, g_rank == last ? nullptr : &args), WEAVE_ERROR_NULL_ARGUMENT, "args");
+  // A bias on a plan without one, on one rank.
+  const double bias[4] = {1, 2, 3, 4};
+  EXPECT_STATUS(weave_execute(p.h, 1.0, a.data(), b.data(), 0.0, c.data(), g_rank == last ? bias : nullptr,
+                              nullptr),
+                WEAVE_ERROR_INVALID_VALUE, "bias", "without a bias");
+  // A stream on a host plan; a gathered A without the flag.
+  int fake_stream = 0;
+  EXPECT_STATUS(weave_execute(p.h, 1.0, a.data(), b.data(), 0.0, c.data(), nullptr, &fake_stream),
+                WEAVE_ERROR_INVALID_VALUE, "stream");
+  args.gathered_a = c.data();
+  EXPECT_STATUS(weave_execute_ex(p.h, &args), WEAVE_ERROR_INVALID_VALUE, "gathered_a",
+                "WEAVE_FLAG_GATHERED_OUTPUT");
+  // The plan still works after all of these.
+  execute_all_ones(p.h, o, K, "execute after the rejected ones");
+}
+
+void execute_gathered_leading_dimension(weave_grid_t grid) {
+  const int64_t M = 2 * g_size, N = 3 * g_size, K = 4;
+  Operands o;
+  if (!make_operands(grid, WEAVE_AG_GEMM, M, N, K, &o)) return;
+  weave_plan_desc_t pd = plan_desc(WEAVE_AG_GEMM, o);
+  pd.flags = WEAVE_FLAG_GATHERED_OUTPUT;
+  Plan p;
+  if (weave_plan_create(grid, &pd, &p.h) != WEAVE_SUCCESS)
+    return fail_here(std::string("setup: weave_plan_create failed: ") + weave_last_error());
+  std::vector<double> a = local_buffer(o.a.h, 1.0), b = local_buffer(o.b.h, 1.0), c = local_buffer(o.c.h, 0.0);
+  std::vector<double> gathered(static_cast<size_t>(M * K), 0.0);
+  weave_execute_args_t args{};
+  args.alpha = 1.0;
+  args.a = a.data();
+  args.b = b.data();
+  args.c = c.data();
+  args.gathered_a = gathered.data();
+  args.ld_gathered_a = g_rank == 0 ? M - 1 : 0;  // column-major M x K needs ld >= M
+  EXPECT_STATUS(weave_execute_ex(p.h, &args), WEAVE_ERROR_INVALID_LEADING_DIMENSION, "ld_gathered_a");
+  args.gathered_a = g_rank == 0 ? nullptr : gathered.data();
+  args.ld_gathered_a = 0;
+  EXPECT_STATUS(weave_execute_ex(p.h, &args), WEAVE_ERROR_NULL_ARGUMENT, "gathered_a");
+  args.gathered_a = gathered.data();
+  EXPECT_OK(weave_execute_ex(p.h, &args));
+  for (double x : gathered)
+    if (x != 1.0) return fail_here("the gathered A is wrong after a good execute");
+}
+
+// A peer that never calls execute: the others give up after the plan's
+// timeout, naming the step and the peer they waited for, and the plan is
+// failed from then on.
+void timeout(weave_grid_t grid, weave_algorithm_t algorithm, bool execute_check) {
+  if (g_size < 2) return skip("needs two or more ranks (one rank waits for nobody)");
+  const int64_t M = 4 * g_size, N = 3 * g_size, K = 5;
+  Operands o;
+  if (!make_operands(grid, WEAVE_AG_GEMM, M, N, K, &o)) return;
+  weave_plan_desc_t pd = plan_desc(WEAVE_AG_GEMM, o);
+  pd.timeout_ms = 1000;
+  pd.algorithm = algorithm;
+  // The per-execute argument check is a collective too; without it the
+  // ranks go straight to the exchange.
+  pd.flags = execute_check ? 0 : WEAVE_FLAG_NO_EXECUTE_CHECK;
+  Plan p;
+  if (weave_plan_create(grid, &pd, &p.h) != WEAVE_SUCCESS)
+    return fail_here(std::string("setup: weave_plan_create failed: ") + weave_last_error());
+  std::vector<double> a = local_buffer(o.a.h, 1.0), b = local_buffer(o.b.h, 1.0), c = local_buffer(o.c.h, 0.0);
+  if (g_rank != 0) {
+    const auto start = std::chrono::steady_clock::now();
+    const weave_status_t s = weave_execute(p.h, 1.0, a.data(), b.data(), 0.0, c.data(), nullptr, nullptr);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    expect_status(s, WEAVE_ERROR_TIMEOUT, {"waited", "step", "group rank"}, "weave_execute without rank 0");
+    if (seconds < 0.9 || seconds > 10.0)
+      fail_here("the timeout of 1 s took " + std::to_string(seconds) + " s");
+    // The plan is failed now.
+    EXPECT_STATUS(weave_execute(p.h, 1.0, a.data(), b.data(), 0.0, c.data(), nullptr, nullptr),
+                  WEAVE_ERROR_PLAN_FAILED, "destroy");
+  }
+  // Everyone meets again before the plans go away.
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &g_size);
+  {
+    Grid grid;
+    if (weave_grid_create(MPI_COMM_WORLD, g_size, 1, &grid.h) != WEAVE_SUCCESS) {
+      std::fprintf(stderr, "rank %d: weave_grid_create failed: %s\n", g_rank, weave_last_error());
+      MPI_Finalize();
+      return 1;
+    }
+    if (g_rank == 0) std::printf("weave errors test on %d rank(s), features %s\n", g_size, weave_build_features());
+    weave_grid_t g = grid.h;
+    run_check("null pointers and handles", [&] { null_pointers(g); });
+    run_check("null output pointer on one rank", [&] { null_output_on_one_rank(g); });
+    run_check("negative sizes", [&] { negative_sizes(g); });
+    run_check("invalid counts", [&] { invalid_counts(g); });
+    run_check("leading dimension too small on one rank", [&] { leading_dimension_on_one_rank(g); });
+    run_check("shapes that do not fit the operation", [&] { shape_mismatches(g); });
+    run_check("matrix over another group than the plan's", [&] { matrix_over_another_group(g); });
+    run_check("distributions that do not fit the operation", [&] { distribution_mismatches(g); });
+    run_check("unsupported element types", [&] { unsupported_types(g); });
+    run_check("memory space mismatch", [&] { memory_space_mismatch(g); });
+    run_check("ranks disagree at plan creation", [&] { rank_mismatch_at_plan_creation(g); });
+    run_check("ranks disagree at matrix creation", [&] { rank_mismatch_at_matrix_creation(g); });
+    run_check("enumerations out of range", [&] { bad_enums(g); });
+    run_check("backends and transports not compiled", [&] { not_compiled(g); });
+    run_check("grid shape", [] { grid_shapes(); });
+    run_check("execute arguments, then a good execute", [&] { execute_arguments(g); });
+    run_check("execute with a gathered A", [&] { execute_gathered_leading_dimension(g); });
+    run_check("timeout of a ring when rank 0 does not execute",
+              [&] { timeout(g, WEAVE_ALGORITHM_RING, false); });
+    run_check("timeout of a collective when rank 0 does not execute", [&] {
+      timeout(g, WEAVE_ALGORITHM_SEQUENTIAL, false);
+    });
+    run_check("timeout in the per-execute argument check when rank 0 does not execute", [&] {
+      timeout(g, WEAVE_ALGORITHM_RING, true);
+    });
+  }
+  if (g_rank == 0)
+    std::printf("%d passed, %d failed, %d skipped\n", g_passed, g_failed, g_skipped);
+  MPI_Finalize();
+  return g_failed ? 1 : 0;
+}

@@ -1,0 +1,95 @@
+#include "group_problem.hpp"
+
+#include <algorithm>
+#include <sstream>
+
+namespace weave_test {
+
+using weave::Op;
+using weave::Operation;
+using weave::Order;
+
+std::string GroupCase::name() const {
+  std::ostringstream out;
+  out << weave::operation_name(operation) << " " << weave::dtype_name(dtype) << " P=" << ranks << " M=" << m
+      << " N=" << n << " K=" << k << " op=" << weave::op_name(op_a) << weave::op_name(op_b)
+      << " order=" << (order_a == Order::ColMajor ? 'C' : 'R') << (order_b == Order::ColMajor ? 'C' : 'R')
+      << (order_c == Order::ColMajor ? 'C' : 'R') << " " << shards_name(shards) << " bias=" << bias
+      << " pad=" << ld_padding;
+  return out.str();
+}
+
+namespace {
+
+Shards other_pattern(Shards s) {
+  return s == Shards::Balanced ? Shards::Balanced : s == Shards::Uneven ? Shards::WithEmpty : Shards::Uneven;
+}
+
+weave::LocalBlock block(int64_t rows, int64_t cols, Order order, int64_t padding) {
+  weave::LocalBlock b;
+  b.rows = rows;
+  b.cols = cols;
+  b.order = order;
+  b.ld = weave::min_leading_dimension(rows, cols, order) + padding;
+  return b;
+}
+
+// A stored block holding `op_rows x op_cols` of op(X).
+weave::LocalBlock stored_block(Op op, int64_t op_rows, int64_t op_cols, Order order, int64_t padding) {
+  return op == Op::N ? block(op_rows, op_cols, order, padding) : block(op_cols, op_rows, order, padding);
+}
+
+}  // namespace
+
+std::vector<int64_t> m_counts(const GroupCase& c) {
+  if (c.operation == Operation::GemmAr) return weave::Split::balanced(c.m, c.ranks).counts();
+  return make_counts(c.m, c.ranks, c.shards);
+}
+
+std::vector<int64_t> n_counts(const GroupCase& c) {
+  if (c.operation != Operation::AgGemm) return {c.n};
+  return make_counts(c.n, c.ranks, other_pattern(c.shards));
+}
+
+std::vector<int64_t> k_counts(const GroupCase& c) {
+  if (c.operation == Operation::AgGemm) return {c.k};
+  return make_counts(c.k, c.ranks, other_pattern(c.shards));
+}
+
+std::vector<weave::Problem> make_group_problems(const GroupCase& c) {
+  const int P = c.ranks;
+  const bool ag = c.operation == Operation::AgGemm;
+  const weave::Split ms = weave::Split::from_counts(m_counts(c), c.m, "M counts");
+  const weave::Split ns = weave::Split::from_counts(n_counts(c), c.n, "N counts");
+  const weave::Split ks = weave::Split::from_counts(k_counts(c), c.k, "K counts");
+  std::vector<weave::Problem> problems;
+  for (int r = 0; r < P; ++r) {
+    weave::Problem p;
+    p.operation = c.operation;
+    p.op_a = c.op_a;
+    p.op_b = c.op_b;
+    p.m = c.m;
+    p.n = c.n;
+    p.k = c.k;
+    p.dtype = c.dtype;
+    p.group_size = P;
+    p.group_rank = r;
+    p.m_split = ms;
+    p.n_split = ns;
+    p.k_split = ks;
+    // The local extents of op(A), op(B) and C (DESIGN.md section 1).
+    const int64_t a_rows = ag ? ms.count(r) : c.m, a_cols = ag ? c.k : ks.count(r);
+    const int64_t b_rows = ag ? c.k : ks.count(r), b_cols = ag ? ns.count(r) : c.n;
+    const int64_t c_rows = c.operation == Operation::GemmRs ? ms.count(r) : c.m;
+    const int64_t c_cols = ag ? ns.count(r) : c.n;
+    p.a = stored_block(c.op_a, a_rows, a_cols, c.order_a, c.ld_padding);
+    p.b = stored_block(c.op_b, b_rows, b_cols, c.order_b, c.ld_padding);
+    p.c = block(c_rows, c_cols, c.order_c, c.ld_padding);
+    p.has_bias = c.bias;
+    if (c.bias) p.bias = block(1, c_cols, Order::ColMajor, 0);
+    problems.push_back(p);
+  }
+  return problems;
+}
+
+}  // namespace weave_test

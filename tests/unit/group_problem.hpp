@@ -1,0 +1,43 @@
+// Builds the weave::Problem of every rank of a group directly, without MPI:
+// make_problem needs descriptors on an MPI grid, but a Problem is a plain
+// struct, so schedule tests fill its splits and local blocks themselves,
+// following the contract (DESIGN.md section 1) rather than the library's
+// descriptor code.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/problem.hpp"
+#include "support/oracle.hpp"
+
+namespace weave_test {
+
+// One group-level multiplication, the same on every rank of the group.
+struct GroupCase {
+  weave::Operation operation = weave::Operation::AgGemm;
+  weave::Op op_a = weave::Op::N, op_b = weave::Op::N;
+  int64_t m = 0, n = 0, k = 0;
+  weave::DType dtype = weave::DType::F64;
+  int ranks = 1;
+  // How the split dimensions are cut: M (AG-GEMM, GEMM-RS) follows `shards`,
+  // N and K follow a different pattern so a mix-up of the two shows.
+  Shards shards = Shards::Balanced;
+  weave::Order order_a = weave::Order::ColMajor, order_b = weave::Order::ColMajor,
+               order_c = weave::Order::ColMajor;
+  bool bias = false;
+  int64_t ld_padding = 0;  // added to every tight leading dimension of A, B, C
+
+  std::string name() const;
+};
+
+// The counts of each split dimension over the group.
+std::vector<int64_t> m_counts(const GroupCase& c);
+std::vector<int64_t> n_counts(const GroupCase& c);
+std::vector<int64_t> k_counts(const GroupCase& c);
+
+// problems[r] is the Problem of group rank r.
+std::vector<weave::Problem> make_group_problems(const GroupCase& c);
+
+}  // namespace weave_test

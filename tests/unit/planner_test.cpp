@@ -1,0 +1,306 @@
+// plan::resolve_options: explicit choices, environment overrides of the
+// automatic ones, and the exact status (with a message naming the argument)
+// for every request that cannot be satisfied.
+#include <gtest/gtest.h>
+
+#include <mpi.h>
+
+#include <string>
+
+#include "core/error.hpp"
+#include "group_problem.hpp"
+#include "plan/planner.hpp"
+
+namespace weave_test {
+namespace {
+
+using namespace weave::plan;
+
+weave::Problem host_problem(weave::Operation op = weave::Operation::GemmRs, int P = 4,
+                            weave::DType dtype = weave::DType::F64) {
+  GroupCase g;
+  g.operation = op;
+  g.ranks = P;
+  g.m = 8;
+  g.n = 4;
+  g.k = 6;
+  g.dtype = dtype;
+  return make_group_problems(g)[0];
+}
+
+weave::Problem device_problem(weave::DType dtype = weave::DType::F16) {
+  weave::Problem p = host_problem(weave::Operation::AgGemm, 4, dtype);
+  p.memory = weave::Memory::Device;
+  return p;
+}
+
+Capabilities host_only() {
+  Capabilities caps;
+  caps.mpi_thread_level = MPI_THREAD_SINGLE;
+  return caps;
+}
+
+Capabilities everything() {
+  Capabilities caps;
+  caps.cuda = caps.nccl = caps.ucx = caps.copy_engine = true;
+  caps.mpi_thread_level = MPI_THREAD_MULTIPLE;
+  return caps;
+}
+
+// Expects resolve_options to fail with `status` and a message containing `names`.
+void expect_failure(const weave_plan_desc_t& desc, const weave::Problem& p, const Environment& env,
+                    const Capabilities& caps, weave_status_t status, const std::string& names) {
+  try {
+    resolve_options(desc, p, env, caps);
+    ADD_FAILURE() << "accepted; expected " << weave::status_name(status) << " naming " << names;
+  } catch (const weave::Error& e) {
+    EXPECT_EQ(e.status(), status) << weave::status_name(e.status()) << ": " << e.what();
+    EXPECT_NE(std::string(e.what()).find(names), std::string::npos) << e.what();
+  }
+}
+
+TEST(Planner, AutomaticHostChoices) {
+  const weave_plan_desc_t desc{};
+  const Resolved r = resolve_options(desc, host_problem(), {}, host_only());
+  EXPECT_EQ(r.backend, Backend::Host);
+  EXPECT_EQ(r.transport, Transport::Mpi);
+  EXPECT_EQ(r.schedule.algorithm, Algorithm::Ring);
+  EXPECT_EQ(r.schedule.direction, Direction::Forward);
+  EXPECT_EQ(r.schedule.chunks_per_shard, 1);
+  EXPECT_EQ(r.schedule.compute_lanes, 1);
+  EXPECT_EQ(r.progress, ProgressMode::Tiles);
+  EXPECT_EQ(r.timeout.count(), 300000);
+  EXPECT_FALSE(r.schedule.gathered_output);
+}
+
+TEST(Planner, OneRankRunsTheLocalGemmAndSaysSo) {
+  weave_plan_desc_t desc{};
+  desc.algorithm = WEAVE_ALGORITHM_RING;
+  const Resolved r = resolve_options(desc, host_problem(weave::Operation::GemmAr, 1), {}, host_only());
+  EXPECT_EQ(r.schedule.algorithm, Algorithm::Sequential);
+  EXPECT_NE(r.notes.find("one rank"), std::string::npos) << r.notes;
+}
+
+TEST(Planner, ExplicitValuesAreKept) {
+  weave_plan_desc_t desc{};
+  desc.operation = WEAVE_AG_GEMM;
+  desc.algorithm = WEAVE_ALGORITHM_SEQUENTIAL;
+  desc.backend = WEAVE_BACKEND_HOST;
+  desc.transport = WEAVE_TRANSPORT_MPI;
+  desc.direction = WEAVE_DIRECTION_BACKWARD;
+  desc.chunks_per_shard = 3;
+  desc.progress = WEAVE_PROGRESS_THREAD;
+  desc.timeout_ms = 1234;
+  desc.flags = WEAVE_FLAG_GATHERED_OUTPUT | WEAVE_FLAG_TRACE;
+  Capabilities caps = host_only();
+  caps.mpi_thread_level = MPI_THREAD_SERIALIZED;
+  const Resolved r = resolve_options(desc, host_problem(weave::Operation::AgGemm), {}, caps);
+  EXPECT_EQ(r.schedule.algorithm, Algorithm::Sequential);
+  EXPECT_EQ(r.schedule.direction, Direction::Backward);
+  EXPECT_EQ(r.schedule.chunks_per_shard, 3);
+  EXPECT_EQ(r.progress, ProgressMode::Thread);
+  EXPECT_EQ(r.timeout.count(), 1234);
+  EXPECT_TRUE(r.schedule.gathered_output);
+  EXPECT_EQ(r.flags, WEAVE_FLAG_GATHERED_OUTPUT | WEAVE_FLAG_TRACE);
+
+  desc.timeout_ms = -1;
+  EXPECT_LT(resolve_options(desc, host_problem(weave::Operation::AgGemm), {}, caps).timeout.count(), 0)
+      << "a negative timeout means wait forever";
+}
+
+TEST(Planner, EnvironmentOverridesAutomaticChoices) {
+  const weave_plan_desc_t desc{};
+  Capabilities caps = host_only();
+  caps.mpi_thread_level = MPI_THREAD_MULTIPLE;
+  const Environment env = {{"WEAVE_ALGORITHM", "sequential"}, {"WEAVE_TRANSPORT", "mpi"},
+                           {"WEAVE_CHUNKS", "3"},             {"WEAVE_DIRECTION", "backward"},
+                           {"WEAVE_PROGRESS", "thread"},      {"WEAVE_TIMEOUT", "5"}};
+  const Resolved r = resolve_options(desc, host_problem(), env, caps);
+  EXPECT_EQ(r.schedule.algorithm, Algorithm::Sequential);
+  EXPECT_EQ(r.transport, Transport::Mpi);
+  EXPECT_EQ(r.schedule.chunks_per_shard, 3);
+  EXPECT_EQ(r.schedule.direction, Direction::Backward);
+  EXPECT_EQ(r.progress, ProgressMode::Thread);
+  EXPECT_EQ(r.timeout.count(), 5000);
+  EXPECT_NE(r.notes.find("WEAVE_ALGORITHM"), std::string::npos) << r.notes;
+  EXPECT_NE(r.notes.find("WEAVE_TRANSPORT"), std::string::npos) << r.notes;
+}
+
+TEST(Planner, EnvironmentDoesNotOverrideExplicitChoices) {
+  weave_plan_desc_t desc{};
+  desc.algorithm = WEAVE_ALGORITHM_RING;
+  desc.direction = WEAVE_DIRECTION_FORWARD;
+  desc.chunks_per_shard = 2;
+  desc.progress = WEAVE_PROGRESS_TILES;
+  desc.timeout_ms = 700;
+  const Environment env = {{"WEAVE_ALGORITHM", "sequential"}, {"WEAVE_CHUNKS", "4"},
+                           {"WEAVE_DIRECTION", "backward"},   {"WEAVE_PROGRESS", "thread"},
+                           {"WEAVE_TIMEOUT", "9"}};
+  const Resolved r = resolve_options(desc, host_problem(), env, host_only());
+  EXPECT_EQ(r.schedule.algorithm, Algorithm::Ring);
+  EXPECT_EQ(r.schedule.direction, Direction::Forward);
+  EXPECT_EQ(r.schedule.chunks_per_shard, 2);
+  EXPECT_EQ(r.progress, ProgressMode::Tiles);
+  EXPECT_EQ(r.timeout.count(), 700);
+}
+
+TEST(Planner, BidirectionalDefaultsToTwoChunks) {
+  weave_plan_desc_t desc{};
+  desc.direction = WEAVE_DIRECTION_BIDIRECTIONAL;
+  EXPECT_EQ(resolve_options(desc, host_problem(), {}, host_only()).schedule.chunks_per_shard, 2);
+  const weave_plan_desc_t automatic{};
+  const Resolved r = resolve_options(automatic, host_problem(), {{"WEAVE_DIRECTION", "bidirectional"}}, host_only());
+  EXPECT_EQ(r.schedule.direction, Direction::Bidirectional);
+  EXPECT_EQ(r.schedule.chunks_per_shard, 2);
+}
+
+TEST(Planner, TimeoutZeroInTheEnvironmentMeansForever) {
+  const weave_plan_desc_t desc{};
+  EXPECT_LT(resolve_options(desc, host_problem(), {{"WEAVE_TIMEOUT", "0"}}, host_only()).timeout.count(), 0);
+}
+
+TEST(Planner, HostPlansUseOneLaneWhateverIsAsked) {
+  weave_plan_desc_t desc{};
+  desc.compute_streams = 3;
+  EXPECT_EQ(resolve_options(desc, host_problem(), {}, host_only()).schedule.compute_lanes, 1);
+}
+
+TEST(Planner, DevicePlansTakeComputeStreams) {
+  weave_plan_desc_t desc{};
+  const Resolved automatic = resolve_options(desc, device_problem(), {}, everything());
+  EXPECT_EQ(automatic.backend, Backend::Cuda);
+  EXPECT_EQ(automatic.transport, Transport::Nccl);
+  EXPECT_EQ(automatic.schedule.compute_lanes, 2);
+  EXPECT_EQ(resolve_options(desc, device_problem(), {{"WEAVE_COMPUTE_STREAMS", "3"}}, everything())
+                .schedule.compute_lanes,
+            3);
+  desc.compute_streams = 4;
+  EXPECT_EQ(resolve_options(desc, device_problem(), {{"WEAVE_COMPUTE_STREAMS", "3"}}, everything())
+                .schedule.compute_lanes,
+            4);
+}
+
+// --- Requests that cannot be satisfied ------------------------------------
+
+TEST(PlannerErrors, BidirectionalWithOneChunk) {
+  weave_plan_desc_t desc{};
+  desc.direction = WEAVE_DIRECTION_BIDIRECTIONAL;
+  desc.chunks_per_shard = 1;
+  expect_failure(desc, host_problem(), {}, host_only(), WEAVE_ERROR_UNSUPPORTED, "chunks_per_shard");
+}
+
+TEST(PlannerErrors, UnknownEnvironmentValues) {
+  const weave_plan_desc_t desc{};
+  const weave::Problem p = host_problem();
+  expect_failure(desc, p, {{"WEAVE_ALGORITHM", "fastest"}}, host_only(), WEAVE_ERROR_INVALID_VALUE,
+                 "WEAVE_ALGORITHM=fastest");
+  expect_failure(desc, p, {{"WEAVE_TRANSPORT", "tcp"}}, host_only(), WEAVE_ERROR_INVALID_VALUE, "WEAVE_TRANSPORT=tcp");
+  expect_failure(desc, p, {{"WEAVE_DIRECTION", "up"}}, host_only(), WEAVE_ERROR_INVALID_VALUE, "WEAVE_DIRECTION=up");
+  expect_failure(desc, p, {{"WEAVE_PROGRESS", "poll"}}, host_only(), WEAVE_ERROR_INVALID_VALUE, "WEAVE_PROGRESS=poll");
+  expect_failure(desc, p, {{"WEAVE_CHUNKS", "two"}}, host_only(), WEAVE_ERROR_INVALID_VALUE, "WEAVE_CHUNKS=two");
+  expect_failure(desc, p, {{"WEAVE_CHUNKS", "0"}}, host_only(), WEAVE_ERROR_INVALID_VALUE, "WEAVE_CHUNKS=0");
+  expect_failure(desc, p, {{"WEAVE_CHUNKS", "3x"}}, host_only(), WEAVE_ERROR_INVALID_VALUE, "WEAVE_CHUNKS=3x");
+  expect_failure(desc, p, {{"WEAVE_TIMEOUT", "-5"}}, host_only(), WEAVE_ERROR_INVALID_VALUE, "WEAVE_TIMEOUT=-5");
+  expect_failure(desc, p, {{"WEAVE_COMPUTE_STREAMS", "0"}}, host_only(), WEAVE_ERROR_INVALID_VALUE,
+                 "WEAVE_COMPUTE_STREAMS=0");
+}
+
+TEST(PlannerErrors, ThreadProgressWithoutMpiThreadSupport) {
+  weave_plan_desc_t desc{};
+  desc.progress = WEAVE_PROGRESS_THREAD;
+  for (int level : {MPI_THREAD_SINGLE, MPI_THREAD_FUNNELED}) {
+    Capabilities caps = host_only();
+    caps.mpi_thread_level = level;
+    expect_failure(desc, host_problem(), {}, caps, WEAVE_ERROR_UNSUPPORTED, "MPI_THREAD_SERIALIZED");
+  }
+  // The same request through the environment.
+  const weave_plan_desc_t automatic{};
+  expect_failure(automatic, host_problem(), {{"WEAVE_PROGRESS", "thread"}}, host_only(), WEAVE_ERROR_UNSUPPORTED,
+                 "WEAVE_PROGRESS_THREAD");
+}
+
+TEST(PlannerErrors, TransportsAndBackendsNotCompiled) {
+  weave_plan_desc_t desc{};
+  desc.transport = WEAVE_TRANSPORT_NCCL;
+  Capabilities caps = host_only();
+  caps.cuda = true;
+  expect_failure(desc, device_problem(), {}, caps, WEAVE_ERROR_NOT_COMPILED, "WEAVE_ENABLE_NCCL");
+  desc.transport = WEAVE_TRANSPORT_UCX;
+  expect_failure(desc, host_problem(), {}, host_only(), WEAVE_ERROR_NOT_COMPILED, "WEAVE_ENABLE_UCX");
+  expect_failure(desc, host_problem(), {{"WEAVE_TRANSPORT", "nccl"}}, host_only(), WEAVE_ERROR_NOT_COMPILED,
+                 "WEAVE_ENABLE_UCX");  // explicit transport wins over the environment
+  desc.transport = WEAVE_TRANSPORT_COPY_ENGINE;
+  expect_failure(desc, device_problem(), {}, caps, WEAVE_ERROR_NOT_COMPILED, "copy-engine");
+  desc.transport = WEAVE_TRANSPORT_AUTO;
+  desc.backend = WEAVE_BACKEND_CUDA;
+  expect_failure(desc, device_problem(), {}, host_only(), WEAVE_ERROR_NOT_COMPILED, "WEAVE_ENABLE_CUDA");
+  // Device matrices pick the CUDA backend automatically; not silently the host.
+  const weave_plan_desc_t automatic{};
+  expect_failure(automatic, device_problem(), {}, host_only(), WEAVE_ERROR_NOT_COMPILED, "WEAVE_ENABLE_CUDA");
+  // A device plan without NCCL does not fall back to host MPI.
+  try {
+    resolve_options(automatic, device_problem(), {}, caps);
+    ADD_FAILURE() << "a device plan without NCCL was accepted";
+  } catch (const weave::Error& e) {
+    EXPECT_TRUE(e.status() == WEAVE_ERROR_NOT_COMPILED || e.status() == WEAVE_ERROR_UNSUPPORTED) << e.what();
+    EXPECT_NE(std::string(e.what()).find("WEAVE_ENABLE_NCCL"), std::string::npos) << e.what();
+  }
+}
+
+TEST(PlannerErrors, HostBackendTypesAndMemory) {
+  weave_plan_desc_t desc{};
+  for (weave::DType t : {weave::DType::F16, weave::DType::BF16})
+    expect_failure(desc, host_problem(weave::Operation::GemmRs, 4, t), {}, host_only(),
+                   WEAVE_ERROR_UNSUPPORTED_TYPE, "host backend supports f32 and f64");
+  desc.backend = WEAVE_BACKEND_HOST;
+  expect_failure(desc, device_problem(weave::DType::F32), {}, everything(), WEAVE_ERROR_POINTER_KIND, "device");
+  desc.backend = WEAVE_BACKEND_CUDA;
+  expect_failure(desc, host_problem(), {}, everything(), WEAVE_ERROR_POINTER_KIND, "WEAVE_MEMORY_DEVICE");
+}
+
+TEST(PlannerErrors, DeviceTransportOnAHostPlan) {
+  weave_plan_desc_t desc{};
+  desc.transport = WEAVE_TRANSPORT_NCCL;
+  expect_failure(desc, host_problem(), {}, everything(), WEAVE_ERROR_UNSUPPORTED, "nccl");
+  desc.transport = WEAVE_TRANSPORT_COPY_ENGINE;
+  expect_failure(desc, host_problem(), {}, everything(), WEAVE_ERROR_UNSUPPORTED, "copy_engine");
+}
+
+TEST(PlannerErrors, EnumsOutOfRange) {
+  const weave::Problem p = host_problem();
+  weave_plan_desc_t desc{};
+  desc.backend = static_cast<weave_backend_t>(7);
+  expect_failure(desc, p, {}, host_only(), WEAVE_ERROR_INVALID_VALUE, "backend = 7");
+  desc = {};
+  desc.transport = static_cast<weave_transport_t>(9);
+  expect_failure(desc, p, {}, host_only(), WEAVE_ERROR_INVALID_VALUE, "transport = 9");
+  desc = {};
+  desc.algorithm = static_cast<weave_algorithm_t>(5);
+  expect_failure(desc, p, {}, host_only(), WEAVE_ERROR_INVALID_VALUE, "algorithm = 5");
+  desc = {};
+  desc.direction = static_cast<weave_direction_t>(9);
+  expect_failure(desc, p, {}, host_only(), WEAVE_ERROR_INVALID_VALUE, "direction = 9");
+  desc = {};
+  desc.progress = static_cast<weave_progress_t>(6);
+  expect_failure(desc, p, {}, host_only(), WEAVE_ERROR_INVALID_VALUE, "progress = 6");
+}
+
+TEST(PlannerErrors, NegativeCountsAndUnknownFlags) {
+  const weave::Problem p = host_problem();
+  weave_plan_desc_t desc{};
+  desc.chunks_per_shard = -2;
+  expect_failure(desc, p, {}, host_only(), WEAVE_ERROR_INVALID_VALUE, "chunks_per_shard = -2");
+  desc = {};
+  desc.compute_streams = -1;
+  expect_failure(desc, p, {}, host_only(), WEAVE_ERROR_INVALID_VALUE, "compute_streams = -1");
+  desc = {};
+  desc.flags = 1 << 20;
+  expect_failure(desc, p, {}, host_only(), WEAVE_ERROR_INVALID_VALUE, "flags");
+  desc = {};
+  desc.flags = WEAVE_FLAG_GATHERED_OUTPUT;
+  expect_failure(desc, host_problem(weave::Operation::GemmRs), {}, host_only(), WEAVE_ERROR_INVALID_VALUE,
+                 "WEAVE_FLAG_GATHERED_OUTPUT");
+}
+
+}  // namespace
+}  // namespace weave_test

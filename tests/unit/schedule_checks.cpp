@@ -1,0 +1,313 @@
+#include "schedule_checks.hpp"
+
+#include <algorithm>
+#include <map>
+#include <sstream>
+#include <tuple>
+#include <type_traits>
+#include <variant>
+
+namespace weave_test {
+
+using weave::DType;
+using weave::Op;
+using weave::Order;
+using namespace weave::plan;
+
+namespace {
+
+template <class... Parts>
+std::string text(const Parts&... parts) {
+  std::ostringstream out;
+  (out << ... << parts);
+  return out.str();
+}
+
+std::string where(int rank, int step, const Schedule& s) {
+  return text("rank ", rank, " step ", step, " (", s.steps[step].label, ")");
+}
+
+std::string region_text(const Schedule& s, const Region& r) {
+  const std::string name = r.buffer >= 0 && r.buffer < static_cast<int>(s.buffers.size())
+                               ? s.buffers[r.buffer].name
+                               : text("buffer#", r.buffer);
+  return text(name, "[", r.row0, "+", r.rows, ", ", r.col0, "+", r.cols, "]");
+}
+
+// Checks that `r` names a buffer and lies inside it.
+void check_region(const Schedule& s, const Region& r, const std::string& at, std::vector<std::string>& errors) {
+  if (r.buffer < 0 || r.buffer >= static_cast<int>(s.buffers.size())) {
+    errors.push_back(text(at, ": region names buffer ", r.buffer, " of ", s.buffers.size()));
+    return;
+  }
+  const BufferSpec& b = s.buffers[r.buffer];
+  if (r.row0 < 0 || r.col0 < 0 || r.rows < 0 || r.cols < 0 || r.row0 + r.rows > b.rows || r.col0 + r.cols > b.cols)
+    errors.push_back(text(at, ": region ", region_text(s, r), " is outside buffer ", b.name, " (", b.rows, " x ",
+                          b.cols, ")"));
+}
+
+void check_buffers(const weave::Problem& p, const Schedule& s, int rank, std::vector<std::string>& errors) {
+  if (s.buffers.size() < static_cast<std::size_t>(kFirstWorkspaceBuffer)) {
+    errors.push_back(text("rank ", rank, ": the schedule has ", s.buffers.size(), " buffers, fewer than the caller's"));
+    return;
+  }
+  auto check_user = [&](int id, const weave::LocalBlock& block) {
+    const BufferSpec& b = s.buffers[id];
+    if (b.rows != block.rows || b.cols != block.cols || b.ld != block.ld || b.order != block.order ||
+        b.dtype != p.dtype)
+      errors.push_back(text("rank ", rank, ": buffer ", b.name, " is ", b.rows, " x ", b.cols, " ld ", b.ld,
+                            " but the caller's block is ", block.rows, " x ", block.cols, " ld ", block.ld));
+  };
+  check_user(kBufferA, p.a);
+  check_user(kBufferB, p.b);
+  check_user(kBufferC, p.c);
+  if (p.has_bias) check_user(kBufferBias, p.bias);
+  const BufferSpec& g = s.buffers[kBufferGathered];
+  const int64_t g_rows = p.op_a == Op::N ? p.m : p.k, g_cols = p.op_a == Op::N ? p.k : p.m;
+  if (g.rows != g_rows || g.cols != g_cols || g.order != p.a.order)
+    errors.push_back(text("rank ", rank, ": the gathered-A buffer is ", g.rows, " x ", g.cols,
+                          ", expected A's full stored shape ", g_rows, " x ", g_cols, " in A's order"));
+  for (std::size_t id = 0; id < s.buffers.size(); ++id) {
+    const BufferSpec& b = s.buffers[id];
+    if (b.rows < 0 || b.cols < 0 || b.ld < weave::min_leading_dimension(b.rows, b.cols, b.order))
+      errors.push_back(text("rank ", rank, ": buffer ", b.name, " (", b.rows, " x ", b.cols, ") has ld ", b.ld));
+    if (id < static_cast<std::size_t>(kFirstWorkspaceBuffer)) continue;
+    const int64_t size = static_cast<int64_t>(weave::dtype_size(b.dtype));
+    const int64_t extent = b.rows == 0 || b.cols == 0 ? 0
+                           : b.order == Order::ColMajor ? b.ld * (b.cols - 1) + b.rows
+                                                        : b.ld * (b.rows - 1) + b.cols;
+    if (b.offset_bytes < 0 || b.offset_bytes % size != 0 || b.offset_bytes + extent * size > s.workspace_bytes)
+      errors.push_back(text("rank ", rank, ": workspace buffer ", b.name, " at byte ", b.offset_bytes, " (",
+                            extent * size, " bytes) does not fit the ", s.workspace_bytes, "-byte workspace"));
+  }
+}
+
+// op(region) extents.
+int64_t op_rows(const Region& r, Op op) { return op == Op::N ? r.rows : r.cols; }
+int64_t op_cols(const Region& r, Op op) { return op == Op::N ? r.cols : r.rows; }
+
+void check_step_shapes(const Schedule& s, int rank, int i, std::vector<std::string>& errors) {
+  const Step& step = s.steps[i];
+  const std::string at = where(rank, i, s);
+  std::visit(
+      [&](const auto& op) {
+        using T = std::decay_t<decltype(op)>;
+        if constexpr (std::is_same_v<T, GemmOp>) {
+          check_region(s, op.a, at, errors);
+          check_region(s, op.b, at, errors);
+          check_region(s, op.c, at, errors);
+          if (op_rows(op.a, op.op_a) != op.c.rows || op_cols(op.b, op.op_b) != op.c.cols ||
+              op_cols(op.a, op.op_a) != op_rows(op.b, op.op_b))
+            errors.push_back(text(at, ": GEMM shapes do not fit: op(a) ", op_rows(op.a, op.op_a), " x ",
+                                  op_cols(op.a, op.op_a), ", op(b) ", op_rows(op.b, op.op_b), " x ",
+                                  op_cols(op.b, op.op_b), ", c ", op.c.rows, " x ", op.c.cols));
+        } else if constexpr (std::is_same_v<T, EpilogueOp>) {
+          check_region(s, op.dst, at, errors);
+          if (op.has_src) {
+            check_region(s, op.src, at, errors);
+            if (op.src.rows != op.dst.rows || op.src.cols != op.dst.cols)
+              errors.push_back(text(at, ": epilogue src ", region_text(s, op.src), " and dst ",
+                                    region_text(s, op.dst), " differ in shape"));
+          }
+          if (op.has_bias) {
+            check_region(s, op.bias, at, errors);
+            if (op.bias.buffer != kBufferBias || op.bias.rows != 1 || op.bias.cols != op.dst.cols)
+              errors.push_back(text(at, ": bias region ", region_text(s, op.bias),
+                                    " is not one row of bias as wide as ", region_text(s, op.dst)));
+          }
+        } else if constexpr (std::is_same_v<T, SendOp> || std::is_same_v<T, RecvOp>) {
+          const Region& r = [&]() -> const Region& {
+            if constexpr (std::is_same_v<T, SendOp>)
+              return op.src;
+            else
+              return op.dst;
+          }();
+          check_region(s, r, at, errors);
+          if (r.buffer >= 0 && r.buffer < static_cast<int>(s.buffers.size()) && !s.contiguous(r))
+            errors.push_back(text(at, ": point-to-point region ", region_text(s, r), " is not contiguous"));
+          if (op.peer < 0 || op.peer >= s.group_size || op.peer == rank)
+            errors.push_back(text(at, ": peer ", op.peer, " is not another rank of a group of ", s.group_size));
+        } else {
+          check_region(s, op.send, at, errors);
+          check_region(s, op.recv, at, errors);
+        }
+      },
+      step.op);
+}
+
+void check_steps(const Schedule& s, int rank, std::vector<std::string>& errors) {
+  int last_batch = -1;
+  for (int i = 0; i < static_cast<int>(s.steps.size()); ++i) {
+    const Step& step = s.steps[i];
+    const std::string at = where(rank, i, s);
+    for (int d : step.deps) {
+      if (d < 0 || d >= i) {
+        errors.push_back(text(at, ": depends on step ", d, ", which does not precede it"));
+        continue;
+      }
+      // The executor issues a batch once all of its steps are ready.
+      if (step.batch >= 0 && s.steps[d].batch == step.batch)
+        errors.push_back(text(at, ": depends on step ", d, " of its own batch ", step.batch,
+                              ", so the batch can never be issued"));
+    }
+    const bool comm_kind =
+        step.kind() == StepKind::Send || step.kind() == StepKind::Recv || step.kind() == StepKind::Collective;
+    if (comm_kind && step.lane != kCommLane)
+      errors.push_back(text(at, ": a communication step on compute lane ", step.lane));
+    if (!comm_kind && (step.lane < 0 || step.lane >= s.compute_lanes))
+      errors.push_back(text(at, ": a compute step on lane ", step.lane, " of ", s.compute_lanes));
+    if (!comm_kind && step.batch >= 0) errors.push_back(text(at, ": a compute step in batch ", step.batch));
+    if (comm_kind && step.batch >= 0) {
+      if (step.batch < last_batch)
+        errors.push_back(text(at, ": batch ", step.batch, " after batch ", last_batch,
+                              "; batches must be issued in order so neighbours pair them up"));
+      last_batch = std::max(last_batch, step.batch);
+    }
+    check_step_shapes(s, rank, i, errors);
+  }
+}
+
+bool region_ok(const Schedule& s, const Region& r) {
+  return r.buffer >= 0 && r.buffer < static_cast<int>(s.buffers.size());
+}
+
+void check_collectives(const std::vector<Schedule>& schedules, std::vector<std::string>& errors) {
+  const int P = static_cast<int>(schedules.size());
+  std::vector<std::vector<int>> order(P);
+  for (int r = 0; r < P; ++r)
+    for (int i = 0; i < static_cast<int>(schedules[r].steps.size()); ++i)
+      if (schedules[r].steps[i].kind() == StepKind::Collective) order[r].push_back(i);
+  for (int r = 1; r < P; ++r)
+    if (order[r].size() != order[0].size())
+      errors.push_back(text("rank ", r, " has ", order[r].size(), " collectives, rank 0 has ", order[0].size()));
+  for (int r = 0; r < P; ++r) {
+    const Schedule& s = schedules[r];
+    for (std::size_t n = 0; n < order[r].size(); ++n) {
+      const int i = order[r][n];
+      const auto& op = std::get<CollectiveOp>(s.steps[i].op);
+      const std::string at = where(r, i, s);
+      if (n < order[0].size()) {
+        const auto& ref = std::get<CollectiveOp>(schedules[0].steps[order[0][n]].op);
+        if (op.kind != ref.kind || op.counts != ref.counts)
+          errors.push_back(text(at, ": collective ", n, " is ", collective_name(op.kind), " with ", op.counts.size(),
+                                " counts, rank 0's is ", collective_name(ref.kind), " with ", ref.counts.size(),
+                                " counts (or the counts differ)"));
+      }
+      if (!region_ok(s, op.send) || !region_ok(s, op.recv)) continue;
+      if (!s.contiguous(op.send) || !s.contiguous(op.recv))
+        errors.push_back(text(at, ": collective regions must be contiguous"));
+      if (s.buffer(op.send).dtype != s.buffer(op.recv).dtype)
+        errors.push_back(text(at, ": collective send and receive regions differ in element type"));
+      int64_t total = 0;
+      for (int64_t c : op.counts) total += c;
+      int64_t want_send = 0, want_recv = 0;
+      switch (op.kind) {
+        case CollectiveKind::AllGather:
+          if (static_cast<int>(op.counts.size()) != P) {
+            errors.push_back(text(at, ": all-gather with ", op.counts.size(), " counts for ", P, " ranks"));
+            continue;
+          }
+          want_send = op.counts[r];
+          want_recv = total;
+          break;
+        case CollectiveKind::ReduceScatter:
+          if (static_cast<int>(op.counts.size()) != P) {
+            errors.push_back(text(at, ": reduce-scatter with ", op.counts.size(), " counts for ", P, " ranks"));
+            continue;
+          }
+          want_send = total;
+          want_recv = op.counts[r];
+          break;
+        case CollectiveKind::AllReduce:
+          want_send = want_recv = total;
+          if (op.send.buffer != op.recv.buffer || op.send.row0 != op.recv.row0 || op.send.col0 != op.recv.col0)
+            errors.push_back(text(at, ": all-reduce is in place, but send and receive regions differ"));
+          break;
+      }
+      if (op.send.elements() != want_send || op.recv.elements() != want_recv)
+        errors.push_back(text(at, ": ", collective_name(op.kind), " regions hold ", op.send.elements(), " and ",
+                              op.recv.elements(), " elements, the counts say ", want_send, " and ", want_recv));
+    }
+  }
+}
+
+}  // namespace
+
+PointToPointMatching match_point_to_point(const std::vector<Schedule>& schedules) {
+  PointToPointMatching m;
+  const int P = static_cast<int>(schedules.size());
+  m.partner.resize(P);
+  // (from, to, tag) -> step on the sending / receiving rank.
+  using Key = std::tuple<int, int, int>;
+  std::map<Key, StepRef> sends, recvs;
+  for (int r = 0; r < P; ++r) {
+    const Schedule& s = schedules[r];
+    m.partner[r].assign(s.steps.size(), StepRef{});
+    for (int i = 0; i < static_cast<int>(s.steps.size()); ++i) {
+      const Step& step = s.steps[i];
+      if (const auto* send = std::get_if<SendOp>(&step.op)) {
+        if (!sends.emplace(Key{r, send->peer, send->tag}, StepRef{r, i}).second)
+          m.errors.push_back(text(where(r, i, s), ": a second send to rank ", send->peer, " with tag ", send->tag));
+      } else if (const auto* recv = std::get_if<RecvOp>(&step.op)) {
+        if (!recvs.emplace(Key{recv->peer, r, recv->tag}, StepRef{r, i}).second)
+          m.errors.push_back(
+              text(where(r, i, s), ": a second receive from rank ", recv->peer, " with tag ", recv->tag));
+      }
+    }
+  }
+  for (const auto& [key, send] : sends) {
+    const Schedule& from = schedules[send.rank];
+    auto found = recvs.find(key);
+    if (found == recvs.end()) {
+      m.errors.push_back(text(where(send.rank, send.step, from), ": send to rank ", std::get<1>(key), " tag ",
+                              std::get<2>(key), " has no matching receive"));
+      continue;
+    }
+    const StepRef recv = found->second;
+    const Schedule& to = schedules[recv.rank];
+    m.partner[send.rank][send.step] = recv;
+    m.partner[recv.rank][recv.step] = send;
+    const Step& ss = from.steps[send.step];
+    const Step& rs = to.steps[recv.step];
+    const Region& src = std::get<SendOp>(ss.op).src;
+    const Region& dst = std::get<RecvOp>(rs.op).dst;
+    if (region_ok(from, src) && region_ok(to, dst)) {
+      if (from.bytes(src) != to.bytes(dst) || from.buffer(src).dtype != to.buffer(dst).dtype)
+        m.errors.push_back(text(where(send.rank, send.step, from), " sends ", from.bytes(src), " bytes of ",
+                                weave::dtype_name(from.buffer(src).dtype), " but ", where(recv.rank, recv.step, to),
+                                " receives ", to.bytes(dst), " bytes of ", weave::dtype_name(to.buffer(dst).dtype)));
+    }
+    if (ss.batch != rs.batch)
+      m.errors.push_back(text(where(send.rank, send.step, from), " is in batch ", ss.batch, " but its receive ",
+                              where(recv.rank, recv.step, to), " is in batch ", rs.batch,
+                              "; grouped batches would deadlock"));
+  }
+  for (const auto& [key, recv] : recvs)
+    if (!sends.count(key))
+      m.errors.push_back(text(where(recv.rank, recv.step, schedules[recv.rank]), ": receive from rank ",
+                              std::get<0>(key), " tag ", std::get<2>(key), " has no matching send"));
+  return m;
+}
+
+std::vector<std::string> check_schedules(const std::vector<weave::Problem>& problems,
+                                         const std::vector<Schedule>& schedules) {
+  std::vector<std::string> errors;
+  const int P = static_cast<int>(schedules.size());
+  if (static_cast<int>(problems.size()) != P) {
+    errors.push_back(text(problems.size(), " problems for ", P, " schedules"));
+    return errors;
+  }
+  for (int r = 0; r < P; ++r) {
+    const Schedule& s = schedules[r];
+    if (s.group_size != P || s.group_rank != r)
+      errors.push_back(text("schedule ", r, " says it is rank ", s.group_rank, " of ", s.group_size));
+    check_buffers(problems[r], s, r, errors);
+    check_steps(s, r, errors);
+  }
+  const PointToPointMatching m = match_point_to_point(schedules);
+  errors.insert(errors.end(), m.errors.begin(), m.errors.end());
+  check_collectives(schedules, errors);
+  return errors;
+}
+
+}  // namespace weave_test
