@@ -1,0 +1,89 @@
+// What weave-bench needs from the machine, host or CUDA: buffers of random
+// data, a timer, and the communication-alone collectives (MPI or NCCL).
+#pragma once
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "weave/weave.h"
+
+namespace bench {
+
+std::size_t element_size(weave_dtype_t t);
+
+// Picks this rank's GPU (local rank modulo the devices on the node) when
+// `device`; throws if there is none.
+void select_device(bool device);
+std::string device_description(bool device);
+
+// Host or device memory, freed on destruction.
+class Buffer {
+ public:
+  Buffer() = default;
+  Buffer(int64_t bytes, bool device);
+  Buffer(Buffer&& other) noexcept;
+  Buffer& operator=(Buffer&& other) noexcept;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  ~Buffer();
+  void* data() const { return data_; }
+  int64_t bytes() const { return bytes_; }
+  bool device() const { return device_; }
+
+ private:
+  void release();
+  void* data_ = nullptr;
+  int64_t bytes_ = 0;
+  bool device_ = false;
+};
+
+// Uniform values in [-1, 1) of the given type (never zeros).
+void fill_random(Buffer& buffer, weave_dtype_t t, uint64_t seed);
+
+// Wall clock on the host; CUDA events on one stream for device work.
+class Timer {
+ public:
+  explicit Timer(bool device);
+  ~Timer();
+  void* stream() const { return stream_; }  // cudaStream_t, or null on the host
+  void synchronize();
+  void start();
+  double stop_ms();
+
+ private:
+  bool device_;
+  void* stream_ = nullptr;
+  void* start_event_ = nullptr;
+  void* stop_event_ = nullptr;
+  double host_start_ = 0;
+};
+
+struct Collective {
+  enum Kind { AllGather, ReduceScatter, AllReduce } kind = AllGather;
+  weave_dtype_t dtype = WEAVE_FLOAT32;
+  std::vector<int64_t> counts;  // elements per rank (AllReduce: one entry, the total)
+};
+
+// The communication alone: MPI collectives on host buffers, NCCL on device
+// buffers (uneven counts through grouped point-to-point / per-block reduces,
+// as Weave's sequential plan does).
+class Communicator {
+ public:
+  Communicator(MPI_Comm comm, bool device);
+  ~Communicator();
+  void prepare(const Collective& c);  // allocates the buffers
+  void run(const Collective& c, void* stream);
+
+ private:
+  MPI_Comm comm_;
+  bool device_;
+  void* nccl_ = nullptr;
+  Buffer send_, recv_;
+};
+
+}  // namespace bench

@@ -1,0 +1,392 @@
+// weave-bench: for each operation and shape, in one run on one machine,
+// measures
+//   gemm        the GEMM alone at this rank's full local size (a one-rank
+//               Weave plan, i.e. one BLAS/cuBLASLt call),
+//   comm        the communication alone: the collective of the same bytes
+//               (MPI on the host, NCCL on GPUs),
+//   sequential  Weave's sequential plan (collective, then GEMM),
+//   weave       Weave's plan with the requested (default: automatic) options,
+// and prints weave/sequential and weave/max(gemm, comm), the distance to the
+// physical limit of overlap (1.0). Times are medians over iterations of the
+// slowest rank, after warm-up, on random data. --json writes every number.
+//
+//   mpirun -np 4 weave_bench --backend cuda --dtype bf16 --preset tp --json out.json
+#include <mpi.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <numeric>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench_device.hpp"
+#include "weave/weave.hpp"
+
+namespace {
+
+int g_rank = 0, g_size = 1;
+
+struct Shape {
+  int64_t m = 0, k = 0, n = 0;
+  bool uneven = false;  // rank shard sizes differing by about 10%
+  std::string label() const {
+    std::ostringstream out;
+    out << m << "x" << k << "x" << n << (uneven ? " uneven" : "");
+    return out.str();
+  }
+};
+
+Shape parse_shape(const std::string& text) {
+  Shape s;
+  char x1 = 0, x2 = 0;
+  std::istringstream in(text);
+  in >> s.m >> x1 >> s.k >> x2 >> s.n;
+  if (!in || x1 != 'x' || x2 != 'x') throw std::runtime_error("shape must look like MxKxN, got " + text);
+  std::string rest;
+  in >> rest;
+  s.uneven = rest == "uneven" || text.find(":uneven") != std::string::npos;
+  return s;
+}
+
+// Counts over the ranks: balanced, or ~10% apart (rank r gets weight 1 + 0.1 r,
+// normalised), in multiples of `quantum` where possible.
+std::vector<int64_t> counts_for(int64_t n, bool uneven) {
+  std::vector<int64_t> counts(static_cast<size_t>(g_size));
+  if (!uneven) {
+    for (int r = 0; r < g_size; ++r) counts[r] = n / g_size + (r < n % g_size ? 1 : 0);
+    return counts;
+  }
+  double total = 0;
+  for (int r = 0; r < g_size; ++r) total += 1.0 + 0.1 * r;
+  int64_t given = 0;
+  for (int r = 0; r < g_size; ++r) given += counts[r] = static_cast<int64_t>(n * (1.0 + 0.1 * r) / total) / 8 * 8;
+  counts[0] += n - given;
+  return counts;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+struct Options {
+  std::string backend = "host";
+  std::string dtype = "f64";
+  std::vector<std::string> ops = {"ag", "rs", "ar"};
+  std::vector<std::string> shapes;
+  std::string preset;
+  int iterations = 10, warmup = 3;
+  std::string json;
+  std::string transport = "auto", algorithm = "auto", direction = "auto";
+  int chunks = 0, streams = 0;
+  std::string trace;
+  bool reduce_in_output_type = false;
+};
+
+weave_dtype_t parse_dtype(const std::string& t) {
+  if (t == "f32") return WEAVE_FLOAT32;
+  if (t == "f64") return WEAVE_FLOAT64;
+  if (t == "f16") return WEAVE_FLOAT16;
+  if (t == "bf16") return WEAVE_BFLOAT16;
+  throw std::runtime_error("unknown dtype " + t);
+}
+
+weave_operation_t parse_op(const std::string& op) {
+  if (op == "ag") return WEAVE_AG_GEMM;
+  if (op == "rs") return WEAVE_GEMM_RS;
+  if (op == "ar") return WEAVE_GEMM_AR;
+  throw std::runtime_error("unknown op " + op + " (ag, rs, ar)");
+}
+
+const char* op_name(weave_operation_t op) {
+  return op == WEAVE_AG_GEMM ? "AG-GEMM" : op == WEAVE_GEMM_RS ? "GEMM-RS" : "GEMM-AR";
+}
+
+std::vector<Shape> preset_shapes(const std::string& preset) {
+  if (preset == "tp")  // tensor-parallel layers (global M x K x N)
+    return {parse_shape("4096x8192x8192"), parse_shape("8192x8192x8192"), parse_shape("16384x8192x28672"),
+            parse_shape("16384x16384x16384"), parse_shape("8192x8192x8192:uneven"), parse_shape("1024x8192x8192")};
+  if (preset == "host")  // shapes where communication and GEMM take similar time on a CPU node
+    return {parse_shape("4096x256x1024"), parse_shape("8192x128x2048"), parse_shape("4096x256x1024:uneven")};
+  if (preset == "small") return {parse_shape("512x256x384"), parse_shape("512x256x384:uneven")};
+  throw std::runtime_error("unknown preset " + preset + " (tp, host, small)");
+}
+
+// One operation on one shape: matrices, buffers and the plans.
+class Case {
+ public:
+  Case(const weave::Grid& grid, weave_operation_t op, const Shape& s, weave_dtype_t t, bool device)
+      : op_(op), shape_(s), dtype_(t), device_(device) {
+    const weave_memory_t memory = device ? WEAVE_MEMORY_DEVICE : WEAVE_MEMORY_HOST;
+    const std::vector<int64_t> m_counts = counts_for(s.m, s.uneven), n_counts = counts_for(s.n, s.uneven),
+                               k_counts = counts_for(s.k, s.uneven);
+    // Row-major-friendly layouts, as tensor-parallel codes have them: AG-GEMM
+    // gathers A^T's columns (contiguous chunks); GEMM-RS/AR split K.
+    if (op == WEAVE_AG_GEMM) {
+      op_a_ = WEAVE_OP_T;
+      a_ = std::make_unique<weave::Matrix>(grid, weave::block_cols(s.k, s.m, t).cols_per_rank(m_counts).memory(memory));
+      b_ = std::make_unique<weave::Matrix>(grid, weave::block_cols(s.k, s.n, t).cols_per_rank(n_counts).memory(memory));
+      c_ = std::make_unique<weave::Matrix>(grid, weave::block_cols(s.m, s.n, t).cols_per_rank(n_counts).memory(memory));
+      local_m_ = s.m;
+      local_k_ = s.k;
+      local_n_ = c_->local_cols();
+    } else {
+      op_a_ = WEAVE_OP_N;
+      a_ = std::make_unique<weave::Matrix>(grid, weave::block_cols(s.m, s.k, t).cols_per_rank(k_counts).memory(memory));
+      b_ = std::make_unique<weave::Matrix>(grid, weave::block_rows(s.k, s.n, t).rows_per_rank(k_counts).memory(memory));
+      c_ = std::make_unique<weave::Matrix>(
+          grid, op == WEAVE_GEMM_RS ? weave::block_rows(s.m, s.n, t).rows_per_rank(m_counts).memory(memory)
+                                    : weave::replicated(s.m, s.n, t).memory(memory));
+      local_m_ = s.m;
+      local_k_ = a_->local_cols();
+      local_n_ = s.n;
+    }
+    const std::size_t size = bench::element_size(t);
+    a_buf_ = bench::Buffer(a_->local_elements() * size, device);
+    b_buf_ = bench::Buffer(b_->local_elements() * size, device);
+    c_buf_ = bench::Buffer(c_->local_elements() * size, device);
+    bench::fill_random(a_buf_, t, 1000 + g_rank);
+    bench::fill_random(b_buf_, t, 2000 + g_rank);
+    bench::fill_random(c_buf_, t, 3000 + g_rank);
+    m_counts_ = m_counts;
+  }
+
+  weave::Plan plan(const weave::Grid& grid, const Options& o, weave_algorithm_t algorithm) const {
+    weave::PlanDesc d(op_, *a_, *b_, *c_);
+    d.ops(op_a_, WEAVE_OP_N).algorithm(algorithm).chunks_per_shard(o.chunks).compute_streams(o.streams);
+    if (o.transport != "auto")
+      d.transport(o.transport == "mpi" ? WEAVE_TRANSPORT_MPI
+                  : o.transport == "nccl" ? WEAVE_TRANSPORT_NCCL
+                  : o.transport == "ucx" ? WEAVE_TRANSPORT_UCX
+                                         : WEAVE_TRANSPORT_COPY_ENGINE);
+    if (o.direction != "auto")
+      d.direction(o.direction == "forward" ? WEAVE_DIRECTION_FORWARD
+                  : o.direction == "backward" ? WEAVE_DIRECTION_BACKWARD
+                                              : WEAVE_DIRECTION_BIDIRECTIONAL);
+    int flags = WEAVE_FLAG_NO_EXECUTE_CHECK;  // measure the operation, not the argument check
+    if (!o.trace.empty()) flags |= WEAVE_FLAG_TRACE;
+    if (o.reduce_in_output_type) flags |= WEAVE_FLAG_REDUCE_IN_OUTPUT_TYPE;
+    d.flags(flags);
+    return weave::Plan(grid, d);
+  }
+
+  void execute(const weave::Plan& plan, bench::Timer& timer) {
+    weave_execute_args_t args{};
+    args.alpha = 1.0;
+    args.beta = 0.0;
+    args.a = a_buf_.data();
+    args.b = b_buf_.data();
+    args.c = c_buf_.data();
+    args.stream = timer.stream();
+    plan.execute(args);
+  }
+
+  // The GEMM alone: this rank's whole local product as one GEMM, through a
+  // plan over a one-rank grid (one BLAS / cuBLASLt call, nothing else).
+  std::unique_ptr<weave::Plan> local_gemm_plan(const weave::Grid& self) {
+    const weave_memory_t memory = device_ ? WEAVE_MEMORY_DEVICE : WEAVE_MEMORY_HOST;
+    // AG-GEMM on one rank is C = op(A) op(B) straight into C.
+    const bool ag = op_ == WEAVE_AG_GEMM;
+    gemm_a_ = std::make_unique<weave::Matrix>(
+        self, ag ? weave::block_cols(local_k_, local_m_, dtype_).memory(memory)
+                 : weave::block_cols(local_m_, local_k_, dtype_).memory(memory));
+    gemm_b_ = std::make_unique<weave::Matrix>(self, weave::block_cols(local_k_, local_n_, dtype_).memory(memory));
+    gemm_c_ = std::make_unique<weave::Matrix>(self, weave::block_cols(local_m_, local_n_, dtype_).memory(memory));
+    const std::size_t size = bench::element_size(dtype_);
+    gemm_a_buf_ = bench::Buffer(gemm_a_->local_elements() * size, device_);
+    gemm_c_buf_ = bench::Buffer(gemm_c_->local_elements() * size, device_);
+    gemm_b_buf_ = bench::Buffer(gemm_b_->local_elements() * size, device_);
+    bench::fill_random(gemm_a_buf_, dtype_, 4000 + g_rank);
+    bench::fill_random(gemm_b_buf_, dtype_, 5000 + g_rank);
+    weave::PlanDesc d(WEAVE_AG_GEMM, *gemm_a_, *gemm_b_, *gemm_c_);
+    d.ops(ag ? WEAVE_OP_T : WEAVE_OP_N, WEAVE_OP_N).flags(WEAVE_FLAG_NO_EXECUTE_CHECK);
+    return std::make_unique<weave::Plan>(self, d);
+  }
+  void execute_local_gemm(const weave::Plan& plan, bench::Timer& timer) {
+    weave_execute_args_t args{};
+    args.alpha = 1.0;
+    args.a = gemm_a_buf_.data();
+    args.b = gemm_b_buf_.data();
+    args.c = gemm_c_buf_.data();
+    args.stream = timer.stream();
+    plan.execute(args);
+  }
+
+  // The bytes the communication moves, and the collective that moves them alone.
+  bench::Collective collective(bool reduce_in_output_type) const {
+    bench::Collective c;
+    if (op_ == WEAVE_AG_GEMM) {
+      c.kind = bench::Collective::AllGather;
+      c.dtype = dtype_;
+      for (int64_t count : m_counts_) c.counts.push_back(count * shape_.k);
+    } else {
+      // Partial sums travel in the accumulation type (float32 for 16-bit types).
+      c.dtype = (dtype_ == WEAVE_FLOAT16 || dtype_ == WEAVE_BFLOAT16) && !reduce_in_output_type ? WEAVE_FLOAT32 : dtype_;
+      c.kind = op_ == WEAVE_GEMM_RS ? bench::Collective::ReduceScatter : bench::Collective::AllReduce;
+      if (op_ == WEAVE_GEMM_RS)
+        for (int64_t count : m_counts_) c.counts.push_back(count * shape_.n);
+      else
+        c.counts.assign(1, shape_.m * shape_.n);
+    }
+    return c;
+  }
+
+  double local_flops() const { return 2.0 * static_cast<double>(local_m_) * local_k_ * local_n_; }
+
+ private:
+  weave_operation_t op_;
+  Shape shape_;
+  weave_dtype_t dtype_;
+  bool device_;
+  weave_op_t op_a_ = WEAVE_OP_N;
+  std::unique_ptr<weave::Matrix> a_, b_, c_, gemm_a_, gemm_b_, gemm_c_;
+  bench::Buffer a_buf_, b_buf_, c_buf_, gemm_a_buf_, gemm_b_buf_, gemm_c_buf_;
+  int64_t local_m_ = 0, local_k_ = 0, local_n_ = 0;
+  std::vector<int64_t> m_counts_;
+};
+
+// Median over iterations of the slowest rank's time of `body`.
+template <class Body>
+double measure(const Options& o, bench::Timer& timer, Body&& body) {
+  std::vector<double> samples;
+  for (int it = -o.warmup; it < o.iterations; ++it) {
+    timer.synchronize();
+    MPI_Barrier(MPI_COMM_WORLD);
+    timer.start();
+    body();
+    double ms = timer.stop_ms(), slowest = 0;
+    MPI_Allreduce(&ms, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    if (it >= 0) samples.push_back(slowest);
+  }
+  return median(samples);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &g_size);
+
+  Options o;
+  CLI::App app{"weave-bench: Weave vs GEMM alone, communication alone and the sequential baseline"};
+  app.add_option("--backend", o.backend, "host or cuda")->check(CLI::IsMember({"host", "cuda"}));
+  app.add_option("--dtype", o.dtype, "f64, f32, bf16, f16")->check(CLI::IsMember({"f64", "f32", "bf16", "f16"}));
+  app.add_option("--ops", o.ops, "ag rs ar")->delimiter(',');
+  app.add_option("--shape", o.shapes, "global MxKxN, optionally MxKxN:uneven (repeatable)");
+  app.add_option("--preset", o.preset, "tp (tensor-parallel layers), host, small");
+  app.add_option("--iterations", o.iterations, "timed iterations (median reported)");
+  app.add_option("--warmup", o.warmup, "untimed iterations first");
+  app.add_option("--json", o.json, "write all results as JSON to this file (rank 0)");
+  app.add_option("--transport", o.transport, "auto, mpi, nccl, ucx, copy_engine");
+  app.add_option("--algorithm", o.algorithm, "auto, ring, sequential (for the weave column)");
+  app.add_option("--direction", o.direction, "auto, forward, backward, bidirectional");
+  app.add_option("--chunks", o.chunks, "chunks per shard (0: automatic)");
+  app.add_option("--streams", o.streams, "compute streams (0: automatic)");
+  app.add_option("--trace", o.trace, "write the trace of the last weave execute to this path (%r = rank)");
+  app.add_flag("--reduce-in-output-type", o.reduce_in_output_type, "16-bit partial sums travel in the output type");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    MPI_Finalize();
+    return code;
+  }
+
+  int status = 0;
+  nlohmann::json results = nlohmann::json::array();
+  try {
+    const bool device = o.backend == "cuda";
+    bench::select_device(device);
+    std::vector<Shape> shapes;
+    if (!o.preset.empty()) shapes = preset_shapes(o.preset);
+    for (const std::string& s : o.shapes) shapes.push_back(parse_shape(s));
+    if (shapes.empty()) shapes = preset_shapes(device ? "tp" : "host");
+    const weave_dtype_t t = parse_dtype(o.dtype);
+    const weave_algorithm_t algorithm = o.algorithm == "ring"         ? WEAVE_ALGORITHM_RING
+                                        : o.algorithm == "sequential" ? WEAVE_ALGORITHM_SEQUENTIAL
+                                                                      : WEAVE_ALGORITHM_AUTO;
+    weave::Grid grid(MPI_COMM_WORLD);
+    weave::Grid self(MPI_COMM_SELF);
+    bench::Timer timer(device);
+    bench::Communicator comm(MPI_COMM_WORLD, device);
+
+    if (g_rank == 0) {
+      std::printf("weave-bench: %d ranks, backend %s, %s, %s; median of %d (after %d warm-up), slowest rank\n",
+                  g_size, o.backend.c_str(), o.dtype.c_str(), bench::device_description(device).c_str(),
+                  o.iterations, o.warmup);
+      std::printf("%-8s %-22s %9s %9s %9s %9s %8s %8s %8s\n", "op", "shape MxKxN", "gemm ms", "comm ms", "seq ms",
+                  "weave ms", "w/seq", "w/max", "TFLOP/s");
+    }
+    for (const Shape& shape : shapes)
+      for (const std::string& op_text : o.ops) {
+        const weave_operation_t op = parse_op(op_text);
+        Case c(grid, op, shape, t, device);
+        std::unique_ptr<weave::Plan> gemm = c.local_gemm_plan(self);
+        const double gemm_ms = measure(o, timer, [&] { c.execute_local_gemm(*gemm, timer); });
+        const bench::Collective coll = c.collective(o.reduce_in_output_type);
+        comm.prepare(coll);
+        const double comm_ms = measure(o, timer, [&] { comm.run(coll, timer.stream()); });
+        weave::Plan sequential = c.plan(grid, o, WEAVE_ALGORITHM_SEQUENTIAL);
+        const double sequential_ms = measure(o, timer, [&] { c.execute(sequential, timer); });
+        weave::Plan plan = c.plan(grid, o, algorithm);
+        const double weave_ms = measure(o, timer, [&] { c.execute(plan, timer); });
+        if (!o.trace.empty()) {
+          timer.synchronize();
+          plan.write_trace(o.trace);
+        }
+        double flops = c.local_flops(), max_flops = 0;
+        MPI_Allreduce(&flops, &max_flops, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        const double limit = std::max(gemm_ms, comm_ms);
+        const double tflops = max_flops / (weave_ms * 1e-3) / 1e12;
+        if (g_rank == 0) {
+          std::printf("%-8s %-22s %9.3f %9.3f %9.3f %9.3f %8.3f %8.3f %8.1f\n", op_name(op), shape.label().c_str(),
+                      gemm_ms, comm_ms, sequential_ms, weave_ms, weave_ms / sequential_ms, weave_ms / limit, tflops);
+          results.push_back({{"op", op_name(op)},
+                             {"shape", shape.label()},
+                             {"m", shape.m},
+                             {"k", shape.k},
+                             {"n", shape.n},
+                             {"uneven", shape.uneven},
+                             {"dtype", o.dtype},
+                             {"ranks", g_size},
+                             {"backend", o.backend},
+                             {"gemm_ms", gemm_ms},
+                             {"comm_ms", comm_ms},
+                             {"comm_dtype_bytes", bench::element_size(coll.dtype)},
+                             {"sequential_ms", sequential_ms},
+                             {"weave_ms", weave_ms},
+                             {"weave_over_sequential", weave_ms / sequential_ms},
+                             {"weave_over_limit", weave_ms / limit},
+                             {"tflops_per_rank", tflops},
+                             {"describe_weave", plan.describe()},
+                             {"describe_sequential", sequential.describe()}});
+        }
+      }
+    if (g_rank == 0 && !o.json.empty()) {
+      nlohmann::json doc = {{"ranks", g_size},
+                            {"backend", o.backend},
+                            {"dtype", o.dtype},
+                            {"device", bench::device_description(device)},
+                            {"iterations", o.iterations},
+                            {"results", results}};
+      std::ofstream(o.json) << doc.dump(2) << "\n";
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "rank %d: %s\n", g_rank, e.what());
+    status = 1;
+  }
+  MPI_Finalize();
+  return status;
+}

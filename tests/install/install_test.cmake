@@ -1,0 +1,141 @@
+# Driver of the install tests (cmake -P), one STEP per ctest test; the
+# variables come from tests/install/CMakeLists.txt. Every command must
+# succeed; a step that cannot run on this machine prints "install test:
+# SKIPPED", which ctest reports as skipped.
+cmake_minimum_required(VERSION 3.24)
+
+foreach(list_variable PREFIX_PATH MPIEXEC_PREFLAGS MPIEXEC_POSTFLAGS)
+  string(REPLACE "|" ";" ${list_variable} "${${list_variable}}")
+endforeach()
+list(PREPEND PREFIX_PATH "${WEAVE_PREFIX}")
+
+function(run)
+  message(STATUS "install test: ${ARGV}")
+  execute_process(COMMAND ${ARGV} COMMAND_ECHO NONE RESULT_VARIABLE result)
+  if(NOT result EQUAL 0)
+    message(FATAL_ERROR "install test: failed (${result}): ${ARGV}")
+  endif()
+endfunction()
+
+macro(skip reason)
+  message(STATUS "install test: SKIPPED: ${reason}")
+  return()
+endmacro()
+
+# Runs an MPI program on 2 ranks and requires "PASS" in its output.
+function(run_on_two_ranks program)
+  set(command ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 2 ${MPIEXEC_PREFLAGS} ${program} ${MPIEXEC_POSTFLAGS})
+  list(REMOVE_ITEM command "")
+  message(STATUS "install test: ${command}")
+  execute_process(COMMAND ${command} RESULT_VARIABLE result OUTPUT_VARIABLE output ERROR_VARIABLE output)
+  message("${output}")
+  if(NOT result EQUAL 0 OR NOT output MATCHES "PASS")
+    message(FATAL_ERROR "install test: ${program} failed (${result})")
+  endif()
+endfunction()
+
+if(STEP STREQUAL "prefix")
+  file(REMOVE_RECURSE "${WEAVE_PREFIX}")
+  run(${CMAKE_COMMAND} --install "${WEAVE_BUILD_DIR}" --prefix "${WEAVE_PREFIX}")
+  # What a user of the package relies on.
+  set(expected
+    include/weave/weave.h include/weave/weave.hpp include/weave/weave_version.h
+    ${WEAVE_LIBDIR}/cmake/Weave/WeaveConfig.cmake ${WEAVE_LIBDIR}/cmake/Weave/WeaveConfigVersion.cmake
+    ${WEAVE_LIBDIR}/cmake/Weave/WeaveTargets.cmake ${WEAVE_LIBDIR}/cmake/Weave/WeaveKokkos.cmake
+    ${WEAVE_LIBDIR}/pkgconfig/weave.pc)
+  if(WEAVE_FORTRAN)
+    list(APPEND expected include/weave/fortran/weave.mod ${WEAVE_LIBDIR}/cmake/Weave/WeaveFortranTargets.cmake
+         ${WEAVE_LIBDIR}/pkgconfig/weave-fortran.pc)
+  endif()
+  foreach(file IN LISTS expected)
+    if(NOT EXISTS "${WEAVE_PREFIX}/${file}")
+      message(FATAL_ERROR "install test: ${file} is missing from the installation")
+    endif()
+  endforeach()
+
+elseif(STEP STREQUAL "cmake_consumer")
+  set(build "${WEAVE_WORK_DIR}/cmake_consumer")
+  file(REMOVE_RECURSE "${build}")
+  set(fortran OFF)
+  if(WEAVE_FORTRAN AND WEAVE_FORTRAN_MPI_F08)
+    set(fortran ON)
+  endif()
+  # Where this build found dependencies outside the default search paths.
+  set(dependency_hints "")
+  foreach(hint Kokkos_DIR ucx_DIR CUDAToolkit_ROOT)
+    if(${hint})
+      list(APPEND dependency_hints "-D${hint}=${${hint}}")
+    endif()
+  endforeach()
+  # The installed Weave first, then the prefixes this build searched.
+  string(REPLACE ";" ":" prefix_path "${PREFIX_PATH}")
+  set(ENV{CMAKE_PREFIX_PATH} "${prefix_path}")
+  run(${CMAKE_COMMAND} -S "${WEAVE_CONSUMER_SOURCE_DIR}" -B "${build}" -G "${CMAKE_GENERATOR}"
+      -DCMAKE_BUILD_TYPE=${CMAKE_BUILD_TYPE}
+      -DCMAKE_C_COMPILER=${CMAKE_C_COMPILER}
+      -DCMAKE_CXX_COMPILER=${CMAKE_CXX_COMPILER}
+      -DCMAKE_Fortran_COMPILER=${CMAKE_Fortran_COMPILER}
+      ${dependency_hints}
+      -DWEAVE_EXAMPLES_DIR=${WEAVE_EXAMPLES_DIR}
+      -DEXPECTED_WEAVE_VERSION=${WEAVE_VERSION}
+      -DCONSUMER_FORTRAN=${fortran})
+  run(${CMAKE_COMMAND} --build "${build}")
+  set(programs consumer_c consumer_cpp)
+  if(fortran)
+    list(APPEND programs consumer_fortran)
+  endif()
+  foreach(program IN LISTS programs)
+    run_on_two_ranks("${build}/${program}")
+  endforeach()
+
+elseif(STEP STREQUAL "pkgconfig_consumer")
+  if(NOT PKG_CONFIG_EXECUTABLE)
+    skip("pkg-config is not installed")
+  endif()
+  if(NOT EXISTS "${MPI_C_COMPILER}")
+    skip("no MPI C compiler wrapper (mpicc) was found")
+  endif()
+  set(build "${WEAVE_WORK_DIR}/pkgconfig_consumer")
+  file(REMOVE_RECURSE "${build}")
+  file(MAKE_DIRECTORY "${build}")
+  set(ENV{PKG_CONFIG_PATH} "${WEAVE_PREFIX}/${WEAVE_LIBDIR}/pkgconfig")
+  set(static_flag "")
+  if(NOT WEAVE_SHARED)
+    set(static_flag --static)
+  endif()
+
+  # pkg-config output: one string of flags; separate_arguments makes a list.
+  function(pkg_config out package)
+    execute_process(COMMAND ${PKG_CONFIG_EXECUTABLE} ${static_flag} ${ARGN} ${package}
+                    RESULT_VARIABLE result OUTPUT_VARIABLE flags OUTPUT_STRIP_TRAILING_WHITESPACE)
+    if(NOT result EQUAL 0)
+      message(FATAL_ERROR "install test: pkg-config ${ARGN} ${package} failed")
+    endif()
+    message(STATUS "install test: pkg-config ${ARGN} ${package}: ${flags}")
+    separate_arguments(flags UNIX_COMMAND "${flags}")
+    set(${out} "${flags}" PARENT_SCOPE)
+  endfunction()
+  pkg_config(libdir weave --variable=libdir)
+  set(rpath "-Wl,-rpath,${libdir}")
+
+  pkg_config(flags weave --cflags --libs)
+  run(${MPI_C_COMPILER} "${WEAVE_EXAMPLES_DIR}/c/mlp_step.c" -o "${build}/consumer_c" ${flags} ${rpath} -lm)
+  run_on_two_ranks("${build}/consumer_c")
+
+  if(WEAVE_FORTRAN AND WEAVE_FORTRAN_MPI_F08 AND EXISTS "${MPI_Fortran_COMPILER}")
+    pkg_config(flags weave-fortran --cflags --libs)
+    run(${MPI_Fortran_COMPILER} "${WEAVE_EXAMPLES_DIR}/fortran/mlp_step.f90" -o "${build}/consumer_fortran"
+        ${flags} ${rpath})
+    run_on_two_ranks("${build}/consumer_fortran")
+  endif()
+
+elseif(STEP STREQUAL "installed_example")
+  if(NOT WEAVE_EXAMPLES_BUILT)
+    skip("the examples are not built (WEAVE_BUILD_EXAMPLES=OFF)")
+  endif()
+  # Found through its relative RUNPATH, with the build tree out of reach.
+  run_on_two_ranks("${WEAVE_PREFIX}/${WEAVE_LIBEXECDIR}/weave/examples/weave_example_mlp_c")
+
+else()
+  message(FATAL_ERROR "install test: unknown STEP '${STEP}'")
+endif()
