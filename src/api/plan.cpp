@@ -210,7 +210,8 @@ void Plan::validate_execute_args(const weave_execute_args_t& args) const {
       if (empty) return;
       fail(WEAVE_ERROR_NULL_ARGUMENT, name, " is NULL but this rank's block is ", block.rows, " x ", block.cols);
     }
-    if (WEAVE_HAVE_CUDA && cuda::is_device_pointer(pointer) != device)
+    const bool can_ask_cuda = WEAVE_HAVE_CUDA && (device || cuda::process_uses_cuda());
+    if (can_ask_cuda && cuda::is_device_pointer(pointer) != device)
       fail(WEAVE_ERROR_POINTER_KIND, name, " = ", pointer, " is a ", device ? "host" : "device",
            " pointer but the plan's matrices live in ", device ? "device" : "host", " memory");
   };

@@ -105,8 +105,9 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
       transport = from_env;
       notes += " transport from WEAVE_TRANSPORT;";
     } else {
+      // Device plans always default to NCCL; without it they fail below
+      // with the option that enables it, never fall back to host MPI.
       transport = r.backend == Backend::Host ? WEAVE_TRANSPORT_MPI : WEAVE_TRANSPORT_NCCL;
-      if (r.backend == Backend::Cuda && !caps.nccl) transport = WEAVE_TRANSPORT_MPI;
     }
   }
   switch (transport) {
@@ -122,6 +123,10 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
     fail(WEAVE_ERROR_NOT_COMPILED, "the UCX transport is not compiled into this Weave; rebuild with -DWEAVE_ENABLE_UCX=ON");
   if (r.transport == Transport::CopyEngine && !caps.copy_engine)
     fail(WEAVE_ERROR_NOT_COMPILED, "the copy-engine transport is not compiled into this Weave; rebuild with -DWEAVE_ENABLE_CUDA=ON");
+  if (r.backend == Backend::Cuda && r.transport == Transport::Mpi)
+    fail(WEAVE_ERROR_UNSUPPORTED, "the mpi transport moves host memory (Weave does not rely on CUDA-aware MPI); "
+         "device plans use the nccl transport", caps.nccl ? "" : ", which needs -DWEAVE_ENABLE_NCCL=ON",
+         desc.transport == WEAVE_TRANSPORT_AUTO ? " (mpi was chosen by WEAVE_TRANSPORT)" : "");
   if (r.backend == Backend::Host && (r.transport == Transport::Nccl || r.transport == Transport::CopyEngine))
     fail(WEAVE_ERROR_UNSUPPORTED, "the ", transport_name(r.transport),
          " transport moves device memory; host plans use the mpi or ucx transport");

@@ -1,9 +1,12 @@
 // Runs one distributed-multiplication case through the public C API on every
 // rank and checks it against the double-precision oracle: fresh random data,
 // C poisoned with NaN where it is not an input, padding sentinels around
-// every local block that must survive. Shared by the MPI test programs.
+// every local block that must survive. Cases run on host memory, or on
+// device memory through a DeviceMemory that a GPU test program installs (the
+// runner itself needs no CUDA). Shared by the MPI and GPU test programs.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <random>
@@ -17,12 +20,16 @@ namespace weave_test {
 
 extern int g_rank, g_size;
 
+// Exit code of a test program that cannot run here (ctest SKIP_RETURN_CODE).
+constexpr int kSkipExitCode = 77;
+
 enum class GridKind { Column1D, Row1D, Rows2D, Columns2D, Block2D };
 const char* grid_kind_name(GridKind g);
 
 struct Case {
   weave_operation_t operation = WEAVE_AG_GEMM;
   weave_dtype_t dtype = WEAVE_FLOAT64;
+  weave_memory_t memory = WEAVE_MEMORY_HOST;
   weave_op_t op_a = WEAVE_OP_N, op_b = WEAVE_OP_N;
   weave_order_t order_a = WEAVE_ORDER_COLUMN_MAJOR, order_b = WEAVE_ORDER_COLUMN_MAJOR,
                 order_c = WEAVE_ORDER_COLUMN_MAJOR;
@@ -37,19 +44,63 @@ struct Case {
   GridKind grid = GridKind::Column1D;
   int64_t m = 0, n = 0, k = 0;
   bool gathered = false;
+  bool allow_tf32 = false;  // WEAVE_FLAG_ALLOW_TF32 (float32 on GPUs), with its looser tolerance
   int repeats = 1;
+  bool fresh_inputs = false;  // every repeat multiplies new random A, B, C and bias, in the same buffers
 
   std::string name() const;
 };
+
+// How the runner reaches device memory; GPU test programs install one. Its
+// functions throw std::exception on failure.
+class DeviceMemory {
+ public:
+  virtual ~DeviceMemory() = default;
+  // Called once after MPI_Init: pick this rank's device. False, with the
+  // reason, when this rank cannot run device cases (the program then
+  // reports itself skipped).
+  virtual bool attach(std::string* why_not) = 0;
+  virtual void* allocate(std::size_t bytes) = 0;
+  virtual void release(void* pointer) = 0;
+  virtual void upload(void* device, const void* host, std::size_t bytes) = 0;
+  virtual void download(void* host, const void* device, std::size_t bytes) = 0;
+  // One execute of `plan` on uploaded device buffers; returns once its
+  // results can be downloaded.
+  virtual weave_status_t execute(weave_plan_t plan, const weave_execute_args_t& args) = 0;
+  // `plan` is about to be destroyed: drop anything made for it.
+  virtual void plan_finished(weave_plan_t plan) { (void)plan; }
+};
+
+// Installs the device memory that cases with memory == WEAVE_MEMORY_DEVICE use.
+void set_device_memory(DeviceMemory* memory);
 
 // Runs one case on every rank (collective over MPI_COMM_WORLD); returns
 // whether this rank saw it pass. Prints what went wrong to stderr.
 bool run_case(const Case& c, uint64_t seed);
 
+// What a case-list program was asked for on its command line:
+//   --quick               fewer cases
+//   --seed S              replay a run
+//   --memory host|device  where the matrices live (default host)
+//   --types LIST          element types: a comma-separated list of f64, f32,
+//                         f16, bf16, or "all" (default f64,f32)
+struct CaseListOptions {
+  bool quick = false;
+  weave_memory_t memory = WEAVE_MEMORY_HOST;
+  std::vector<weave_dtype_t> types{WEAVE_FLOAT64, WEAVE_FLOAT32};
+};
+
+using CaseGenerator = std::function<std::vector<Case>(const CaseListOptions& options, std::mt19937_64& rng)>;
+
 // main() of a case-list test program: MPI_Init, a fresh seed (or --seed S)
-// broadcast from rank 0, every case run and agreed on, a summary line, and
-// exit code 1 if any case failed. make_cases gets --quick and a generator
-// seeded identically on every rank.
+// broadcast from rank 0, the device attached for --memory device (exit code
+// kSkipExitCode when there is none), every case run and agreed on, a summary
+// line, and exit code 1 if any case failed. make_cases gets the options and
+// a generator seeded identically on every rank; every case it returns runs
+// in the --memory asked for.
+int run_case_list(int argc, char** argv, const CaseGenerator& make_cases);
+
+// The same for generators that only know about --quick (types: f64 and f32).
 int run_case_list(int argc, char** argv,
                   const std::function<std::vector<Case>(bool quick, std::mt19937_64& rng)>& make_cases);
 

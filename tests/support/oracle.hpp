@@ -40,18 +40,22 @@ inline Dense transpose(const Dense& x) {
 
 // Reference result and the elementwise error bound that goes with it:
 //   C = alpha * opA * opB + beta * C0 + bias (bias broadcast over rows)
-//   bound(i,j) = gamma * (|alpha| (|opA| |opB|)(i,j) + |beta| |C0(i,j)| + |bias(j)|)
+//   bound(i,j) = (gamma + rounding) * (|alpha| (|opA| |opB|)(i,j) + |beta| |C0(i,j)| + |bias(j)|)
+// gamma covers the sums, done with unit roundoff `unit_roundoff` (float32
+// for 16-bit types); rounding = `output_rounding` covers storing results in
+// an output type narrower than the sums: its unit roundoff times the number
+// of times a result is rounded into it.
 struct Reference {
   Dense c, bound;
 };
 
 inline Reference reference_product(const Dense& op_a, const Dense& op_b, const Dense& c0, const std::vector<double>* bias,
-                                   double alpha, double beta, double unit_roundoff) {
+                                   double alpha, double beta, double unit_roundoff, double output_rounding = 0.0) {
   const int64_t m = op_a.rows, n = op_b.cols, k = op_a.cols;
   Reference r{Dense(m, n), Dense(m, n)};
   // Forward error of a k-term dot product plus the scaling and two additions,
   // with a safety factor of 4 for the order in which backends sum.
-  const double gamma = 4.0 * static_cast<double>(k + 3) * unit_roundoff;
+  const double gamma = 4.0 * static_cast<double>(k + 3) * unit_roundoff + output_rounding;
   for (int64_t j = 0; j < n; ++j)
     for (int64_t i = 0; i < m; ++i) {
       double sum = 0.0, magnitude = 0.0;

@@ -20,6 +20,12 @@ std::unique_ptr<exec::ComputeBackend> make_cuda_backend(const plan::Schedule& sc
 // Whether `pointer` is CUDA device (or managed) memory. Always false without CUDA.
 bool is_device_pointer(const void* pointer);
 
+// Whether this process already has a CUDA context on the calling thread.
+// Host plans check their pointers only then: asking CUDA about a pointer
+// would otherwise create a context (and take GPU memory) in every rank of a
+// CPU-only program that happens to run on a GPU node.
+bool process_uses_cuda();
+
 // Whether `stream` is being captured into a CUDA graph.
 bool stream_is_capturing(void* stream);
 

@@ -13,4 +13,6 @@ bool is_device_pointer(const void*) { return false; }
 
 bool stream_is_capturing(void*) { return false; }
 
+bool process_uses_cuda() { return false; }
+
 }  // namespace weave::cuda

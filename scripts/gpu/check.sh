@@ -1,0 +1,204 @@
+#!/usr/bin/env bash
+# Configures, builds and runs Weave's GPU tests (ctest label "gpu") on a
+# machine with NVIDIA GPUs, then prints a summary table.
+#
+# Run from the repository root:   bash scripts/gpu/check.sh
+#
+# What the machine needs: nvidia-smi and a GPU driver, the CUDA toolkit
+# (nvcc, cuBLAS), an MPI (mpirun, mpicc), cmake, ninja, a C++ compiler,
+# dpkg, and NCCL (NCCL_HOME). Kokkos, OpenBLAS (with libgfortran) and
+# GoogleTest come as Debian packages in .deps/debs/, unpacked into
+# .deps/root/ by this script.
+#
+# Environment (all optional):
+#   OUT              where logs and the summary go (default: <build dir>/gpu-check)
+#   NCCL_HOME        NCCL's prefix, holding include/nccl.h and lib/libnccl.so*
+#                    (default: the NCCL of the PyTorch virtual environment)
+#   CUDA_HOME        the CUDA toolkit (default: /usr/local/cuda)
+#   BUILD_DIR        build directory (default: build-gpu)
+#   GPU_COUNT        use this many GPUs instead of all that nvidia-smi lists
+#   CTEST_ARGS       extra ctest arguments (e.g. "-R graph_capture")
+#
+# Exit status: 0 when every gpu test passed; 1 when a step or a test failed;
+# 2 when tests were skipped although GPUs are present (the skip reason is in
+# the log).
+set -euo pipefail
+
+say() { printf '[gpu-check] %s\n' "$*"; }
+die() {
+  printf '[gpu-check] ERROR: %s\n' "$*" >&2
+  exit 1
+}
+
+if [ ! -f CMakeLists.txt ] || [ ! -d src/backends/cuda ]; then
+  die "run this from the root of the Weave repository"
+fi
+ROOT=$(pwd)
+BUILD_DIR=${BUILD_DIR:-build-gpu}
+case "$BUILD_DIR" in /*) ;; *) BUILD_DIR="$ROOT/$BUILD_DIR" ;; esac
+OUT=${OUT:-$BUILD_DIR/gpu-check}
+mkdir -p "$OUT"
+say "logs and summary: $OUT"
+
+# Variables that keep NCCL and friends away from NVLink multicast (NVLS).
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+
+# --- Tools ------------------------------------------------------------------
+for tool in cmake ninja mpirun dpkg nvidia-smi; do
+  command -v "$tool" >/dev/null 2>&1 || die "'$tool' is not on PATH"
+done
+CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
+if command -v nvcc >/dev/null 2>&1; then
+  NVCC=$(command -v nvcc)
+elif [ -x "$CUDA_HOME/bin/nvcc" ]; then
+  NVCC="$CUDA_HOME/bin/nvcc"
+else
+  die "nvcc not found on PATH nor in CUDA_HOME=$CUDA_HOME"
+fi
+NCCL_HOME=${NCCL_HOME:-/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nccl}
+[ -f "$NCCL_HOME/include/nccl.h" ] || die "no include/nccl.h under NCCL_HOME=$NCCL_HOME (set NCCL_HOME)"
+ls "$NCCL_HOME"/lib/libnccl.so* >/dev/null 2>&1 || die "no lib/libnccl.so* under NCCL_HOME=$NCCL_HOME"
+export NCCL_HOME
+
+# --- GPUs -------------------------------------------------------------------
+nvidia-smi --query-gpu=index,name,memory.total,driver_version --format=csv >"$OUT/gpus.txt" 2>&1 ||
+  die "nvidia-smi cannot list the GPUs: $(cat "$OUT/gpus.txt")"
+nvidia-smi topo -m >>"$OUT/gpus.txt" 2>&1 || true
+DETECTED=$(nvidia-smi --query-gpu=index --format=csv,noheader | grep -c .) || DETECTED=0
+GPUS=${GPU_COUNT:-$DETECTED}
+[ "$GPUS" -ge 1 ] 2>/dev/null || die "no GPU found (nvidia-smi lists $DETECTED)"
+# One GPU per rank; 3 ranks only where there are at least 4 GPUs.
+if [ "$GPUS" -ge 4 ]; then MAX_RANKS=4; elif [ "$GPUS" -ge 2 ]; then MAX_RANKS=2; else MAX_RANKS=1; fi
+say "$GPUS GPU(s): gpu tests run at up to $MAX_RANKS ranks"
+sed 's/^/[gpu-check]   /' "$OUT/gpus.txt" | head -n $((GPUS + 1))
+
+# --- Dependencies from .deps/debs ---------------------------------------------
+DEBS="$ROOT/.deps/debs"
+DEPS_ROOT="$ROOT/.deps/root"
+for package in libtrilinos-kokkos-13.2 libtrilinos-kokkos-dev libopenblas0-pthread libopenblas-pthread-dev \
+  libgfortran5 libquadmath0 libgtest-dev googletest; do
+  ls "$DEBS/${package}"_*.deb >/dev/null 2>&1 || die "missing $DEBS/${package}_*.deb"
+done
+mkdir -p "$DEPS_ROOT"
+for deb in "$DEBS"/*.deb; do
+  dpkg -x "$deb" "$DEPS_ROOT" || die "cannot unpack $deb"
+done
+LIBDIR="$DEPS_ROOT/usr/lib/x86_64-linux-gnu"
+KOKKOS_DIR="$LIBDIR/cmake/Kokkos"
+GTEST_DIR="$LIBDIR/cmake/GTest"
+BLAS_LIBRARY="$LIBDIR/openblas-pthread/libblas.so.3"
+for required in "$KOKKOS_DIR/KokkosConfig.cmake" "$GTEST_DIR/GTestConfig.cmake" "$BLAS_LIBRARY" \
+  "$LIBDIR/libgfortran.so.5"; do
+  [ -e "$required" ] || die "unpacking .deps/debs did not give $required"
+done
+say "dependencies unpacked into $DEPS_ROOT"
+
+# The unpacked libraries, NCCL and CUDA, for the linker and for the tests.
+export LD_LIBRARY_PATH="$LIBDIR:$LIBDIR/openblas-pthread:$NCCL_HOME/lib:$CUDA_HOME/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+
+# --- Configure and build ---------------------------------------------------------
+# Every rank gets the variables above (Open MPI: -x) and may run as root.
+PREFLAGS="--allow-run-as-root;--bind-to;none"
+for variable in NCCL_NVLS_ENABLE TORCH_SYMM_MEM_DISABLE_MULTICAST NVSHMEM_DISABLE_NVLS LD_LIBRARY_PATH; do
+  PREFLAGS="$PREFLAGS;-x;$variable"
+done
+say "configuring in $BUILD_DIR"
+if ! cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_CUDA_COMPILER="$NVCC" \
+  -DWEAVE_ENABLE_CUDA=ON \
+  -DWEAVE_ENABLE_NCCL=ON \
+  -DWEAVE_ENABLE_FORTRAN=OFF \
+  -DNCCL_HOME="$NCCL_HOME" \
+  -DKokkos_DIR="$KOKKOS_DIR" \
+  -DGTest_DIR="$GTEST_DIR" \
+  -DBLAS_LIBRARIES="$BLAS_LIBRARY" \
+  -DWEAVE_GPU_TEST_MAX_RANKS="$MAX_RANKS" \
+  -DMPIEXEC_PREFLAGS="$PREFLAGS" \
+  >"$OUT/configure.log" 2>&1; then
+  tail -n 30 "$OUT/configure.log" >&2
+  die "configure failed (full log: $OUT/configure.log)"
+fi
+grep -E "Weave .*features" "$OUT/configure.log" | sed 's/^-- /[gpu-check] /' || true
+grep -q "features .*cuda,nccl" "$OUT/configure.log" || die "the build has no cuda,nccl feature (see $OUT/configure.log)"
+
+JOBS=$(nproc 2>/dev/null || echo 4)
+say "building with $JOBS jobs"
+if ! cmake --build "$BUILD_DIR" -j "$JOBS" >"$OUT/build.log" 2>&1; then
+  grep -E "error|FAILED" "$OUT/build.log" | head -n 30 >&2 || true
+  die "build failed (full log: $OUT/build.log)"
+fi
+WARNINGS=$(grep -c "warning" "$OUT/build.log" || true)
+say "build done ($WARNINGS warning lines in $OUT/build.log)"
+
+# --- Tests ---------------------------------------------------------------------
+# One test at a time: each uses every GPU it needs.
+say "running ctest -L gpu"
+CTEST_RC=0
+# shellcheck disable=SC2086
+(cd "$BUILD_DIR" && ctest -L "^gpu$" -j 1 --output-on-failure --output-junit "$OUT/junit.xml" ${CTEST_ARGS:-}) \
+  >"$OUT/ctest.log" 2>&1 || CTEST_RC=$?
+# Every test's full output (passed ones too), for the record.
+cp "$BUILD_DIR/Testing/Temporary/LastTest.log" "$OUT/LastTest.log" 2>/dev/null || true
+
+# --- Summary -------------------------------------------------------------------
+# ctest lines look like "  3/20 Test #13: graph_capture.np2 ....***Failed  2.01 sec".
+SUMMARY="$OUT/summary.txt"
+awk -v gpus="$GPUS" -v max_ranks="$MAX_RANKS" '
+  / Test +#[0-9]+: / {
+    line = $0
+    sub(/.*Test +#[0-9]+: /, "", line)
+    split(line, parts, " ")
+    full = parts[1]
+    status = line
+    sub(/^[^ ]+ [. ]*(\*\*\*)?/, "", status)
+    split(status, words, " ")
+    status = words[1]
+    if (status == "Not") status = "NotRun"
+    name = full; ranks = full
+    sub(/\.np[0-9]+$/, "", name)
+    sub(/^.*\.np/, "", ranks)
+    if (!(name in seen)) { seen[name] = 1; order[++count] = name }
+    result[name, ranks] = status
+    total[status]++
+  }
+  END {
+    printf "GPU test summary (%d GPU(s), up to %d ranks)\n", gpus, max_ranks
+    printf "%-22s %-9s %-9s %-9s %-9s\n", "test", "1 rank", "2 ranks", "3 ranks", "4 ranks"
+    for (i = 1; i <= count; i++) {
+      printf "%-22s", order[i]
+      for (r = 1; r <= 4; r++) {
+        s = ((order[i], r) in result) ? result[order[i], r] : "-"
+        printf " %-9s", s
+      }
+      printf "\n"
+    }
+    printf "passed %d, failed %d, skipped %d, other %d\n", total["Passed"], total["Failed"], total["Skipped"],
+      count_other()
+  }
+  function count_other(  s, n) {
+    n = 0
+    for (s in total) if (s != "Passed" && s != "Failed" && s != "Skipped") n += total[s]
+    return n
+  }
+' "$OUT/ctest.log" >"$SUMMARY"
+
+PASSED=$(grep -cE "Test +#[0-9]+: .* Passed" "$OUT/ctest.log" || true)
+SKIPPED_TESTS=$(grep -cE "Test +#[0-9]+: .*Skipped" "$OUT/ctest.log" || true)
+echo >>"$SUMMARY"
+if [ "$CTEST_RC" -ne 0 ]; then
+  echo "ctest failed (exit $CTEST_RC): see $OUT/ctest.log (failures with their output) and $OUT/LastTest.log" >>"$SUMMARY"
+elif [ "$SKIPPED_TESTS" -gt 0 ]; then
+  echo "$SKIPPED_TESTS test(s) skipped although $GPUS GPU(s) are present: see the SKIPPED lines in $OUT/LastTest.log" >>"$SUMMARY"
+elif [ "$PASSED" -eq 0 ]; then
+  echo "no gpu test ran: see $OUT/ctest.log" >>"$SUMMARY"
+else
+  echo "all gpu tests passed" >>"$SUMMARY"
+fi
+echo
+cat "$SUMMARY"
+
+if [ "$CTEST_RC" -ne 0 ]; then exit 1; fi
+if [ "$SKIPPED_TESTS" -gt 0 ]; then exit 2; fi
+if [ "$PASSED" -eq 0 ]; then exit 1; fi
+exit 0

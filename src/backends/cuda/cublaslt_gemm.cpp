@@ -1,0 +1,206 @@
+#include "backends/cuda/cublaslt_gemm.hpp"
+
+#include <cstdint>
+
+#include "backends/cuda/cuda_check.hpp"
+#include "core/error.hpp"
+
+namespace weave::cuda {
+
+namespace {
+
+constexpr uint32_t kMaxAlignment = 256;  // what cuBLASLt asks for at most (and cudaMalloc gives)
+
+// A region's matrix as backends see it, without a pointer (plan time).
+exec::MatrixRef layout_of(const plan::Schedule& schedule, const plan::Region& region) {
+  const plan::BufferSpec& spec = schedule.buffer(region);
+  exec::MatrixRef ref;
+  ref.rows = region.rows;
+  ref.cols = region.cols;
+  ref.ld = spec.ld;
+  ref.dtype = spec.dtype;
+  ref.order = spec.order;
+  return ref;
+}
+
+// Byte offset of a region's first element from a 256-byte aligned base:
+// the caller's buffer, or the workspace.
+uint64_t offset_from_aligned_base(const plan::Schedule& schedule, const plan::Region& region) {
+  const plan::BufferSpec& spec = schedule.buffer(region);
+  const int64_t element = spec.order == Order::ColMajor ? region.row0 + region.col0 * spec.ld
+                                                        : region.row0 * spec.ld + region.col0;
+  const int64_t base = region.buffer >= plan::kFirstWorkspaceBuffer ? spec.offset_bytes : 0;
+  return static_cast<uint64_t>(base + element * static_cast<int64_t>(dtype_size(spec.dtype)));
+}
+
+uint32_t alignment_of(uint64_t address) {
+  if (address == 0) return kMaxAlignment;
+  const uint64_t lowest_bit = address & (~address + 1);
+  return lowest_bit >= kMaxAlignment ? kMaxAlignment : static_cast<uint32_t>(lowest_bit);
+}
+
+uint32_t alignment_of(const void* pointer) { return alignment_of(reinterpret_cast<uintptr_t>(pointer)); }
+
+cudaDataType_t cuda_type(DType t) {
+  switch (t) {
+    case DType::F64: return CUDA_R_64F;
+    case DType::F32: return CUDA_R_32F;
+    case DType::F16: return CUDA_R_16F;
+    case DType::BF16: return CUDA_R_16BF;
+  }
+  fail(WEAVE_ERROR_INTERNAL, "unknown element type ", static_cast<int>(t));
+}
+
+cublasOperation_t cublas_op(Op op) { return op == Op::N ? CUBLAS_OP_N : CUBLAS_OP_T; }
+
+// The preference object of one heuristic query, freed on every path.
+struct Preference {
+  cublasLtMatmulPreference_t handle = nullptr;
+  Preference() { WEAVE_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&handle)); }
+  ~Preference() { cublasLtMatmulPreferenceDestroy(handle); }
+  template <class T>
+  void set(cublasLtMatmulPreferenceAttributes_t attribute, T value) {
+    WEAVE_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(handle, attribute, &value, sizeof value));
+  }
+};
+
+}  // namespace
+
+GemmWork gemm_work(const plan::GemmOp& op) {
+  if (op.c.empty()) return GemmWork::None;
+  const int64_t k = op.op_a == Op::N ? op.a.cols : op.a.rows;
+  return k == 0 ? GemmWork::ScaleOnly : GemmWork::Matmul;
+}
+
+CublasLtGemm::CublasLtGemm(cublasLtHandle_t handle, const plan::Schedule& schedule, const plan::GemmOp& op,
+                           bool allow_tf32, std::size_t workspace_bytes)
+    : handle_(handle), op_(op), workspace_bytes_(workspace_bytes) {
+  const exec::MatrixRef a = layout_of(schedule, op.a), b = layout_of(schedule, op.b), c = layout_of(schedule, op.c);
+  shape_ = kernels::to_column_major(a, op.op_a, b, op.op_b, c);
+  if (gemm_work(op) != GemmWork::Matmul)
+    fail(WEAVE_ERROR_INTERNAL, "a GEMM with an empty C or K = 0 was handed to cuBLASLt");
+  if (a.dtype != b.dtype)
+    fail(WEAVE_ERROR_INTERNAL, "GEMM operands of different types: ", dtype_name(a.dtype), " and ", dtype_name(b.dtype));
+
+  // Types: inputs in the problem's type; the output in that type, or in
+  // float32 when 16-bit products are partial sums.
+  const DType in = a.dtype, out = c.dtype;
+  const bool supported = in == DType::F64   ? out == DType::F64
+                         : in == DType::F32 ? out == DType::F32
+                                            : (out == in || out == DType::F32);
+  if (!supported)
+    fail(WEAVE_ERROR_UNSUPPORTED_TYPE, "the CUDA backend cannot multiply ", dtype_name(in), " matrices into a ",
+         dtype_name(out), " result");
+  // f64 computes in f64; everything else in f32 (TF32 tensor cores for f32
+  // only when the plan allows them).
+  cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
+  cudaDataType_t scale = CUDA_R_32F;
+  if (in == DType::F64) {
+    compute = CUBLAS_COMPUTE_64F;
+    scale = CUDA_R_64F;
+    double_scalars_ = true;
+  } else if (in == DType::F32 && allow_tf32) {
+    compute = CUBLAS_COMPUTE_32F_FAST_TF32;
+  }
+
+  try {
+    WEAVE_CUBLAS_CHECK(cublasLtMatmulDescCreate(&desc_, compute, scale));
+    const cublasOperation_t trans_left = cublas_op(shape_.op_left), trans_right = cublas_op(shape_.op_right);
+    WEAVE_CUBLAS_CHECK(
+        cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSA, &trans_left, sizeof trans_left));
+    WEAVE_CUBLAS_CHECK(
+        cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSB, &trans_right, sizeof trans_right));
+    // Stored shapes of the column-major operands.
+    const uint64_t m = static_cast<uint64_t>(shape_.m), n = static_cast<uint64_t>(shape_.n),
+                   k = static_cast<uint64_t>(shape_.k);
+    const bool left_n = shape_.op_left == Op::N, right_n = shape_.op_right == Op::N;
+    WEAVE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&layouts_[kLeft], cuda_type(in), left_n ? m : k, left_n ? k : m,
+                                                  shape_.ld_left));
+    WEAVE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&layouts_[kRight], cuda_type(in), right_n ? k : n,
+                                                  right_n ? n : k, shape_.ld_right));
+    WEAVE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&layouts_[kOut], cuda_type(out), m, n, shape_.ld_out));
+
+    // The left operand is A unless C is row-major (then the product is
+    // computed transposed and B comes first).
+    const bool swapped = c.order == Order::RowMajor;
+    const uint64_t left_offset = offset_from_aligned_base(schedule, swapped ? op.b : op.a);
+    const uint64_t right_offset = offset_from_aligned_base(schedule, swapped ? op.a : op.b);
+    const uint64_t out_offset = offset_from_aligned_base(schedule, op.c);
+    aligned_ = choose({alignment_of(left_offset), alignment_of(right_offset), alignment_of(out_offset)});
+    if (!aligned_.found)
+      fail(WEAVE_ERROR_UNSUPPORTED, "cuBLASLt has no algorithm for a ", dtype_name(in), " GEMM m=", shape_.m,
+           " n=", shape_.n, " k=", shape_.k, " with leading dimensions ", shape_.ld_left, ", ", shape_.ld_right,
+           ", ", shape_.ld_out, " and pointer alignments ", aligned_.alignment[kLeft], ", ",
+           aligned_.alignment[kRight], ", ", aligned_.alignment[kOut], " bytes");
+    const uint32_t in_size = static_cast<uint32_t>(dtype_size(in)), out_size = static_cast<uint32_t>(dtype_size(out));
+    const std::array<uint32_t, kOperands> element_alignment{in_size, in_size, out_size};
+    element_aligned_ = element_alignment == aligned_.alignment ? aligned_ : choose(element_alignment);
+  } catch (...) {
+    release();
+    throw;
+  }
+}
+
+CublasLtGemm::~CublasLtGemm() { release(); }
+
+void CublasLtGemm::release() noexcept {
+  for (cublasLtMatrixLayout_t& layout : layouts_)
+    if (layout) {
+      cublasLtMatrixLayoutDestroy(layout);
+      layout = nullptr;
+    }
+  if (desc_) {
+    cublasLtMatmulDescDestroy(desc_);
+    desc_ = nullptr;
+  }
+}
+
+CublasLtGemm::Algorithm CublasLtGemm::choose(const std::array<uint32_t, kOperands>& alignment) const {
+  Preference preference;
+  preference.set(CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, static_cast<uint64_t>(workspace_bytes_));
+  preference.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, alignment[kLeft]);
+  preference.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, alignment[kRight]);
+  preference.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, alignment[kOut]);
+  preference.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, alignment[kOut]);
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(handle_, desc_, layouts_[kLeft], layouts_[kRight],
+                                                                layouts_[kOut], layouts_[kOut], preference.handle, 1,
+                                                                &result, &found);
+  Algorithm algorithm;
+  algorithm.alignment = alignment;
+  if (status == CUBLAS_STATUS_NOT_SUPPORTED) return algorithm;  // none for this configuration
+  WEAVE_CUBLAS_CHECK(status);
+  algorithm.found = found > 0;
+  algorithm.algo = result.algo;
+  return algorithm;
+}
+
+void CublasLtGemm::enqueue(const exec::Bindings& bindings, const exec::Scalars& scalars, void* workspace,
+                           cudaStream_t stream) const {
+  const exec::MatrixRef a = bindings.resolve(op_.a), b = bindings.resolve(op_.b), c = bindings.resolve(op_.c);
+  const kernels::ColumnMajorGemm g = kernels::to_column_major(a, op_.op_a, b, op_.op_b, c);
+  if (g.m != shape_.m || g.n != shape_.n || g.k != shape_.k || g.ld_left != shape_.ld_left ||
+      g.ld_right != shape_.ld_right || g.ld_out != shape_.ld_out)
+    fail(WEAVE_ERROR_INTERNAL, "a GEMM's shape at execute (m=", g.m, " n=", g.n, " k=", g.k,
+         ") differs from the one prepared at plan creation (m=", shape_.m, " n=", shape_.n, " k=", shape_.k, ")");
+  const std::array<uint32_t, kOperands> actual{alignment_of(g.left), alignment_of(g.right), alignment_of(g.out)};
+  bool aligned = true;
+  for (int i = 0; i < kOperands; ++i) aligned = aligned && actual[i] >= aligned_.alignment[i];
+  const Algorithm& algorithm = aligned ? aligned_ : element_aligned_;
+  if (!algorithm.found)
+    fail(WEAVE_ERROR_UNSUPPORTED, "a GEMM's pointers are aligned to only ", actual[kLeft], ", ", actual[kRight], ", ",
+         actual[kOut], " bytes, and cuBLASLt has no algorithm for that (it needs ", aligned_.alignment[kLeft], ", ",
+         aligned_.alignment[kRight], ", ", aligned_.alignment[kOut],
+         "); pass buffers that start 256-byte aligned, as cudaMalloc returns them");
+
+  const double alpha = scalars.value(op_.alpha), beta = scalars.value(op_.beta);
+  const float alpha_f = static_cast<float>(alpha), beta_f = static_cast<float>(beta);
+  const void* alpha_ptr = double_scalars_ ? static_cast<const void*>(&alpha) : static_cast<const void*>(&alpha_f);
+  const void* beta_ptr = double_scalars_ ? static_cast<const void*>(&beta) : static_cast<const void*>(&beta_f);
+  WEAVE_CUBLAS_CHECK(cublasLtMatmul(handle_, desc_, alpha_ptr, g.left, layouts_[kLeft], g.right, layouts_[kRight],
+                                    beta_ptr, g.out, layouts_[kOut], g.out, layouts_[kOut], &algorithm.algo,
+                                    workspace, workspace_bytes_, stream));
+}
+
+}  // namespace weave::cuda

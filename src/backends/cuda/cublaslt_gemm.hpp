@@ -1,0 +1,73 @@
+// One GEMM step of a schedule, prepared for cuBLASLt at plan creation so that
+// execute only resolves pointers and enqueues: the matmul descriptor, the
+// three matrix layouts and a heuristic algorithm, for any storage orders
+// (kernels::to_column_major maps them to one column-major product).
+//
+// cuBLASLt algorithms may need aligned pointers. Regions of the workspace
+// have known alignment; the caller's pointers are only known at execute, so
+// two algorithms are prepared: one for the alignment the regions have when
+// the caller's buffers start 256-byte aligned (as cudaMalloc returns them),
+// and one that needs only element alignment, used when a pointer is less
+// aligned than the first assumes. cuBLASLt must have the first (or plan
+// creation fails); without the second, an execute with less aligned
+// pointers fails and says so.
+#pragma once
+
+#include <cublasLt.h>
+#include <cuda_runtime_api.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+
+#include "exec/bindings.hpp"
+#include "kernels/gemm_layout.hpp"
+#include "plan/schedule.hpp"
+
+namespace weave::cuda {
+
+// What a GEMM step amounts to, from its shape alone.
+enum class GemmWork {
+  None,       // C is empty
+  ScaleOnly,  // K == 0: C = beta * C, an element-wise step
+  Matmul,     // a cuBLASLt matmul
+};
+GemmWork gemm_work(const plan::GemmOp& op);
+
+class CublasLtGemm {
+ public:
+  // `op` must be GemmWork::Matmul. Each lane's cuBLASLt workspace holds
+  // `workspace_bytes`.
+  CublasLtGemm(cublasLtHandle_t handle, const plan::Schedule& schedule, const plan::GemmOp& op, bool allow_tf32,
+               std::size_t workspace_bytes);
+  ~CublasLtGemm();
+  CublasLtGemm(const CublasLtGemm&) = delete;
+  CublasLtGemm& operator=(const CublasLtGemm&) = delete;
+
+  void enqueue(const exec::Bindings& bindings, const exec::Scalars& scalars, void* workspace,
+               cudaStream_t stream) const;
+
+ private:
+  // Operands in cuBLASLt's order: A (left), B (right), and C = D (the output).
+  enum Operand { kLeft = 0, kRight, kOut, kOperands };
+  struct Algorithm {
+    bool found = false;
+    cublasLtMatmulAlgo_t algo{};
+    std::array<uint32_t, kOperands> alignment{};  // bytes every pointer must be aligned to
+  };
+  // cuBLASLt's best algorithm for pointers with these alignments (found is
+  // false when it has none).
+  Algorithm choose(const std::array<uint32_t, kOperands>& alignment) const;
+  void release() noexcept;
+
+  cublasLtHandle_t handle_ = nullptr;
+  const plan::GemmOp& op_;
+  kernels::ColumnMajorGemm shape_;  // pointers unset; checked against execute's
+  bool double_scalars_ = false;     // alpha/beta are double (f64) or float
+  std::size_t workspace_bytes_ = 0;
+  cublasLtMatmulDesc_t desc_ = nullptr;
+  std::array<cublasLtMatrixLayout_t, kOperands> layouts_{};
+  Algorithm aligned_, element_aligned_;
+};
+
+}  // namespace weave::cuda

@@ -1,0 +1,236 @@
+#include "backends/cuda/cuda_backend.hpp"
+
+#include <set>
+#include <utility>
+
+#include "backends/cuda/cuda_check.hpp"
+#include "backends/cuda/epilogue_launcher.hpp"
+#include "core/error.hpp"
+
+namespace weave::cuda {
+
+namespace {
+
+// cuBLASLt's scratch space per lane: what NVIDIA recommends for Hopper, and
+// more than enough for the kernels earlier GPUs pick.
+constexpr std::size_t kCublasWorkspaceBytes = std::size_t(32) << 20;
+
+cudaStream_t as_stream(void* stream) { return static_cast<cudaStream_t>(stream); }
+
+}  // namespace
+
+CudaBackend::CudaBackend(const plan::Schedule& schedule, const CudaBackendOptions& options)
+    : schedule_(schedule), options_(options) {
+  // The device current now (the caller's choice) is the plan's device.
+  WEAVE_CUDA_CHECK(cudaGetDevice(&device_));
+  try {
+    cudaDeviceProp properties{};
+    WEAVE_CUDA_CHECK(cudaGetDeviceProperties(&properties, device_));
+    device_name_ = properties.name;
+    create_streams_and_events();
+    if (schedule_.workspace_bytes > 0)
+      WEAVE_CUDA_CHECK(cudaMalloc(&workspace_, static_cast<std::size_t>(schedule_.workspace_bytes)));
+    WEAVE_CUBLAS_CHECK(cublasLtCreate(&cublas_));
+    prepare_steps();
+  } catch (...) {
+    release();
+    throw;
+  }
+}
+
+CudaBackend::~CudaBackend() { release(); }
+
+void CudaBackend::create_streams_and_events() {
+  // Larger numbers are lower priorities; communication gets the greatest.
+  int least = 0, greatest = 0;
+  WEAVE_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+  const std::size_t lanes = static_cast<std::size_t>(schedule_.compute_lanes);
+  streams_.assign(lanes + 1, nullptr);
+  for (std::size_t lane = 0; lane <= lanes; ++lane)
+    WEAVE_CUDA_CHECK(cudaStreamCreateWithPriority(&streams_[lane], cudaStreamNonBlocking,
+                                                  lane == lanes ? greatest : least));
+
+  step_events_.assign(schedule_.steps.size(), nullptr);
+  for (cudaEvent_t& e : step_events_) WEAVE_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  WEAVE_CUDA_CHECK(cudaEventCreateWithFlags(&fork_event_, cudaEventDisableTiming));
+  join_events_.assign(streams_.size(), nullptr);
+  for (cudaEvent_t& e : join_events_) WEAVE_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+}
+
+// Prepares every compute step, so execute finds each GEMM's cuBLASLt plan
+// and each element-wise kernel already loaded, and so an unsupported type
+// combination is reported at plan creation.
+void CudaBackend::prepare_steps() {
+  std::set<std::pair<DType, DType>> kernels;
+  const std::size_t lanes = streams_.size() - 1;
+  std::vector<bool> lane_multiplies(lanes, false);
+  std::vector<const plan::GemmOp*> matmul_steps;
+  for (const plan::Step& step : schedule_.steps) {
+    if (step.kind() == plan::StepKind::Gemm) {
+      const auto& op = std::get<plan::GemmOp>(step.op);
+      const GemmWork work = gemm_work(op);
+      gemm_work_[&op] = work;
+      if (work == GemmWork::ScaleOnly) {
+        const DType c = schedule_.buffer(op.c).dtype;
+        kernels.insert({c, c});
+      } else if (work == GemmWork::Matmul) {
+        matmul_steps.push_back(&op);
+        lane_multiplies.at(static_cast<std::size_t>(step.lane)) = true;
+      }
+    } else if (step.kind() == plan::StepKind::Epilogue) {
+      const auto& op = std::get<plan::EpilogueOp>(step.op);
+      const DType dst = schedule_.buffer(op.dst).dtype;
+      const DType src = op.has_src ? schedule_.buffer(op.src).dtype : dst;
+      if (!epilogue_supported(dst, src))
+        fail(WEAVE_ERROR_UNSUPPORTED_TYPE, "step '", step.label, "' converts ", dtype_name(src), " to ",
+             dtype_name(dst), ", which the CUDA backend has no kernel for");
+      kernels.insert({dst, src});
+    }
+  }
+  for (const auto& [dst, src] : kernels) prepare_epilogue(dst, src);
+
+  cublas_workspaces_.assign(lanes, nullptr);
+  for (std::size_t lane = 0; lane < lane_multiplies.size(); ++lane)
+    if (lane_multiplies[lane]) WEAVE_CUDA_CHECK(cudaMalloc(&cublas_workspaces_[lane], kCublasWorkspaceBytes));
+  for (const plan::GemmOp* op : matmul_steps)
+    matmuls_[op] = std::make_unique<CublasLtGemm>(cublas_, schedule_, *op, options_.allow_tf32, kCublasWorkspaceBytes);
+}
+
+void CudaBackend::release() noexcept {
+  if (device_ < 0) return;
+  int previous = -1;
+  const bool switched = cudaGetDevice(&previous) == cudaSuccess && previous != device_ &&
+                        cudaSetDevice(device_) == cudaSuccess;
+  // Work of an execute may still be running: let it finish before its
+  // memory goes (stream destruction alone would not wait).
+  for (cudaStream_t s : streams_)
+    if (s) cudaStreamSynchronize(s);
+  matmuls_.clear();
+  if (cublas_) cublasLtDestroy(cublas_);
+  cublas_ = nullptr;
+  for (void*& w : cublas_workspaces_)
+    if (w) cudaFree(w);
+  cublas_workspaces_.clear();
+  if (workspace_) cudaFree(workspace_);
+  workspace_ = nullptr;
+  for (cudaEvent_t e : step_events_)
+    if (e) cudaEventDestroy(e);
+  step_events_.clear();
+  for (cudaEvent_t e : join_events_)
+    if (e) cudaEventDestroy(e);
+  join_events_.clear();
+  if (fork_event_) cudaEventDestroy(fork_event_);
+  fork_event_ = nullptr;
+  for (cudaStream_t s : streams_)
+    if (s) cudaStreamDestroy(s);
+  streams_.clear();
+  cudaGetLastError();  // errors while tearing down are not the caller's next call's
+  if (switched) cudaSetDevice(previous);
+}
+
+std::string CudaBackend::name() const {
+  return str("cuda (device ", device_, " ", device_name_, ", cuBLASLt", options_.allow_tf32 ? ", TF32 allowed" : "",
+             ")");
+}
+
+cudaStream_t CudaBackend::stream(int lane) const {
+  const std::size_t lanes = streams_.size() - 1;
+  if (lane == plan::kCommLane) return streams_[lanes];
+  if (lane < 0 || static_cast<std::size_t>(lane) >= lanes)
+    fail(WEAVE_ERROR_INTERNAL, "lane ", lane, " is not a lane of this plan (", lanes, " compute lanes)");
+  return streams_[static_cast<std::size_t>(lane)];
+}
+
+void CudaBackend::begin(void* caller_stream) {
+  DeviceGuard guard(device_);
+  // Every lane starts after the work already on the caller's stream.
+  WEAVE_CUDA_CHECK(cudaEventRecord(fork_event_, as_stream(caller_stream)));
+  for (cudaStream_t s : streams_) WEAVE_CUDA_CHECK(cudaStreamWaitEvent(s, fork_event_, 0));
+}
+
+void CudaBackend::end(void* caller_stream) {
+  DeviceGuard guard(device_);
+  // The caller's stream continues after every lane, which also rejoins all
+  // lanes to the caller's stream when it is being captured into a graph.
+  for (std::size_t i = 0; i < streams_.size(); ++i) {
+    WEAVE_CUDA_CHECK(cudaEventRecord(join_events_[i], streams_[i]));
+    WEAVE_CUDA_CHECK(cudaStreamWaitEvent(as_stream(caller_stream), join_events_[i], 0));
+  }
+}
+
+void CudaBackend::gemm(const plan::GemmOp& op, int lane, const exec::Bindings& bindings,
+                       const exec::Scalars& scalars, const exec::ProgressHook&) {
+  DeviceGuard guard(device_);
+  const auto work = gemm_work_.find(&op);
+  if (work == gemm_work_.end()) fail(WEAVE_ERROR_INTERNAL, "a GEMM step was not prepared at plan creation");
+  switch (work->second) {
+    case GemmWork::None:
+      return;  // nothing to enqueue; the executor's events still order the lane
+    case GemmWork::ScaleOnly: {
+      // K == 0: the product is zero and C = beta * C (C not read when beta == 0).
+      const exec::MatrixRef c = bindings.resolve(op.c);
+      EpilogueLaunch launch;
+      launch.dst_type = launch.src_type = c.dtype;
+      launch.dst = c.data;
+      launch.dst_ld = c.ld;
+      launch.dst_row_major = c.order == Order::RowMajor;
+      launch.dst_scale = scalars.value(op.beta);
+      launch.rows = c.rows;
+      launch.cols = c.cols;
+      launch_epilogue(launch, stream(lane));
+      return;
+    }
+    case GemmWork::Matmul:
+      matmuls_.at(&op)->enqueue(bindings, scalars, cublas_workspaces_.at(static_cast<std::size_t>(lane)),
+                                stream(lane));
+      return;
+  }
+}
+
+void CudaBackend::epilogue(const plan::EpilogueOp& op, int lane, const exec::Bindings& bindings,
+                           const exec::Scalars& scalars) {
+  DeviceGuard guard(device_);
+  const exec::MatrixRef dst = bindings.resolve(op.dst);
+  if (dst.rows == 0 || dst.cols == 0) return;
+  EpilogueLaunch launch;
+  launch.dst_type = dst.dtype;
+  launch.dst = dst.data;
+  launch.dst_ld = dst.ld;
+  launch.dst_row_major = dst.order == Order::RowMajor;
+  launch.src_type = dst.dtype;
+  if (op.has_src) {
+    const exec::MatrixRef src = bindings.resolve(op.src);
+    launch.src_type = src.dtype;
+    launch.src = src.data;
+    launch.src_ld = src.ld;
+    launch.src_row_major = src.order == Order::RowMajor;
+  }
+  if (op.has_bias) launch.bias = bindings.resolve(op.bias).data;
+  launch.src_scale = scalars.value(op.src_scale);
+  launch.dst_scale = scalars.value(op.dst_scale);
+  launch.rows = dst.rows;
+  launch.cols = dst.cols;
+  launch_epilogue(launch, stream(lane));
+}
+
+void CudaBackend::record(int event, int lane) {
+  DeviceGuard guard(device_);
+  WEAVE_CUDA_CHECK(cudaEventRecord(step_events_.at(static_cast<std::size_t>(event)), stream(lane)));
+}
+
+void CudaBackend::wait(int lane, int event) {
+  DeviceGuard guard(device_);
+  WEAVE_CUDA_CHECK(cudaStreamWaitEvent(stream(lane), step_events_.at(static_cast<std::size_t>(event)), 0));
+}
+
+bool CudaBackend::query(int event) {
+  DeviceGuard guard(device_);
+  const cudaError_t status = cudaEventQuery(step_events_.at(static_cast<std::size_t>(event)));
+  if (status == cudaSuccess) return true;
+  if (status == cudaErrorNotReady) return false;
+  fail_cuda(status, "cudaEventQuery(step event)", __FILE__, __LINE__);
+}
+
+void* CudaBackend::lane_stream(int lane) { return stream(lane); }
+
+}  // namespace weave::cuda

@@ -1,0 +1,71 @@
+// The CUDA compute backend: the plan's lanes are CUDA streams of the device
+// that was current when the plan was created. Everything execute needs is
+// made at plan creation: one non-blocking stream per compute lane and one for
+// communication (at the highest priority, so transfers are not queued behind
+// GEMMs), an event per schedule step plus fork/join events, the workspace, a
+// cuBLASLt workspace per lane that multiplies, and every GEMM prepared for
+// cuBLASLt. Execute only enqueues; it never synchronizes the host.
+#pragma once
+
+#include <cublasLt.h>
+#include <cuda_runtime_api.h>
+
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "backends/cuda/cublaslt_gemm.hpp"
+#include "backends/cuda/cuda_entry.hpp"
+#include "exec/compute_backend.hpp"
+
+namespace weave::cuda {
+
+class CudaBackend final : public exec::ComputeBackend {
+ public:
+  // `schedule` must outlive the backend (the plan owns both).
+  CudaBackend(const plan::Schedule& schedule, const CudaBackendOptions& options);
+  ~CudaBackend() override;
+  CudaBackend(const CudaBackend&) = delete;
+  CudaBackend& operator=(const CudaBackend&) = delete;
+
+  std::string name() const override;
+  bool asynchronous() const override { return true; }
+  void* workspace() override { return workspace_; }
+
+  void begin(void* caller_stream) override;
+  void end(void* caller_stream) override;
+  void gemm(const plan::GemmOp& op, int lane, const exec::Bindings& bindings, const exec::Scalars& scalars,
+            const exec::ProgressHook& progress) override;
+  void epilogue(const plan::EpilogueOp& op, int lane, const exec::Bindings& bindings,
+                const exec::Scalars& scalars) override;
+  void record(int event, int lane) override;
+  void wait(int lane, int event) override;
+  bool query(int event) override;
+  void* lane_stream(int lane) override;
+
+ private:
+  void create_streams_and_events();
+  void prepare_steps();
+  cudaStream_t stream(int lane) const;
+  void release() noexcept;
+
+  const plan::Schedule& schedule_;
+  CudaBackendOptions options_;
+  int device_ = -1;
+  std::string device_name_;
+  // Compute lanes 0..n-1, then the communication lane: all of them start
+  // after the caller's stream (fork) and the caller's stream after them (join).
+  std::vector<cudaStream_t> streams_;
+  std::vector<cudaEvent_t> step_events_;
+  cudaEvent_t fork_event_ = nullptr;
+  std::vector<cudaEvent_t> join_events_;  // one per stream
+  void* workspace_ = nullptr;
+  cublasLtHandle_t cublas_ = nullptr;
+  std::vector<void*> cublas_workspaces_;  // per compute lane; null where the lane never multiplies
+  // GEMM steps by the address of their op in the schedule (what gemm() is handed).
+  std::unordered_map<const plan::GemmOp*, GemmWork> gemm_work_;
+  std::unordered_map<const plan::GemmOp*, std::unique_ptr<CublasLtGemm>> matmuls_;
+};
+
+}  // namespace weave::cuda

@@ -1,0 +1,42 @@
+// Runs the shared element-wise functor (kernels/epilogue.hpp) on a CUDA
+// stream: dst = src_scale * src + dst_scale * dst + bias, for every pair of
+// element types a schedule produces on a GPU: (T, T) for f64, f32, f16 and
+// bf16, and (f16, f32), (bf16, f32) where float32 partial sums are rounded
+// once into a 16-bit C. Plain C++ interface, so only the launcher is CUDA
+// source.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "core/dtype.hpp"
+
+namespace weave::cuda {
+
+struct EpilogueLaunch {
+  DType dst_type = DType::F64;
+  void* dst = nullptr;
+  int64_t dst_ld = 1;
+  bool dst_row_major = false;
+  DType src_type = DType::F64;  // dst_type when there is no src
+  const void* src = nullptr;    // null: no src term
+  int64_t src_ld = 1;
+  bool src_row_major = false;
+  const void* bias = nullptr;   // null: no bias; dst_type, one entry per column
+  double src_scale = 1.0;
+  double dst_scale = 0.0;       // dst is not read when zero
+  int64_t rows = 0, cols = 0;
+};
+
+// Whether there is a kernel for this (dst, src) pair.
+bool epilogue_supported(DType dst, DType src);
+
+// Loads the kernel of a (dst, src) pair now: CUDA loads kernels lazily, and
+// doing it at plan creation keeps execute free of loading (and capturable).
+void prepare_epilogue(DType dst, DType src);
+
+// Enqueues the kernel on `stream`; nothing for an empty dst.
+void launch_epilogue(const EpilogueLaunch& launch, cudaStream_t stream);
+
+}  // namespace weave::cuda

@@ -1,0 +1,216 @@
+// Wrong kinds of arguments for device plans are caught on every rank, with
+// the exact status:
+//   - a host pointer passed to a device plan (on one rank only), and a
+//     device pointer passed to a host plan: WEAVE_ERROR_POINTER_KIND at
+//     execute; the plan still runs afterwards with the right pointers;
+//   - device matrices with the host backend: WEAVE_ERROR_POINTER_KIND at
+//     plan creation;
+//   - a host plan given a stream: WEAVE_ERROR_INVALID_VALUE;
+//   - a device plan with a transport the host drives: the mpi transport is
+//     refused at plan creation (WEAVE_ERROR_UNSUPPORTED); where this build
+//     has a host-driven transport that device plans can use (ucx), capturing
+//     its execute into a CUDA graph is refused (WEAVE_ERROR_UNSUPPORTED).
+// Exits with 77 (skipped) without a GPU per rank.
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "cuda_device_memory.hpp"
+#include "support/case_runner.hpp"
+
+namespace {
+
+int g_rank = 0, g_size = 1;
+int g_failures = 0;
+
+// Every rank must see `want`, and the message must mention `mention`.
+void expect_status(const char* what, weave_status_t got, weave_status_t want, const char* mention) {
+  const std::string message = weave_last_error();
+  int ok = got == want && (!mention || message.find(mention) != std::string::npos) ? 1 : 0, all = 0;
+  if (!ok)
+    std::fprintf(stderr, "rank %d: %s: got %s (%s), expected %s mentioning '%s'\n", g_rank, what,
+                 weave_status_string(got), message.c_str(), weave_status_string(want), mention ? mention : "");
+  MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (!all) ++g_failures;
+  if (g_rank == 0) std::printf("%s %s\n", all ? "ok  " : "FAIL", what);
+}
+
+struct Matrices {
+  weave_matrix_t a = nullptr, b = nullptr, c = nullptr;
+  ~Matrices() {
+    weave_matrix_destroy(a);
+    weave_matrix_destroy(b);
+    weave_matrix_destroy(c);
+  }
+};
+
+// AG-GEMM f32: A block-row (M x K), B and C block-column.
+bool make_matrices(weave_grid_t grid, weave_memory_t memory, Matrices* m) {
+  const int64_t M = 4 * g_size, N = 2 * g_size, K = 8;
+  weave_matrix_desc_t d{};
+  d.dtype = WEAVE_FLOAT32;
+  d.memory = memory;
+  d.rows = M;
+  d.cols = K;
+  d.distribution = WEAVE_DIST_BLOCK_ROW;
+  if (weave_matrix_create(grid, &d, &m->a) != WEAVE_SUCCESS) return false;
+  d.rows = K;
+  d.cols = N;
+  d.distribution = WEAVE_DIST_BLOCK_COLUMN;
+  if (weave_matrix_create(grid, &d, &m->b) != WEAVE_SUCCESS) return false;
+  d.rows = M;
+  if (weave_matrix_create(grid, &d, &m->c) != WEAVE_SUCCESS) return false;
+  return true;
+}
+
+int64_t elements(weave_matrix_t m) {
+  int64_t n = 0;
+  weave_matrix_local_elements(m, &n);
+  return n;
+}
+
+weave_plan_desc_t plan_desc(const Matrices& m) {
+  weave_plan_desc_t pd{};
+  pd.operation = WEAVE_AG_GEMM;
+  pd.a = m.a;
+  pd.b = m.b;
+  pd.c = m.c;
+  pd.timeout_ms = 60000;
+  return pd;
+}
+
+void run(weave_grid_t grid, cudaStream_t stream) {
+  Matrices device_m, host_m;
+  if (!make_matrices(grid, WEAVE_MEMORY_DEVICE, &device_m) || !make_matrices(grid, WEAVE_MEMORY_HOST, &host_m)) {
+    std::fprintf(stderr, "rank %d: matrix creation failed: %s\n", g_rank, weave_last_error());
+    ++g_failures;
+    return;
+  }
+  // Buffers of either kind, large enough for any of the blocks (all f32).
+  const int64_t n = std::max({elements(device_m.a), elements(device_m.b), elements(device_m.c), int64_t(1)});
+  std::vector<float> host_a(n, 1.0f), host_b(n, 1.0f), host_c(n, 0.0f);
+  void *dev_a = nullptr, *dev_b = nullptr, *dev_c = nullptr;
+  WEAVE_TEST_CUDA(cudaMalloc(&dev_a, n * sizeof(float)));
+  WEAVE_TEST_CUDA(cudaMalloc(&dev_b, n * sizeof(float)));
+  WEAVE_TEST_CUDA(cudaMalloc(&dev_c, n * sizeof(float)));
+  WEAVE_TEST_CUDA(cudaMemcpy(dev_a, host_a.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+  WEAVE_TEST_CUDA(cudaMemcpy(dev_b, host_b.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+  // Copies from pageable memory may still be in flight; the executes below
+  // run on a non-blocking stream.
+  WEAVE_TEST_CUDA(cudaDeviceSynchronize());
+
+  // A device plan: a host A on rank 0 only is reported on every rank.
+  weave_plan_desc_t pd = plan_desc(device_m);
+  weave_plan_t device_plan = nullptr;
+  expect_status("device plan creation", weave_plan_create(grid, &pd, &device_plan), WEAVE_SUCCESS, nullptr);
+  if (device_plan) {
+    const void* a = g_rank == 0 ? static_cast<const void*>(host_a.data()) : dev_a;
+    expect_status("host pointer to a device plan (rank 0 only)",
+                  weave_execute(device_plan, 1.0, a, dev_b, 0.0, dev_c, nullptr, stream), WEAVE_ERROR_POINTER_KIND,
+                  "host pointer");
+    expect_status("the device plan still runs with device pointers",
+                  weave_execute(device_plan, 1.0, dev_a, dev_b, 0.0, dev_c, nullptr, stream), WEAVE_SUCCESS, nullptr);
+    WEAVE_TEST_CUDA(cudaStreamSynchronize(stream));
+    // Every element of C is K (= 8) times 1 * 1.
+    WEAVE_TEST_CUDA(cudaMemcpy(host_c.data(), dev_c, elements(device_m.c) * sizeof(float), cudaMemcpyDeviceToHost));
+    bool right = true;
+    for (int64_t i = 0; i < elements(device_m.c); ++i) right = right && host_c[i] == 8.0f;
+    expect_status(right ? "device plan result is right" : "device plan result is wrong",
+                  right ? WEAVE_SUCCESS : WEAVE_ERROR_INTERNAL, WEAVE_SUCCESS, nullptr);
+    weave_plan_destroy(device_plan);
+  }
+
+  // A host plan: a device C on the last rank only is reported on every rank.
+  pd = plan_desc(host_m);
+  weave_plan_t host_plan = nullptr;
+  expect_status("host plan creation", weave_plan_create(grid, &pd, &host_plan), WEAVE_SUCCESS, nullptr);
+  if (host_plan) {
+    void* c = g_rank == g_size - 1 ? dev_c : static_cast<void*>(host_c.data());
+    expect_status("device pointer to a host plan (last rank only)",
+                  weave_execute(host_plan, 1.0, host_a.data(), host_b.data(), 0.0, c, nullptr, nullptr),
+                  WEAVE_ERROR_POINTER_KIND, "device pointer");
+    expect_status("a stream given to a host plan",
+                  weave_execute(host_plan, 1.0, host_a.data(), host_b.data(), 0.0, host_c.data(), nullptr, stream),
+                  WEAVE_ERROR_INVALID_VALUE, "stream");
+    weave_plan_destroy(host_plan);
+  }
+
+  // Device matrices cannot run on the host backend.
+  pd = plan_desc(device_m);
+  pd.backend = WEAVE_BACKEND_HOST;
+  weave_plan_t refused = nullptr;
+  expect_status("device matrices with the host backend", weave_plan_create(grid, &pd, &refused),
+                WEAVE_ERROR_POINTER_KIND, "device");
+  weave_plan_destroy(refused);
+
+  // Transports driven by the host.
+  pd = plan_desc(device_m);
+  pd.transport = WEAVE_TRANSPORT_MPI;
+  refused = nullptr;
+  expect_status("device plan with the mpi transport", weave_plan_create(grid, &pd, &refused),
+                WEAVE_ERROR_UNSUPPORTED, "nccl");
+  weave_plan_destroy(refused);
+
+  if (std::strstr(weave_build_features(), "ucx")) {
+    pd.transport = WEAVE_TRANSPORT_UCX;
+    weave_plan_t ucx_plan = nullptr;
+    const weave_status_t created = weave_plan_create(grid, &pd, &ucx_plan);
+    if (created == WEAVE_SUCCESS) {
+      WEAVE_TEST_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+      const weave_status_t captured = weave_execute(ucx_plan, 1.0, dev_a, dev_b, 0.0, dev_c, nullptr, stream);
+      cudaGraph_t graph = nullptr;
+      cudaStreamEndCapture(stream, &graph);
+      if (graph) cudaGraphDestroy(graph);
+      cudaGetLastError();
+      expect_status("capturing a device plan with the ucx transport", captured, WEAVE_ERROR_UNSUPPORTED, "graph");
+      weave_plan_destroy(ucx_plan);
+    } else if (g_rank == 0) {
+      std::printf("note: device plans with the ucx transport are refused at creation (%s), so there is no "
+                  "capture to refuse\n",
+                  weave_last_error());
+    }
+  }
+  cudaFree(dev_a);
+  cudaFree(dev_b);
+  cudaFree(dev_c);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &g_size);
+  int device = -1;
+  std::string why_not;
+  const int attached = weave_gpu_test::select_device_for_rank(&device, &why_not) ? 1 : 0;
+  int all_attached = 0;
+  MPI_Allreduce(&attached, &all_attached, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (!all_attached) {
+    if (!attached) std::printf("SKIPPED on rank %d: %s\n", g_rank, why_not.c_str());
+    MPI_Finalize();
+    return weave_test::kSkipExitCode;
+  }
+  weave_grid_t grid = nullptr;
+  cudaStream_t stream = nullptr;
+  try {
+    if (weave_grid_create(MPI_COMM_WORLD, g_size, 1, &grid) != WEAVE_SUCCESS) throw std::runtime_error(weave_last_error());
+    WEAVE_TEST_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    run(grid, stream);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "rank %d: %s\n", g_rank, e.what());
+    ++g_failures;
+  }
+  weave_grid_destroy(grid);
+  if (stream) cudaStreamDestroy(stream);
+  int failures = 0;
+  MPI_Allreduce(&g_failures, &failures, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  if (g_rank == 0) std::printf("%s: device argument checks on %d ranks\n", failures ? "FAILED" : "PASSED", g_size);
+  MPI_Finalize();
+  return failures ? 1 : 0;
+}

@@ -1,0 +1,107 @@
+// The four element types as the tests store them on the host: sizes,
+// loading and storing one element as a double, the rounding a value goes
+// through when stored, and the roundoffs the oracle's tolerance is built of.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "support/half_precision.hpp"
+#include "weave/weave.h"
+
+namespace weave_test {
+
+inline std::size_t element_size(weave_dtype_t t) {
+  switch (t) {
+    case WEAVE_FLOAT64: return 8;
+    case WEAVE_FLOAT32: return 4;
+    case WEAVE_FLOAT16:
+    case WEAVE_BFLOAT16: return 2;
+  }
+  return 0;
+}
+
+inline bool is_16bit(weave_dtype_t t) { return t == WEAVE_FLOAT16 || t == WEAVE_BFLOAT16; }
+
+inline const char* dtype_short_name(weave_dtype_t t) {
+  switch (t) {
+    case WEAVE_FLOAT32: return "f32";
+    case WEAVE_FLOAT64: return "f64";
+    case WEAVE_FLOAT16: return "f16";
+    case WEAVE_BFLOAT16: return "bf16";
+  }
+  return "?";
+}
+
+inline void store_element(void* base, int64_t index, weave_dtype_t t, double value) {
+  unsigned char* at = static_cast<unsigned char*>(base) + index * static_cast<int64_t>(element_size(t));
+  switch (t) {
+    case WEAVE_FLOAT64: std::memcpy(at, &value, 8); return;
+    case WEAVE_FLOAT32: {
+      const float f = static_cast<float>(value);
+      std::memcpy(at, &f, 4);
+      return;
+    }
+    case WEAVE_FLOAT16: {
+      const uint16_t h = float_to_half_bits(static_cast<float>(value));
+      std::memcpy(at, &h, 2);
+      return;
+    }
+    case WEAVE_BFLOAT16: {
+      const uint16_t b = float_to_bfloat16_bits(static_cast<float>(value));
+      std::memcpy(at, &b, 2);
+      return;
+    }
+  }
+}
+
+inline double load_element(const void* base, int64_t index, weave_dtype_t t) {
+  const unsigned char* at = static_cast<const unsigned char*>(base) + index * static_cast<int64_t>(element_size(t));
+  switch (t) {
+    case WEAVE_FLOAT64: {
+      double d = 0;
+      std::memcpy(&d, at, 8);
+      return d;
+    }
+    case WEAVE_FLOAT32: {
+      float f = 0;
+      std::memcpy(&f, at, 4);
+      return f;
+    }
+    case WEAVE_FLOAT16: {
+      uint16_t h = 0;
+      std::memcpy(&h, at, 2);
+      return half_bits_to_float(h);
+    }
+    case WEAVE_BFLOAT16: {
+      uint16_t b = 0;
+      std::memcpy(&b, at, 2);
+      return bfloat16_bits_to_float(b);
+    }
+  }
+  return 0.0;
+}
+
+// The value `value` becomes when stored as `t`.
+inline double round_to(weave_dtype_t t, double value) {
+  unsigned char storage[8];
+  store_element(storage, 0, t, value);
+  return load_element(storage, 0, t);
+}
+
+// Unit roundoff of the arithmetic a type's products and sums are done in:
+// float32 for float32 and the 16-bit types (fp32 accumulation), float64 for
+// float64. With TF32 tensor cores, float32 inputs keep 10 mantissa bits.
+inline double accumulation_roundoff(weave_dtype_t t, bool tf32) {
+  if (t == WEAVE_FLOAT64) return 0x1p-53;
+  if (t == WEAVE_FLOAT32 && tf32) return 0x1p-11;
+  return 0x1p-24;
+}
+
+// Unit roundoff of storing a result in a type narrower than the arithmetic.
+inline double output_roundoff(weave_dtype_t t) {
+  return t == WEAVE_FLOAT16 ? 0x1p-11 : t == WEAVE_BFLOAT16 ? 0x1p-8 : 0.0;
+}
+
+}  // namespace weave_test
