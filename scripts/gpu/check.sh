@@ -19,6 +19,13 @@
 #   GPU_COUNT        use this many GPUs instead of all that nvidia-smi lists
 #   CTEST_ARGS       extra ctest arguments (e.g. "-R graph_capture")
 #
+#   GPU_TESTS        0 to skip the gpu tests (default 1)
+#   GPU_BENCH        0 to skip the benchmark (default 1): weave-bench on every
+#                    GPU (bf16, tensor-parallel shapes) and, where PyTorch is
+#                    installed, its fused operations on the same shapes
+#   BENCH_ARGS       extra weave-bench arguments (e.g. "--shape 8192x8192x8192")
+#   BENCH_TIMEOUT    seconds the benchmark may take (default 300)
+#
 # Exit status: 0 when every gpu test passed; 1 when a step or a test failed;
 # 2 when tests were skipped although GPUs are present (the skip reason is in
 # the log).
@@ -106,6 +113,7 @@ say "configuring in $BUILD_DIR"
 if ! cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CUDA_COMPILER="$NVCC" \
+  -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCHITECTURES:-90}" \
   -DWEAVE_ENABLE_CUDA=ON \
   -DWEAVE_ENABLE_NCCL=ON \
   -DWEAVE_ENABLE_FORTRAN=OFF \
@@ -132,12 +140,37 @@ WARNINGS=$(grep -c "warning" "$OUT/build.log" || true)
 say "build done ($WARNINGS warning lines in $OUT/build.log)"
 
 # --- Tests ---------------------------------------------------------------------
+# --- Benchmark -------------------------------------------------------------------
+# Weave against the GEMM alone, the communication alone and the sequential
+# baseline, and PyTorch's fused operations on the same shapes, in one run.
+run_bench() {
+  local launcher=(mpirun -np "$GPUS" --allow-run-as-root --oversubscribe --bind-to none
+    -x NCCL_NVLS_ENABLE -x TORCH_SYMM_MEM_DISABLE_MULTICAST -x NVSHMEM_DISABLE_NVLS -x LD_LIBRARY_PATH)
+  local budget=${BENCH_TIMEOUT:-300}
+  say "benchmark on $GPUS GPU(s) (budget ${budget} s)"
+  # shellcheck disable=SC2086
+  timeout "$budget" "${launcher[@]}" "$BUILD_DIR/bench/weave-bench" --backend cuda --dtype bf16 --preset tp \
+    --json "$OUT/bench-${GPUS}gpu.json" ${BENCH_ARGS:-} 2>&1 | tee "$OUT/bench-${GPUS}gpu.txt" || say "weave-bench failed or ran out of time"
+  if python3 -c "import torch.distributed._symmetric_memory" >/dev/null 2>&1; then
+    timeout "$budget" "${launcher[@]}" -x PYTHONUNBUFFERED=1 python3 "$ROOT/bench/torch_peers.py" \
+      --json "$OUT/torch-${GPUS}gpu.json" 2>&1 | tee "$OUT/torch-${GPUS}gpu.txt" || say "PyTorch peers failed or ran out of time"
+  else
+    say "PyTorch with symmetric memory not found: no peer measurements"
+  fi
+}
+
 # One test at a time: each uses every GPU it needs.
-say "running ctest -L gpu"
 CTEST_RC=0
-# shellcheck disable=SC2086
-(cd "$BUILD_DIR" && ctest -L "^gpu$" -j 1 --output-on-failure --output-junit "$OUT/junit.xml" ${CTEST_ARGS:-}) \
-  >"$OUT/ctest.log" 2>&1 || CTEST_RC=$?
+if [ "${GPU_TESTS:-1}" = 1 ]; then
+  say "running ctest -L gpu"
+  # shellcheck disable=SC2086
+  (cd "$BUILD_DIR" && ctest -L "^gpu$" -j 1 --output-on-failure --output-junit "$OUT/junit.xml" ${CTEST_ARGS:-}) \
+    >"$OUT/ctest.log" 2>&1 || CTEST_RC=$?
+else
+  say "gpu tests skipped (GPU_TESTS=0)"
+  : >"$OUT/ctest.log"
+fi
+if [ "${GPU_BENCH:-1}" = 1 ]; then run_bench; fi
 # Every test's full output (passed ones too), for the record.
 cp "$BUILD_DIR/Testing/Temporary/LastTest.log" "$OUT/LastTest.log" 2>/dev/null || true
 
@@ -199,6 +232,7 @@ echo
 cat "$SUMMARY"
 
 if [ "$CTEST_RC" -ne 0 ]; then exit 1; fi
+if [ "${GPU_TESTS:-1}" != 1 ]; then exit 0; fi
 if [ "$SKIPPED_TESTS" -gt 0 ]; then exit 2; fi
 if [ "$PASSED" -eq 0 ]; then exit 1; fi
 exit 0
