@@ -89,6 +89,9 @@ struct Options {
   std::string json;
   std::string transport = "auto", algorithm = "auto", direction = "auto";
   int chunks = 0, streams = 0;
+  // Extra Weave plans to time next to the default one, each
+  // "transport/direction/chunks" (e.g. "nccl/bidirectional/2").
+  std::vector<std::string> variants;
   std::string trace;
   bool reduce_in_output_type = false;
 };
@@ -130,23 +133,24 @@ class Case {
     const weave_memory_t memory = device ? WEAVE_MEMORY_DEVICE : WEAVE_MEMORY_HOST;
     const std::vector<int64_t> m_counts = counts_for(s.m, s.uneven), n_counts = counts_for(s.n, s.uneven),
                                k_counts = counts_for(s.k, s.uneven);
-    // Row-major-friendly layouts, as tensor-parallel codes have them: AG-GEMM
-    // gathers A^T's columns (contiguous chunks); GEMM-RS/AR split K.
+    // Row-major, as tensor-parallel codes store them: X [M, K], the weight
+    // W [N, K] of a linear layer (op(B) = W^T), Y [M, N]. AG-GEMM gathers X's
+    // rows and splits W's rows (Y's columns); GEMM-RS and GEMM-AR split K.
+    const weave_order_t row = WEAVE_ORDER_ROW_MAJOR;
+    op_a_ = WEAVE_OP_N;
     if (op == WEAVE_AG_GEMM) {
-      op_a_ = WEAVE_OP_T;
-      a_ = std::make_unique<weave::Matrix>(grid, weave::block_cols(s.k, s.m, t).cols_per_rank(m_counts).memory(memory));
-      b_ = std::make_unique<weave::Matrix>(grid, weave::block_cols(s.k, s.n, t).cols_per_rank(n_counts).memory(memory));
-      c_ = std::make_unique<weave::Matrix>(grid, weave::block_cols(s.m, s.n, t).cols_per_rank(n_counts).memory(memory));
+      a_ = std::make_unique<weave::Matrix>(grid, weave::block_rows(s.m, s.k, t).rows_per_rank(m_counts).order(row).memory(memory));
+      b_ = std::make_unique<weave::Matrix>(grid, weave::block_rows(s.n, s.k, t).rows_per_rank(n_counts).order(row).memory(memory));
+      c_ = std::make_unique<weave::Matrix>(grid, weave::block_cols(s.m, s.n, t).cols_per_rank(n_counts).order(row).memory(memory));
       local_m_ = s.m;
       local_k_ = s.k;
       local_n_ = c_->local_cols();
     } else {
-      op_a_ = WEAVE_OP_N;
-      a_ = std::make_unique<weave::Matrix>(grid, weave::block_cols(s.m, s.k, t).cols_per_rank(k_counts).memory(memory));
-      b_ = std::make_unique<weave::Matrix>(grid, weave::block_rows(s.k, s.n, t).rows_per_rank(k_counts).memory(memory));
+      a_ = std::make_unique<weave::Matrix>(grid, weave::block_cols(s.m, s.k, t).cols_per_rank(k_counts).order(row).memory(memory));
+      b_ = std::make_unique<weave::Matrix>(grid, weave::block_cols(s.n, s.k, t).cols_per_rank(k_counts).order(row).memory(memory));
       c_ = std::make_unique<weave::Matrix>(
-          grid, op == WEAVE_GEMM_RS ? weave::block_rows(s.m, s.n, t).rows_per_rank(m_counts).memory(memory)
-                                    : weave::replicated(s.m, s.n, t).memory(memory));
+          grid, op == WEAVE_GEMM_RS ? weave::block_rows(s.m, s.n, t).rows_per_rank(m_counts).order(row).memory(memory)
+                                    : weave::replicated(s.m, s.n, t).order(row).memory(memory));
       local_m_ = s.m;
       local_k_ = a_->local_cols();
       local_n_ = s.n;
@@ -161,18 +165,19 @@ class Case {
     m_counts_ = m_counts;
   }
 
-  weave::Plan plan(const weave::Grid& grid, const Options& o, weave_algorithm_t algorithm) const {
+  weave::Plan plan(const weave::Grid& grid, const Options& o, weave_algorithm_t algorithm,
+                   const std::string& transport, const std::string& direction, int chunks) const {
     weave::PlanDesc d(op_, *a_, *b_, *c_);
-    d.ops(op_a_, WEAVE_OP_N).algorithm(algorithm).chunks_per_shard(o.chunks).compute_streams(o.streams);
-    if (o.transport != "auto")
-      d.transport(o.transport == "mpi" ? WEAVE_TRANSPORT_MPI
-                  : o.transport == "nccl" ? WEAVE_TRANSPORT_NCCL
-                  : o.transport == "ucx" ? WEAVE_TRANSPORT_UCX
-                                         : WEAVE_TRANSPORT_COPY_ENGINE);
-    if (o.direction != "auto")
-      d.direction(o.direction == "forward" ? WEAVE_DIRECTION_FORWARD
-                  : o.direction == "backward" ? WEAVE_DIRECTION_BACKWARD
-                                              : WEAVE_DIRECTION_BIDIRECTIONAL);
+    d.ops(op_a_, WEAVE_OP_T).algorithm(algorithm).chunks_per_shard(chunks).compute_streams(o.streams);
+    if (transport != "auto")
+      d.transport(transport == "mpi" ? WEAVE_TRANSPORT_MPI
+                  : transport == "nccl" ? WEAVE_TRANSPORT_NCCL
+                  : transport == "ucx" ? WEAVE_TRANSPORT_UCX
+                                       : WEAVE_TRANSPORT_COPY_ENGINE);
+    if (direction != "auto")
+      d.direction(direction == "forward" ? WEAVE_DIRECTION_FORWARD
+                  : direction == "backward" ? WEAVE_DIRECTION_BACKWARD
+                                            : WEAVE_DIRECTION_BIDIRECTIONAL);
     int flags = WEAVE_FLAG_NO_EXECUTE_CHECK;  // measure the operation, not the argument check
     if (!o.trace.empty()) flags |= WEAVE_FLAG_TRACE;
     if (o.reduce_in_output_type) flags |= WEAVE_FLAG_REDUCE_IN_OUTPUT_TYPE;
@@ -195,13 +200,12 @@ class Case {
   // plan over a one-rank grid (one BLAS / cuBLASLt call, nothing else).
   std::unique_ptr<weave::Plan> local_gemm_plan(const weave::Grid& self) {
     const weave_memory_t memory = device_ ? WEAVE_MEMORY_DEVICE : WEAVE_MEMORY_HOST;
-    // AG-GEMM on one rank is C = op(A) op(B) straight into C.
-    const bool ag = op_ == WEAVE_AG_GEMM;
-    gemm_a_ = std::make_unique<weave::Matrix>(
-        self, ag ? weave::block_cols(local_k_, local_m_, dtype_).memory(memory)
-                 : weave::block_cols(local_m_, local_k_, dtype_).memory(memory));
-    gemm_b_ = std::make_unique<weave::Matrix>(self, weave::block_cols(local_k_, local_n_, dtype_).memory(memory));
-    gemm_c_ = std::make_unique<weave::Matrix>(self, weave::block_cols(local_m_, local_n_, dtype_).memory(memory));
+    // AG-GEMM on one rank is C = op(A) op(B) straight into C; the same
+    // row-major layouts as the distributed plan.
+    const weave_order_t row = WEAVE_ORDER_ROW_MAJOR;
+    gemm_a_ = std::make_unique<weave::Matrix>(self, weave::block_rows(local_m_, local_k_, dtype_).order(row).memory(memory));
+    gemm_b_ = std::make_unique<weave::Matrix>(self, weave::block_rows(local_n_, local_k_, dtype_).order(row).memory(memory));
+    gemm_c_ = std::make_unique<weave::Matrix>(self, weave::block_rows(local_m_, local_n_, dtype_).order(row).memory(memory));
     const std::size_t size = bench::element_size(dtype_);
     gemm_a_buf_ = bench::Buffer(gemm_a_->local_elements() * size, device_);
     gemm_c_buf_ = bench::Buffer(gemm_c_->local_elements() * size, device_);
@@ -209,7 +213,7 @@ class Case {
     bench::fill_random(gemm_a_buf_, dtype_, 4000 + g_rank);
     bench::fill_random(gemm_b_buf_, dtype_, 5000 + g_rank);
     weave::PlanDesc d(WEAVE_AG_GEMM, *gemm_a_, *gemm_b_, *gemm_c_);
-    d.ops(ag ? WEAVE_OP_T : WEAVE_OP_N, WEAVE_OP_N).flags(WEAVE_FLAG_NO_EXECUTE_CHECK);
+    d.ops(WEAVE_OP_N, WEAVE_OP_T).flags(WEAVE_FLAG_NO_EXECUTE_CHECK);
     return std::make_unique<weave::Plan>(self, d);
   }
   void execute_local_gemm(const weave::Plan& plan, bench::Timer& timer) {
@@ -293,6 +297,9 @@ int main(int argc, char** argv) {
   app.add_option("--algorithm", o.algorithm, "auto, ring, sequential (for the weave column)");
   app.add_option("--direction", o.direction, "auto, forward, backward, bidirectional");
   app.add_option("--chunks", o.chunks, "chunks per shard (0: automatic)");
+  app.add_option("--variants", o.variants,
+                 "more plans to time, each transport/direction/chunks, e.g. nccl/bidirectional/2")
+      ->delimiter(',');
   app.add_option("--streams", o.streams, "compute streams (0: automatic)");
   app.add_option("--trace", o.trace, "write the trace of the last weave execute to this path (%r = rank)");
   app.add_flag("--reduce-in-output-type", o.reduce_in_output_type, "16-bit partial sums travel in the output type");
@@ -326,8 +333,8 @@ int main(int argc, char** argv) {
       std::printf("weave-bench: %d ranks, backend %s, %s, %s; median of %d (after %d warm-up), slowest rank\n",
                   g_size, o.backend.c_str(), o.dtype.c_str(), bench::device_description(device).c_str(),
                   o.iterations, o.warmup);
-      std::printf("%-8s %-22s %9s %9s %9s %9s %8s %8s %8s\n", "op", "shape MxKxN", "gemm ms", "comm ms", "seq ms",
-                  "weave ms", "w/seq", "w/max", "TFLOP/s");
+      std::printf("%-8s %-34s %8s %8s %8s %8s %7s %7s %7s\n", "op", "shape MxKxN [variant]", "gemm ms", "comm ms",
+                  "seq ms", "weave ms", "w/seq", "w/max", "TFLOP/s");
     }
     for (const Shape& shape : shapes)
       for (const std::string& op_text : o.ops) {
@@ -338,40 +345,59 @@ int main(int argc, char** argv) {
         const bench::Collective coll = c.collective(o.reduce_in_output_type);
         comm.prepare(coll);
         const double comm_ms = measure(o, timer, [&] { comm.run(coll, timer.stream()); });
-        weave::Plan sequential = c.plan(grid, o, WEAVE_ALGORITHM_SEQUENTIAL);
+        weave::Plan sequential = c.plan(grid, o, WEAVE_ALGORITHM_SEQUENTIAL, o.transport, "auto", 0);
         const double sequential_ms = measure(o, timer, [&] { c.execute(sequential, timer); });
-        weave::Plan plan = c.plan(grid, o, algorithm);
-        const double weave_ms = measure(o, timer, [&] { c.execute(plan, timer); });
-        if (!o.trace.empty()) {
-          timer.synchronize();
-          plan.write_trace(o.trace);
-        }
         double flops = c.local_flops(), max_flops = 0;
         MPI_Allreduce(&flops, &max_flops, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
         const double limit = std::max(gemm_ms, comm_ms);
-        const double tflops = max_flops / (weave_ms * 1e-3) / 1e12;
-        if (g_rank == 0) {
-          std::printf("%-8s %-22s %9.3f %9.3f %9.3f %9.3f %8.3f %8.3f %8.1f\n", op_name(op), shape.label().c_str(),
-                      gemm_ms, comm_ms, sequential_ms, weave_ms, weave_ms / sequential_ms, weave_ms / limit, tflops);
-          results.push_back({{"op", op_name(op)},
-                             {"shape", shape.label()},
-                             {"m", shape.m},
-                             {"k", shape.k},
-                             {"n", shape.n},
-                             {"uneven", shape.uneven},
-                             {"dtype", o.dtype},
-                             {"ranks", g_size},
-                             {"backend", o.backend},
-                             {"gemm_ms", gemm_ms},
-                             {"comm_ms", comm_ms},
-                             {"comm_dtype_bytes", bench::element_size(coll.dtype)},
-                             {"sequential_ms", sequential_ms},
-                             {"weave_ms", weave_ms},
-                             {"weave_over_sequential", weave_ms / sequential_ms},
-                             {"weave_over_limit", weave_ms / limit},
-                             {"tflops_per_rank", tflops},
-                             {"describe_weave", plan.describe()},
-                             {"describe_sequential", sequential.describe()}});
+
+        // The default plan (options from the command line), then the variants.
+        std::vector<std::string> labels = {"default"};
+        for (const std::string& v : o.variants) labels.push_back(v);
+        for (const std::string& label : labels) {
+          std::string transport = o.transport, direction = o.direction;
+          int chunks = o.chunks;
+          if (label != "default") {
+            std::istringstream parts(label);
+            std::string chunk_text;
+            std::getline(parts, transport, '/');
+            std::getline(parts, direction, '/');
+            std::getline(parts, chunk_text, '/');
+            chunks = chunk_text.empty() ? 0 : std::stoi(chunk_text);
+          }
+          weave::Plan plan = c.plan(grid, o, label == "default" ? algorithm : WEAVE_ALGORITHM_RING, transport,
+                                    direction, chunks);
+          const double weave_ms = measure(o, timer, [&] { c.execute(plan, timer); });
+          if (!o.trace.empty() && label == "default") {
+            timer.synchronize();
+            plan.write_trace(o.trace);
+          }
+          const double tflops = max_flops / (weave_ms * 1e-3) / 1e12;
+          const std::string shown = label == "default" ? shape.label() : shape.label() + " " + label;
+          if (g_rank == 0) {
+            std::printf("%-8s %-34s %8.3f %8.3f %8.3f %8.3f %7.3f %7.3f %7.1f\n", op_name(op), shown.c_str(), gemm_ms,
+                        comm_ms, sequential_ms, weave_ms, weave_ms / sequential_ms, weave_ms / limit, tflops);
+            results.push_back({{"op", op_name(op)},
+                               {"shape", shape.label()},
+                               {"variant", label},
+                               {"m", shape.m},
+                               {"k", shape.k},
+                               {"n", shape.n},
+                               {"uneven", shape.uneven},
+                               {"dtype", o.dtype},
+                               {"ranks", g_size},
+                               {"backend", o.backend},
+                               {"gemm_ms", gemm_ms},
+                               {"comm_ms", comm_ms},
+                               {"comm_dtype_bytes", bench::element_size(coll.dtype)},
+                               {"sequential_ms", sequential_ms},
+                               {"weave_ms", weave_ms},
+                               {"weave_over_sequential", weave_ms / sequential_ms},
+                               {"weave_over_limit", weave_ms / limit},
+                               {"tflops_per_rank", tflops},
+                               {"describe_weave", plan.describe()},
+                               {"describe_sequential", sequential.describe()}});
+          }
         }
       }
     if (g_rank == 0 && !o.json.empty()) {

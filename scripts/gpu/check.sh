@@ -25,6 +25,7 @@
 #                    installed, its fused operations on the same shapes
 #   BENCH_ARGS       extra weave-bench arguments (e.g. "--shape 8192x8192x8192")
 #   BENCH_TIMEOUT    seconds the benchmark may take (default 300)
+#   TORCH_PEERS      0 to skip PyTorch's fused operations (default 1)
 #
 # Exit status: 0 when every gpu test passed; 1 when a step or a test failed;
 # 2 when tests were skipped although GPUs are present (the skip reason is in
@@ -151,7 +152,14 @@ run_bench() {
   # shellcheck disable=SC2086
   timeout "$budget" "${launcher[@]}" "$BUILD_DIR/bench/weave-bench" --backend cuda --dtype bf16 --preset tp \
     --json "$OUT/bench-${GPUS}gpu.json" ${BENCH_ARGS:-} 2>&1 | tee "$OUT/bench-${GPUS}gpu.txt" || say "weave-bench failed or ran out of time"
-  if python3 -c "import torch.distributed._symmetric_memory" >/dev/null 2>&1; then
+  # One traced execute of the default plan (AG-GEMM 8192^3), merged over ranks.
+  timeout 120 "${launcher[@]}" "$BUILD_DIR/bench/weave-bench" --backend cuda --dtype bf16 --ops ag \
+    --shape 8192x8192x8192 --iterations 3 --warmup 2 --trace "$OUT/trace-rank%r.json" >/dev/null 2>&1 &&
+    python3 "$ROOT/bench/merge_traces.py" "$OUT"/trace-rank*.json -o "$OUT/trace-ag-gemm-${GPUS}gpu.json" &&
+    rm -f "$OUT"/trace-rank*.json || say "trace run failed"
+  if [ "${TORCH_PEERS:-1}" != 1 ]; then
+    say "PyTorch peers skipped (TORCH_PEERS=0)"
+  elif python3 -c "import torch.distributed._symmetric_memory" >/dev/null 2>&1; then
     timeout "$budget" "${launcher[@]}" -x PYTHONUNBUFFERED=1 python3 "$ROOT/bench/torch_peers.py" \
       --json "$OUT/torch-${GPUS}gpu.json" 2>&1 | tee "$OUT/torch-${GPUS}gpu.txt" || say "PyTorch peers failed or ran out of time"
   else

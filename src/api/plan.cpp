@@ -11,6 +11,7 @@
 #include "core/error.hpp"
 #include "core/mpi_check.hpp"
 #include "transport/mpi/mpi_transport.hpp"
+#include "transport/copy_engine/copy_engine_entry.hpp"
 #include "transport/nccl/nccl_entry.hpp"
 #include "transport/ucx/ucx_entry.hpp"
 #include "weave_features.h"
@@ -28,6 +29,12 @@ plan::Capabilities capabilities() {
   MPI_Query_thread(&caps.mpi_thread_level);
   return caps;
 }
+
+bool caps_copy_engine() { return WEAVE_HAVE_COPY_ENGINE; }
+
+// Whether an automatic transport choice prefers the copy engines to NCCL
+// within a node (see doc/performance.md for the measurement behind it).
+constexpr bool kPreferCopyEngineWithinNode = true;
 
 const MatrixDesc& matrix_of(weave_matrix_t m, const char* name) {
   if (!m) fail(WEAVE_ERROR_NULL_ARGUMENT, "plan descriptor field ", name, " is NULL");
@@ -98,6 +105,7 @@ std::unique_ptr<Plan> Plan::create(const std::shared_ptr<GridState>& grid, const
     if (r.backend == plan::Backend::Cuda) {
       cuda::CudaBackendOptions options;
       options.allow_tf32 = (r.flags & WEAVE_FLAG_ALLOW_TF32) != 0;
+      options.trace = (r.flags & WEAVE_FLAG_TRACE) != 0;
       plan->backend_ = cuda::make_cuda_backend(plan->schedule_, plan->problem_, options);
     } else {
       plan->backend_ = std::make_unique<host::HostBackend>(static_cast<std::size_t>(plan->schedule_.workspace_bytes),
@@ -105,7 +113,18 @@ std::unique_ptr<Plan> Plan::create(const std::shared_ptr<GridState>& grid, const
     }
   });
   agree_on_errors(grid->comm(), [&] {
-    const plan::Resolved& r = plan->resolved_;
+    plan::Resolved& r = plan->resolved_;
+    // Left to Weave, a device plan whose group shares one node with peer
+    // access moves chunks with the copy engines (no SMs taken from GEMMs).
+    if (r.transport_automatic && kPreferCopyEngineWithinNode && caps_copy_engine()) {
+      std::string why_not;
+      if (transport::copy_engine_usable(plan->group_, &why_not)) {
+        r.transport = plan::Transport::CopyEngine;
+        r.notes += " copy_engine chosen: the group shares one node with peer access;";
+      } else {
+        r.notes += str(" nccl chosen: ", why_not, ";");
+      }
+    }
     switch (r.transport) {
       case plan::Transport::Mpi: {
         auto mpi = std::make_unique<transport::MpiTransport>(plan->group_.comm);
@@ -124,7 +143,9 @@ std::unique_ptr<Plan> Plan::create(const std::shared_ptr<GridState>& grid, const
                                                          plan->problem_.memory == Memory::Device);
         break;
       case plan::Transport::CopyEngine:
-        fail(WEAVE_ERROR_NOT_COMPILED, "the copy-engine transport is not compiled into this Weave");
+        plan->transport_ = transport::make_copy_engine_transport(*grid, plan->group_, plan->schedule_,
+                                                                 plan->backend_->workspace());
+        break;
     }
   });
 
@@ -276,13 +297,18 @@ void Plan::execute(const weave_execute_args_t* args_pointer) {
 
 void Plan::write_trace(const char* path) const {
   if (!trace_) fail(WEAVE_ERROR_INVALID_VALUE, "the plan was created without WEAVE_FLAG_TRACE");
+  // Device plans time their steps on the GPU; read those timestamps now (the
+  // caller has synchronized with the execute) into a copy, so writing twice
+  // writes the same trace.
+  exec::Trace trace = *trace_;
+  backend_->collect_timings(trace, schedule_);
   std::string file = path;
   const std::string rank = std::to_string(grid_->rank());
   for (std::size_t at = file.find("%r"); at != std::string::npos; at = file.find("%r", at + rank.size()))
     file.replace(at, 2, rank);
   std::ofstream out(file);
   if (!out) fail(WEAVE_ERROR_INVALID_VALUE, "cannot open ", file, " for writing");
-  out << trace_->to_chrome_json(grid_->rank());
+  out << trace.to_chrome_json(grid_->rank());
 }
 
 }  // namespace weave

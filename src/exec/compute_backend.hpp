@@ -8,6 +8,7 @@
 #include <string>
 
 #include "exec/bindings.hpp"
+#include "exec/trace.hpp"
 #include "plan/schedule.hpp"
 
 namespace weave::exec {
@@ -41,6 +42,12 @@ class ComputeBackend {
   virtual bool query(int event) { (void)event; return true; }
   // The native stream of a lane (cudaStream_t), for stream-ordered transports.
   virtual void* lane_stream(int lane) { (void)lane; return nullptr; }
+
+  // Traces of asynchronous backends: timestamps taken on the device around
+  // each step (`end` false before it, true after it, on its lane), read back
+  // once the execute has finished. Off unless the plan traces.
+  virtual void mark_timing(int step, int lane, bool end) { (void)step, (void)lane, (void)end; }
+  virtual void collect_timings(Trace& trace, const plan::Schedule& schedule) { (void)trace, (void)schedule; }
 };
 
 }  // namespace weave::exec

@@ -55,7 +55,7 @@ bool Executor::dep_ready(int dep, bool consumer_stream_ordered) {
       return true;
     case Token::Request:
       if (!transport_.test(request_[dep])) return false;
-      token_[dep] = Token::Done;
+      request_done(dep);
       return true;
   }
   return false;
@@ -90,7 +90,9 @@ void Executor::issue_unit(const Unit& unit) {
       wait_for_deps_on_lane(s, plan::kCommLane);
       batch.push_back(&schedule_.steps[s]);
     }
+    if (options_.trace) backend_.mark_timing(unit.steps.front(), plan::kCommLane, false);
     transport_.enqueue(batch, *bindings_, backend_.lane_stream(plan::kCommLane));
+    if (options_.trace) backend_.mark_timing(unit.steps.front(), plan::kCommLane, true);
     for (int s : unit.steps) {
       if (needs_event_[s]) backend_.record(s, plan::kCommLane);
       token_[s] = backend_.asynchronous() ? Token::Event : Token::Done;
@@ -101,9 +103,8 @@ void Executor::issue_unit(const Unit& unit) {
       token_[s] = Token::Request;
     }
   }
-  if (options_.trace)
-    for (int s : unit.steps)
-      options_.trace->add(s, "communication", "post " + schedule_.steps[s].label, start, options_.trace->now_us());
+  if (options_.trace && !transport_.stream_ordered())
+    for (int s : unit.steps) posted_us_[s] = start;
 }
 
 void Executor::issue_compute(int step) {
@@ -111,6 +112,7 @@ void Executor::issue_compute(int step) {
   const bool async = backend_.asynchronous();
   if (async) wait_for_deps_on_lane(step, s.lane);
   const double start = options_.trace ? options_.trace->now_us() : 0.0;
+  if (options_.trace && async) backend_.mark_timing(step, s.lane, false);
   if (s.kind() == StepKind::Gemm) {
     ProgressHook hook;
     if (!async && options_.progress == Progress::Tiles && !transport_.stream_ordered()) hook = [this] { pump(); };
@@ -118,6 +120,7 @@ void Executor::issue_compute(int step) {
   } else {
     backend_.epilogue(std::get<plan::EpilogueOp>(s.op), s.lane, *bindings_, *scalars_);
   }
+  if (options_.trace && async) backend_.mark_timing(step, s.lane, true);
   if (options_.trace && !async)
     options_.trace->add(step, "compute lane " + std::to_string(s.lane), s.label, start, options_.trace->now_us());
   std::lock_guard<std::mutex> lock(mutex_);
@@ -136,6 +139,10 @@ bool Executor::pump() {
   bool advanced = false;
   try {
     transport_.progress();
+    // Note finished transfers now, so a trace shows when they finished.
+    if (options_.trace)
+      for (std::size_t i = 0; i < token_.size(); ++i)
+        if (token_[i] == Token::Request && transport_.test(request_[i])) request_done(static_cast<int>(i));
     for (std::size_t u = next_unit_; u < units_.size(); ++u) {
       if (unit_issued_[u]) continue;
       if (unit_ready(units_[u])) {
@@ -155,13 +162,21 @@ bool Executor::pump() {
   return advanced;
 }
 
+// A host-progressed transfer has completed: the span from its posting to
+// now is when it was in flight (what a trace shows next to the GEMMs).
+void Executor::request_done(int step) {
+  token_[step] = Token::Done;
+  if (options_.trace)
+    options_.trace->add(step, "communication", schedule_.steps[step].label, posted_us_[step], options_.trace->now_us());
+}
+
 bool Executor::requests_outstanding() {
   std::lock_guard<std::mutex> lock(mutex_);
   bool outstanding = false;
   for (std::size_t i = 0; i < token_.size(); ++i)
     if (token_[i] == Token::Request) {
       if (transport_.test(request_[i]))
-        token_[i] = Token::Done;
+        request_done(static_cast<int>(i));
       else {
         waiting_for_ = static_cast<int>(i);
         outstanding = true;
@@ -200,6 +215,7 @@ void Executor::run(const Bindings& bindings, const Scalars& scalars, void* calle
   scalars_ = &scalars;
   token_.assign(schedule_.steps.size(), Token::Pending);
   request_.assign(schedule_.steps.size(), -1);
+  posted_us_.assign(schedule_.steps.size(), 0.0);
   unit_issued_.assign(units_.size(), false);
   next_unit_ = 0;
   waiting_for_ = -1;

@@ -79,6 +79,8 @@ class Executor {
   const Scalars* scalars_ = nullptr;
   std::vector<Token> token_;
   std::vector<int> request_;
+  std::vector<double> posted_us_;  // tracing: when each request was posted
+  void request_done(int step);
   std::size_t next_unit_ = 0;
   std::vector<bool> unit_issued_;
   std::chrono::steady_clock::time_point deadline_;

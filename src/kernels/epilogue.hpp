@@ -29,9 +29,21 @@ struct EpilogueFunctor {
 
   WEAVE_FUNCTION int64_t size() const { return rows * cols; }
 
+  // Extent of dst along its contiguous (minor) and strided (major) dimension.
+  WEAVE_FUNCTION int64_t minor_extent() const { return dst_row_major ? cols : rows; }
+  WEAVE_FUNCTION int64_t major_extent() const { return dst_row_major ? rows : cols; }
+
+  // One element by flat index in dst's storage order (host launches).
   WEAVE_FUNCTION void operator()(int64_t index) const {
-    const int64_t i = dst_row_major ? index / cols : index % rows;
-    const int64_t j = dst_row_major ? index % cols : index / rows;
+    const int64_t minor = index % minor_extent(), major = index / minor_extent();
+    apply(minor, major);
+  }
+
+  // One element by its position along dst's minor and major dimension
+  // (GPU launches index both directly, without a division per element).
+  WEAVE_FUNCTION void apply(int64_t minor, int64_t major) const {
+    const int64_t i = dst_row_major ? major : minor;
+    const int64_t j = dst_row_major ? minor : major;
     Acc value = 0;
     if (src) value = src_scale * load_as<Acc>(src[src_row_major ? i * src_ld + j : i + j * src_ld]);
     Dst& out = dst[dst_row_major ? i * dst_ld + j : i + j * dst_ld];

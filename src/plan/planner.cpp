@@ -105,9 +105,11 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
       transport = from_env;
       notes += " transport from WEAVE_TRANSPORT;";
     } else {
-      // Device plans always default to NCCL; without it they fail below
-      // with the option that enables it, never fall back to host MPI.
+      // Device plans default to NCCL (or the copy engines, decided at plan
+      // creation); without NCCL they fail below with the option that enables
+      // it, never fall back to host MPI.
       transport = r.backend == Backend::Host ? WEAVE_TRANSPORT_MPI : WEAVE_TRANSPORT_NCCL;
+      r.transport_automatic = r.backend == Backend::Cuda;
     }
   }
   switch (transport) {

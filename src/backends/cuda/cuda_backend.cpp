@@ -55,6 +55,11 @@ void CudaBackend::create_streams_and_events() {
   WEAVE_CUDA_CHECK(cudaEventCreateWithFlags(&fork_event_, cudaEventDisableTiming));
   join_events_.assign(streams_.size(), nullptr);
   for (cudaEvent_t& e : join_events_) WEAVE_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  if (options_.trace) {
+    timing_events_.assign(2 * schedule_.steps.size(), nullptr);
+    for (cudaEvent_t& e : timing_events_) WEAVE_CUDA_CHECK(cudaEventCreate(&e));
+    WEAVE_CUDA_CHECK(cudaEventCreate(&timing_origin_));
+  }
 }
 
 // Prepares every compute step, so execute finds each GEMM's cuBLASLt plan
@@ -121,6 +126,11 @@ void CudaBackend::release() noexcept {
   join_events_.clear();
   if (fork_event_) cudaEventDestroy(fork_event_);
   fork_event_ = nullptr;
+  for (cudaEvent_t e : timing_events_)
+    if (e) cudaEventDestroy(e);
+  timing_events_.clear();
+  if (timing_origin_) cudaEventDestroy(timing_origin_);
+  timing_origin_ = nullptr;
   for (cudaStream_t s : streams_)
     if (s) cudaStreamDestroy(s);
   streams_.clear();
@@ -145,6 +155,7 @@ void CudaBackend::begin(void* caller_stream) {
   DeviceGuard guard(device_);
   // Every lane starts after the work already on the caller's stream.
   WEAVE_CUDA_CHECK(cudaEventRecord(fork_event_, as_stream(caller_stream)));
+  if (timing_origin_) WEAVE_CUDA_CHECK(cudaEventRecord(timing_origin_, as_stream(caller_stream)));
   for (cudaStream_t s : streams_) WEAVE_CUDA_CHECK(cudaStreamWaitEvent(s, fork_event_, 0));
 }
 
@@ -232,5 +243,31 @@ bool CudaBackend::query(int event) {
 }
 
 void* CudaBackend::lane_stream(int lane) { return stream(lane); }
+
+void CudaBackend::mark_timing(int step, int lane, bool end) {
+  if (timing_events_.empty()) return;
+  DeviceGuard guard(device_);
+  WEAVE_CUDA_CHECK(cudaEventRecord(timing_events_.at(2 * static_cast<std::size_t>(step) + (end ? 1 : 0)), stream(lane)));
+}
+
+void CudaBackend::collect_timings(exec::Trace& trace, const plan::Schedule& schedule) {
+  if (timing_events_.empty()) return;
+  DeviceGuard guard(device_);
+  WEAVE_CUDA_CHECK(cudaEventSynchronize(timing_origin_));
+  const std::size_t lanes = streams_.size() - 1;
+  for (std::size_t i = 0; i < schedule.steps.size(); ++i) {
+    float start = 0, end = 0;
+    // Steps of a communication batch share the first step's events.
+    if (cudaEventElapsedTime(&start, timing_origin_, timing_events_[2 * i]) != cudaSuccess ||
+        cudaEventElapsedTime(&end, timing_origin_, timing_events_[2 * i + 1]) != cudaSuccess) {
+      cudaGetLastError();  // not recorded in the last execute
+      continue;
+    }
+    const plan::Step& s = schedule.steps[i];
+    const std::string track = s.is_comm() ? "communication stream" : str("compute stream ", s.lane);
+    (void)lanes;
+    trace.add(static_cast<int>(i), track, s.label, start * 1000.0, end * 1000.0);
+  }
+}
 
 }  // namespace weave::cuda

@@ -43,6 +43,8 @@ class CudaBackend final : public exec::ComputeBackend {
   void wait(int lane, int event) override;
   bool query(int event) override;
   void* lane_stream(int lane) override;
+  void mark_timing(int step, int lane, bool end) override;
+  void collect_timings(exec::Trace& trace, const plan::Schedule& schedule) override;
 
  private:
   void create_streams_and_events();
@@ -60,6 +62,9 @@ class CudaBackend final : public exec::ComputeBackend {
   std::vector<cudaEvent_t> step_events_;
   cudaEvent_t fork_event_ = nullptr;
   std::vector<cudaEvent_t> join_events_;  // one per stream
+  // Tracing only: timing events before and after every step, and the fork.
+  std::vector<cudaEvent_t> timing_events_;
+  cudaEvent_t timing_origin_ = nullptr;
   void* workspace_ = nullptr;
   cublasLtHandle_t cublas_ = nullptr;
   std::vector<void*> cublas_workspaces_;  // per compute lane; null where the lane never multiplies

@@ -12,6 +12,7 @@ namespace weave::cuda {
 
 struct CudaBackendOptions {
   bool allow_tf32 = false;
+  bool trace = false;  // timing events around every step
 };
 
 std::unique_ptr<exec::ComputeBackend> make_cuda_backend(const plan::Schedule& schedule, const Problem& problem,

@@ -12,15 +12,21 @@ namespace weave::cuda {
 namespace {
 
 constexpr int kThreadsPerBlock = 256;
-// Enough blocks to fill any current GPU; the grid-stride loop does the rest.
-constexpr int64_t kMaxBlocks = 8192;
+// Grid limits: x over dst's contiguous dimension, y over its strided one;
+// grid-stride loops cover larger matrices.
+constexpr int64_t kMaxBlocksX = 1024;
+constexpr int64_t kMaxBlocksY = 65535;
 
+// Threads of a block walk dst's contiguous dimension (coalesced), blocks in
+// y its strided dimension: no division per element.
 template <class Dst, class Src>
 __global__ void epilogue_kernel(kernels::EpilogueFunctor<Dst, Src> functor) {
-  const int64_t size = functor.size();
-  const int64_t stride = static_cast<int64_t>(blockDim.x) * gridDim.x;
-  for (int64_t index = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; index < size; index += stride)
-    functor(index);
+  const int64_t minor_extent = functor.minor_extent(), major_extent = functor.major_extent();
+  const int64_t minor_stride = static_cast<int64_t>(blockDim.x) * gridDim.x;
+  for (int64_t major = blockIdx.y; major < major_extent; major += gridDim.y)
+    for (int64_t minor = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; minor < minor_extent;
+         minor += minor_stride)
+      functor.apply(minor, major);
 }
 
 template <class Dst, class Src>
@@ -90,8 +96,10 @@ void launch_epilogue(const EpilogueLaunch& launch, cudaStream_t stream) {
     functor.dst_scale = static_cast<Acc>(launch.dst_scale);
     functor.rows = launch.rows;
     functor.cols = launch.cols;
-    const int64_t blocks = std::min(kMaxBlocks, (functor.size() + kThreadsPerBlock - 1) / kThreadsPerBlock);
-    epilogue_kernel<Dst, Src><<<static_cast<unsigned>(blocks), kThreadsPerBlock, 0, stream>>>(functor);
+    const dim3 blocks(static_cast<unsigned>(std::min(kMaxBlocksX, (functor.minor_extent() + kThreadsPerBlock - 1) /
+                                                                     kThreadsPerBlock)),
+                      static_cast<unsigned>(std::min(kMaxBlocksY, functor.major_extent())));
+    epilogue_kernel<Dst, Src><<<blocks, kThreadsPerBlock, 0, stream>>>(functor);
     WEAVE_CUDA_CHECK(cudaGetLastError());
   });
   if (!known) unsupported(launch.dst_type, launch.src_type);

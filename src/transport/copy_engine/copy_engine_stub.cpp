@@ -1,0 +1,17 @@
+// Built instead of the copy-engine transport when WEAVE_ENABLE_CUDA is OFF.
+#include "core/error.hpp"
+#include "transport/copy_engine/copy_engine_entry.hpp"
+
+namespace weave::transport {
+
+std::unique_ptr<Transport> make_copy_engine_transport(GridState&, const GroupView&, const plan::Schedule&, void*) {
+  fail(WEAVE_ERROR_NOT_COMPILED, "the copy-engine transport is not compiled into this Weave; rebuild with "
+       "-DWEAVE_ENABLE_CUDA=ON");
+}
+
+bool copy_engine_usable(const GroupView&, std::string* why_not) {
+  if (why_not) *why_not = "the copy-engine transport is not compiled into this Weave";
+  return false;
+}
+
+}  // namespace weave::transport
