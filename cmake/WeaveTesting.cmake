@@ -15,8 +15,11 @@ set(WEAVE_TEST_ENVIRONMENT
     OPENBLAS_NUM_THREADS=1
     OMP_NUM_THREADS=1)
 
-# weave_add_mpi_test(<name> <target> RANKS <n>... [ARGS ...] [LABELS ...] [TIMEOUT s])
-# Adds one test per rank count, named <name>.np<n>.
+# weave_add_mpi_test(<name> <target> RANKS <n>... [ARGS ...] [LABELS ...] [TIMEOUT s]
+#                    [ENVIRONMENT VAR=value...])
+# Adds one test per rank count, named <name>.np<n>, labelled "mpi" and LABELS;
+# ENVIRONMENT is added to WEAVE_TEST_ENVIRONMENT (e.g. WEAVE_TRANSPORT=ucx to
+# run a host test program over another transport).
 function(weave_add_mpi_test name target)
   cmake_parse_arguments(PARSE_ARGV 2 arg "" "TIMEOUT" "RANKS;ARGS;LABELS;ENVIRONMENT")
   if(NOT arg_TIMEOUT)

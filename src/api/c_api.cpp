@@ -9,7 +9,7 @@
 #include "weave/weave.h"
 #include "weave_features.h"
 
-using namespace weave;
+using namespace weave::internal;
 
 namespace {
 

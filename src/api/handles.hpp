@@ -8,13 +8,13 @@
 #include "core/matrix.hpp"
 
 struct weave_grid_s {
-  std::shared_ptr<weave::GridState> state;
+  std::shared_ptr<weave::internal::GridState> state;
 };
 
 struct weave_matrix_s {
-  weave::MatrixDesc desc;
+  weave::internal::MatrixDesc desc;
 };
 
 struct weave_plan_s {
-  std::unique_ptr<weave::Plan> plan;
+  std::unique_ptr<weave::internal::Plan> plan;
 };

@@ -16,7 +16,7 @@
 #include "transport/ucx/ucx_entry.hpp"
 #include "weave_features.h"
 
-namespace weave {
+namespace weave::internal {
 
 namespace {
 
@@ -30,12 +30,6 @@ plan::Capabilities capabilities() {
   return caps;
 }
 
-bool caps_copy_engine() { return WEAVE_HAVE_COPY_ENGINE; }
-
-// Whether an automatic transport choice prefers the copy engines to NCCL
-// within a node (see doc/performance.md for the measurement behind it).
-constexpr bool kPreferCopyEngineWithinNode = true;
-
 const MatrixDesc& matrix_of(weave_matrix_t m, const char* name) {
   if (!m) fail(WEAVE_ERROR_NULL_ARGUMENT, "plan descriptor field ", name, " is NULL");
   return m->desc;
@@ -47,20 +41,35 @@ std::string format_bytes(int64_t bytes) {
   return str(bytes / (1024 * 1024), " MiB");
 }
 
-// Fields every rank of the grid must agree on, beyond the per-group problem.
-std::vector<Argument> grid_fields(const weave_plan_desc_t& desc, const plan::Resolved& r) {
-  return {{"operation", desc.operation},
+// What every rank of the grid passes identically (the per-group problem is
+// checked within each group).
+std::vector<Argument> grid_fields(const weave_plan_desc_t& desc, const plan::Environment& env) {
+  return {{"WEAVE_TRANSPORT set in the environment", static_cast<int64_t>(env.count("WEAVE_TRANSPORT"))},
+          {"operation", desc.operation},
           {"group", desc.group},
           {"op_a", desc.op_a},
           {"op_b", desc.op_b},
           {"bias present", desc.bias ? 1 : 0},
-          {"algorithm (resolved)", static_cast<int64_t>(r.schedule.algorithm)},
+          {"algorithm", desc.algorithm},
+          {"backend", desc.backend},
+          {"transport", desc.transport},
+          {"direction", desc.direction},
+          {"chunks_per_shard", desc.chunks_per_shard},
+          {"compute_streams", desc.compute_streams},
+          {"progress", desc.progress},
+          {"flags", desc.flags}};
+}
+
+// The automatic choices, which every rank of a group must have resolved
+// alike (environment variables could differ between ranks).
+std::vector<Argument> resolved_fields(const plan::Resolved& r) {
+  return {{"algorithm (resolved)", static_cast<int64_t>(r.schedule.algorithm)},
           {"backend (resolved)", static_cast<int64_t>(r.backend)},
           {"transport (resolved)", static_cast<int64_t>(r.transport)},
           {"direction (resolved)", static_cast<int64_t>(r.schedule.direction)},
           {"chunks_per_shard (resolved)", r.schedule.chunks_per_shard},
           {"compute_streams (resolved)", r.schedule.compute_lanes},
-          {"flags", desc.flags}};
+          {"progress (resolved)", static_cast<int64_t>(r.progress)}};
 }
 
 }  // namespace
@@ -70,8 +79,8 @@ std::unique_ptr<Plan> Plan::create(const std::shared_ptr<GridState>& grid, const
   plan->grid_ = grid;
   const plan::Environment env = plan::read_environment();
 
-  // 1. Local validation and planning; no communication, so a rank that fails
-  //    early cannot leave the others inside a collective.
+  // 1. Local validation; no communication, so a rank that fails early cannot
+  //    leave the others inside a collective.
   agree_on_errors(grid->comm(), [&] {
     if (desc.operation < WEAVE_AG_GEMM || desc.operation > WEAVE_GEMM_AR)
       fail(WEAVE_ERROR_INVALID_VALUE, "operation = ", static_cast<int>(desc.operation),
@@ -87,15 +96,31 @@ std::unique_ptr<Plan> Plan::create(const std::shared_ptr<GridState>& grid, const
     const MatrixDesc* bias = desc.bias ? &desc.bias->desc : nullptr;
     plan->problem_ = make_problem(static_cast<Operation>(desc.operation), desc.group, static_cast<Op>(desc.op_a),
                                   static_cast<Op>(desc.op_b), a, b, c, bias);
-    plan->resolved_ = plan::resolve_options(desc, plan->problem_, env, capabilities());
-    plan->schedule_ = plan::build_schedule(plan->problem_, plan->resolved_.schedule);
   });
 
-  // 2. Every rank of a group passed the same arguments (and resolved the same
-  //    automatic choices); every rank of the grid the same operation.
+  // 2. Every rank of the grid passed the same operation, and every rank of a
+  //    group the same problem.
   agree_on_errors(grid->comm(), [&] {
+    check_same_on_all_ranks(grid->comm(), grid_fields(desc, env), "weave_plan_create");
     check_same_on_all_ranks(plan->group_.comm, plan->problem_.agreement_fields(), "weave_plan_create");
-    check_same_on_all_ranks(grid->comm(), grid_fields(desc, plan->resolved_), "weave_plan_create");
+  });
+
+  // 3. Where the topology matters (the transport of a device plan left to
+  //    Weave), find it out together; then plan locally, and check that every
+  //    rank of the group resolved the same choices.
+  plan::Capabilities caps = capabilities();
+  const bool transport_from_env = env.count("WEAVE_TRANSPORT") > 0;
+  if (plan->problem_.memory == Memory::Device && caps.copy_engine && desc.transport == WEAVE_TRANSPORT_AUTO &&
+      !transport_from_env)
+    agree_on_errors(grid->comm(), [&] {
+      caps.copy_engine_usable = transport::copy_engine_usable(plan->group_, &caps.copy_engine_why_not);
+    });
+  agree_on_errors(grid->comm(), [&] {
+    plan->resolved_ = plan::resolve_options(desc, plan->problem_, env, caps);
+    plan->schedule_ = plan::build_schedule(plan->problem_, plan->resolved_.schedule);
+  });
+  agree_on_errors(grid->comm(), [&] {
+    check_same_on_all_ranks(plan->group_.comm, resolved_fields(plan->resolved_), "weave_plan_create");
   });
 
   // 3. Backend (workspace) and transport. Creating a transport is collective
@@ -113,18 +138,7 @@ std::unique_ptr<Plan> Plan::create(const std::shared_ptr<GridState>& grid, const
     }
   });
   agree_on_errors(grid->comm(), [&] {
-    plan::Resolved& r = plan->resolved_;
-    // Left to Weave, a device plan whose group shares one node with peer
-    // access moves chunks with the copy engines (no SMs taken from GEMMs).
-    if (r.transport_automatic && kPreferCopyEngineWithinNode && caps_copy_engine()) {
-      std::string why_not;
-      if (transport::copy_engine_usable(plan->group_, &why_not)) {
-        r.transport = plan::Transport::CopyEngine;
-        r.notes += " copy_engine chosen: the group shares one node with peer access;";
-      } else {
-        r.notes += str(" nccl chosen: ", why_not, ";");
-      }
-    }
+    const plan::Resolved& r = plan->resolved_;
     switch (r.transport) {
       case plan::Transport::Mpi: {
         auto mpi = std::make_unique<transport::MpiTransport>(plan->group_.comm);
@@ -311,4 +325,4 @@ void Plan::write_trace(const char* path) const {
   out << trace.to_chrome_json(grid_->rank());
 }
 
-}  // namespace weave
+}  // namespace weave::internal

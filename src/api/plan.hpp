@@ -18,7 +18,7 @@
 
 struct weave_matrix_s;
 
-namespace weave {
+namespace weave::internal {
 
 class Plan {
  public:
@@ -53,4 +53,4 @@ class Plan {
   bool failed_ = false;
 };
 
-}  // namespace weave
+}  // namespace weave::internal

@@ -5,7 +5,7 @@
 
 #include "weave/weave.h"
 
-namespace weave {
+namespace weave::internal {
 
 enum class DType : int { F32 = WEAVE_FLOAT32, F64 = WEAVE_FLOAT64, F16 = WEAVE_FLOAT16, BF16 = WEAVE_BFLOAT16 };
 
@@ -36,4 +36,4 @@ inline DType accumulation_type(DType t) {
 
 inline bool is_valid_dtype(int t) { return t >= WEAVE_FLOAT32 && t <= WEAVE_BFLOAT16; }
 
-}  // namespace weave
+}  // namespace weave::internal

@@ -1,6 +1,6 @@
 #include "core/error.hpp"
 
-namespace weave {
+namespace weave::internal {
 
 namespace {
 thread_local std::string g_last_error;
@@ -37,4 +37,4 @@ const char* status_name(weave_status_t status) {
   return "unknown weave_status_t";
 }
 
-}  // namespace weave
+}  // namespace weave::internal

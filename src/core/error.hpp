@@ -9,7 +9,7 @@
 
 #include "weave/weave.h"
 
-namespace weave {
+namespace weave::internal {
 
 class Error : public std::runtime_error {
  public:
@@ -40,4 +40,4 @@ const char* last_error();
 
 const char* status_name(weave_status_t status);
 
-}  // namespace weave
+}  // namespace weave::internal

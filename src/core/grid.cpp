@@ -8,7 +8,7 @@
 #include "core/error.hpp"
 #include "core/mpi_check.hpp"
 
-namespace weave {
+namespace weave::internal {
 
 void fail_mpi(int code, const char* call, const char* file, int line) {
   char text[MPI_MAX_ERROR_STRING] = {0};
@@ -183,4 +183,4 @@ void check_same_on_all_ranks(MPI_Comm comm, const std::vector<Argument>& argumen
     }
 }
 
-}  // namespace weave
+}  // namespace weave::internal

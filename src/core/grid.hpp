@@ -16,7 +16,7 @@
 
 #include "weave/weave.h"
 
-namespace weave {
+namespace weave::internal {
 
 // One group of a grid as seen from this rank.
 struct GroupView {
@@ -82,4 +82,4 @@ struct Argument {
 void check_same_on_all_ranks(MPI_Comm comm, const std::vector<Argument>& arguments,
                              const std::string& context);
 
-}  // namespace weave
+}  // namespace weave::internal

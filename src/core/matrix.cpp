@@ -5,7 +5,7 @@
 
 #include "core/error.hpp"
 
-namespace weave {
+namespace weave::internal {
 
 const char* distribution_name(weave_distribution_t d) {
   switch (d) {
@@ -119,4 +119,4 @@ MatrixDesc make_matrix(const std::shared_ptr<GridState>& grid, const weave_matri
   return m;
 }
 
-}  // namespace weave
+}  // namespace weave::internal

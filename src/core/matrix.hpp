@@ -11,7 +11,7 @@
 #include "core/split.hpp"
 #include "weave/weave.h"
 
-namespace weave {
+namespace weave::internal {
 
 enum class Order { ColMajor = WEAVE_ORDER_COLUMN_MAJOR, RowMajor = WEAVE_ORDER_ROW_MAJOR };
 enum class Memory { Host = WEAVE_MEMORY_HOST, Device = WEAVE_MEMORY_DEVICE };
@@ -38,7 +38,7 @@ struct MatrixDesc {
   int64_t local_elements() const;
 };
 
-// Validates `desc` on this rank (throws weave::Error) and fills a MatrixDesc.
+// Validates `desc` on this rank (throws weave::internal::Error) and fills a MatrixDesc.
 // `name` ("A", "matrix") prefixes error messages. Local; weave_matrix_create
 // wraps it in agree_on_errors and a cross-rank agreement check.
 MatrixDesc make_matrix(const std::shared_ptr<GridState>& grid, const weave_matrix_desc_t& desc,
@@ -47,4 +47,4 @@ MatrixDesc make_matrix(const std::shared_ptr<GridState>& grid, const weave_matri
 // Leading dimension rule for a local block stored in `order`.
 int64_t min_leading_dimension(int64_t local_rows, int64_t local_cols, Order order);
 
-}  // namespace weave
+}  // namespace weave::internal

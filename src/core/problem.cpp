@@ -2,7 +2,7 @@
 
 #include "core/error.hpp"
 
-namespace weave {
+namespace weave::internal {
 
 const char* operation_name(Operation op) {
   switch (op) {
@@ -245,4 +245,4 @@ std::string Problem::summary() const {
              " op(A)=", op_name(op_a), " op(B)=", op_name(op_b), has_bias ? " +bias" : "");
 }
 
-}  // namespace weave
+}  // namespace weave::internal

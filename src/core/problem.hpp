@@ -15,7 +15,7 @@
 #include "core/split.hpp"
 #include "weave/weave.h"
 
-namespace weave {
+namespace weave::internal {
 
 enum class Operation { AgGemm = WEAVE_AG_GEMM, GemmRs = WEAVE_GEMM_RS, GemmAr = WEAVE_GEMM_AR };
 enum class Op { N = WEAVE_OP_N, T = WEAVE_OP_T };
@@ -73,4 +73,4 @@ Problem make_problem(Operation operation, weave_group_t group_kind, Op op_a, Op 
                      const MatrixDesc& a, const MatrixDesc& b, const MatrixDesc& c,
                      const MatrixDesc* bias);
 
-}  // namespace weave
+}  // namespace weave::internal

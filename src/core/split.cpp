@@ -4,7 +4,7 @@
 
 #include "core/error.hpp"
 
-namespace weave {
+namespace weave::internal {
 
 Split::Split(std::vector<int64_t> counts) : counts_(std::move(counts)) {
   offsets_.resize(counts_.size());
@@ -58,4 +58,4 @@ std::string format_counts(const std::vector<int64_t>& counts) {
   return text + "]";
 }
 
-}  // namespace weave
+}  // namespace weave::internal

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace weave {
+namespace weave::internal {
 
 class Split {
  public:
@@ -42,4 +42,4 @@ class Split {
 
 std::string format_counts(const std::vector<int64_t>& counts);
 
-}  // namespace weave
+}  // namespace weave::internal

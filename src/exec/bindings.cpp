@@ -2,7 +2,7 @@
 
 #include "core/error.hpp"
 
-namespace weave::exec {
+namespace weave::internal::exec {
 
 MatrixRef Bindings::resolve(const plan::Region& region) const {
   const plan::BufferSpec& spec = schedule->buffers.at(region.buffer);
@@ -30,4 +30,4 @@ MatrixRef Bindings::resolve(const plan::Region& region) const {
   return ref;
 }
 
-}  // namespace weave::exec
+}  // namespace weave::internal::exec

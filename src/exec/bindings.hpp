@@ -9,7 +9,7 @@
 #include "core/matrix.hpp"
 #include "plan/schedule.hpp"
 
-namespace weave::exec {
+namespace weave::internal::exec {
 
 // A strided matrix in memory, as backends consume it.
 struct MatrixRef {
@@ -42,4 +42,4 @@ struct Scalars {
   }
 };
 
-}  // namespace weave::exec
+}  // namespace weave::internal::exec

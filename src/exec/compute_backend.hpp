@@ -11,7 +11,7 @@
 #include "exec/trace.hpp"
 #include "plan/schedule.hpp"
 
-namespace weave::exec {
+namespace weave::internal::exec {
 
 // Called between GEMM tiles on the host so communication keeps moving.
 using ProgressHook = std::function<void()>;
@@ -50,4 +50,4 @@ class ComputeBackend {
   virtual void collect_timings(Trace& trace, const plan::Schedule& schedule) { (void)trace, (void)schedule; }
 };
 
-}  // namespace weave::exec
+}  // namespace weave::internal::exec

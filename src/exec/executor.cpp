@@ -4,7 +4,7 @@
 
 #include "core/error.hpp"
 
-namespace weave::exec {
+namespace weave::internal::exec {
 
 using plan::Step;
 using plan::StepKind;
@@ -275,4 +275,4 @@ void Executor::run(const Bindings& bindings, const Scalars& scalars, void* calle
   backend_.end(caller_stream);
 }
 
-}  // namespace weave::exec
+}  // namespace weave::internal::exec

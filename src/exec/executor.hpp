@@ -23,7 +23,7 @@
 #include "plan/schedule.hpp"
 #include "transport/transport.hpp"
 
-namespace weave::exec {
+namespace weave::internal::exec {
 
 enum class Progress { Tiles, Thread };
 
@@ -42,7 +42,7 @@ class Executor {
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
 
-  // Runs every step. Throws weave::Error (e.g. WEAVE_ERROR_TIMEOUT naming the
+  // Runs every step. Throws weave::internal::Error (e.g. WEAVE_ERROR_TIMEOUT naming the
   // step and peer it waited for); afterwards the transport is left cancelled.
   void run(const Bindings& bindings, const Scalars& scalars, void* caller_stream);
 
@@ -90,4 +90,4 @@ class Executor {
   std::atomic<bool> stop_thread_{false};
 };
 
-}  // namespace weave::exec
+}  // namespace weave::internal::exec

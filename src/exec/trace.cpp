@@ -3,7 +3,7 @@
 #include <map>
 #include <sstream>
 
-namespace weave::exec {
+namespace weave::internal::exec {
 
 void Trace::clear() {
   spans_.clear();
@@ -47,4 +47,4 @@ std::string Trace::to_chrome_json(int rank) const {
   return out.str();
 }
 
-}  // namespace weave::exec
+}  // namespace weave::internal::exec

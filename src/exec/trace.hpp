@@ -10,7 +10,7 @@
 
 #include "plan/schedule.hpp"
 
-namespace weave::exec {
+namespace weave::internal::exec {
 
 struct TraceSpan {
   int step = 0;
@@ -35,4 +35,4 @@ class Trace {
   std::vector<TraceSpan> spans_;
 };
 
-}  // namespace weave::exec
+}  // namespace weave::internal::exec

@@ -10,7 +10,7 @@
 
 #include "kernels/numeric.hpp"
 
-namespace weave::kernels {
+namespace weave::internal::kernels {
 
 template <class Dst, class Src>
 struct EpilogueFunctor {
@@ -53,4 +53,4 @@ struct EpilogueFunctor {
   }
 };
 
-}  // namespace weave::kernels
+}  // namespace weave::internal::kernels

@@ -9,7 +9,7 @@
 #include "core/problem.hpp"
 #include "exec/bindings.hpp"
 
-namespace weave::kernels {
+namespace weave::internal::kernels {
 
 struct ColumnMajorGemm {
   Op op_left = Op::N, op_right = Op::N;
@@ -65,4 +65,4 @@ inline exec::MatrixRef op_columns(exec::MatrixRef x, Op op, int64_t col0, int64_
   return x;
 }
 
-}  // namespace weave::kernels
+}  // namespace weave::internal::kernels

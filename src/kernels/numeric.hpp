@@ -9,7 +9,7 @@
 #include <cuda_fp16.h>
 #endif
 
-namespace weave::kernels {
+namespace weave::internal::kernels {
 
 template <class T>
 struct Arithmetic {
@@ -48,4 +48,4 @@ WEAVE_FUNCTION __nv_bfloat16 store_as<__nv_bfloat16, float>(float value) {
 }
 #endif
 
-}  // namespace weave::kernels
+}  // namespace weave::internal::kernels

@@ -2,8 +2,13 @@
 // op(A) first, so the first GEMM starts before any byte arrives; meanwhile
 // every chunk of op(A) walks the ring, each rank forwarding what it received
 // and multiplying it. Each shard is cut into chunks_per_shard chunks, so a
-// chunk can be forwarded while the previous one is multiplied; a
-// bidirectional ring sends half of every shard each way round.
+// chunk can be forwarded while the previous one is multiplied.
+//
+// A bidirectional ring sends every shard the short way round: forward to the
+// ranks up to floor(P/2) places after its owner, backward to the others. Both
+// directions of every link carry a whole shard at each step, and the last
+// shard arrives after floor(P/2) hops instead of P-1, which shortens the
+// chain of transfers that precedes the last GEMM.
 //
 // Every received chunk has its own place in the gather buffer, so no receive
 // waits for a reader of an earlier chunk, and the buffer ends up holding the
@@ -13,7 +18,7 @@
 #include "core/error.hpp"
 #include "plan/schedule_builder.hpp"
 
-namespace weave::plan {
+namespace weave::internal::plan {
 
 void build_ag_gemm_ring(ScheduleBuilder& b) {
   const Problem& p = b.problem();
@@ -81,11 +86,16 @@ void build_ag_gemm_ring(ScheduleBuilder& b) {
     std::vector<int> recv_step;  // step index per arrival, -1 if empty
   };
   std::vector<Ring> rings;
-  for (const DirectionChunks& dc : split_chunks_by_direction(o.direction, c)) {
-    const int step = dc.direction == Direction::Backward ? -1 : 1;
-    Ring ring{b.mod(r + step), b.mod(r - step), dc.chunks, {}, {}};
-    for (int hop = 1; hop < P; ++hop)
-      for (int j : dc.chunks) ring.recv_ids.push_back(piece_id(b.mod(r - step * hop), j));
+  const bool both_ways = o.direction == Direction::Bidirectional;
+  const int forward_hops = both_ways ? P / 2 : P - 1;
+  for (const Direction d : {Direction::Forward, Direction::Backward}) {
+    const int hops = !both_ways ? (d == o.direction ? P - 1 : 0) : (d == Direction::Forward ? forward_hops : P - 1 - forward_hops);
+    if (hops == 0) continue;
+    const int step = d == Direction::Backward ? -1 : 1;
+    Ring ring{b.mod(r + step), b.mod(r - step), {}, {}, {}};
+    for (int j = 0; j < c; ++j) ring.chunks.push_back(j);
+    for (int hop = 1; hop <= hops; ++hop)
+      for (int j = 0; j < c; ++j) ring.recv_ids.push_back(piece_id(b.mod(r - step * hop), j));
     ring.recv_step.assign(ring.recv_ids.size(), -1);
     rings.push_back(std::move(ring));
   }
@@ -98,7 +108,8 @@ void build_ag_gemm_ring(ScheduleBuilder& b) {
       const int batch = b.next_batch();
       const std::size_t own = ring.chunks.size();
       // Send: first my own chunks, then forward what arrived (all but the
-      // last hop's chunks, which belong to the next rank).
+      // last hop's chunks, which the next rank gets from the other side or
+      // already owns).
       if (n < own) {
         const int j = ring.chunks[n], id = piece_id(r, j);
         if (piece_rows(id) > 0)
@@ -123,4 +134,4 @@ void build_ag_gemm_ring(ScheduleBuilder& b) {
   }
 }
 
-}  // namespace weave::plan
+}  // namespace weave::internal::plan

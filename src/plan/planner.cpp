@@ -7,7 +7,7 @@
 
 #include "core/error.hpp"
 
-namespace weave::plan {
+namespace weave::internal::plan {
 
 const char* backend_name(Backend b) { return b == Backend::Host ? "host" : "cuda"; }
 
@@ -60,6 +60,23 @@ int64_t env_integer(const Environment& env, const char* variable, int64_t fallba
   return value;
 }
 
+// Flops of this rank's share of the product.
+double local_flops(const Problem& p) {
+  const double P = p.group_size;
+  return 2.0 * static_cast<double>(p.m) * static_cast<double>(p.n) * static_cast<double>(p.k) / P;
+}
+
+// Chunks per shard when the caller leaves it to Weave. Host rings and
+// device AG-GEMM: one chunk (whole shards; more chunks made measured device
+// AG-GEMMs slower). Device reductions: two, or four when a chunk's partial
+// sums would exceed kDeviceReductionChunkBytes.
+int default_chunks(const Problem& p, Backend backend, bool halves) {
+  if (backend != Backend::Cuda || p.operation == Operation::AgGemm) return halves ? 2 : 1;
+  const double rows_per_chunk = static_cast<double>(p.m) / p.group_size / 2.0;
+  const double bytes = rows_per_chunk * static_cast<double>(p.n) * static_cast<double>(dtype_size(accumulation_type(p.dtype)));
+  return bytes > kDeviceReductionChunkBytes ? 4 : 2;
+}
+
 }  // namespace
 
 Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, const Environment& env,
@@ -105,11 +122,20 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
       transport = from_env;
       notes += " transport from WEAVE_TRANSPORT;";
     } else {
-      // Device plans default to NCCL (or the copy engines, decided at plan
-      // creation); without NCCL they fail below with the option that enables
-      // it, never fall back to host MPI.
-      transport = r.backend == Backend::Host ? WEAVE_TRANSPORT_MPI : WEAVE_TRANSPORT_NCCL;
-      r.transport_automatic = r.backend == Backend::Cuda;
+      // Device plans use the copy engines when the group shares one node
+      // with peer access, NCCL otherwise; without NCCL they fail below with
+      // the option that enables it, never fall back to host MPI.
+      transport = WEAVE_TRANSPORT_MPI;
+      if (r.backend == Backend::Cuda) {
+        r.transport_automatic = true;
+        if (caps.copy_engine && caps.copy_engine_usable) {
+          transport = WEAVE_TRANSPORT_COPY_ENGINE;
+          notes += " copy_engine chosen: the group shares one node with peer access;";
+        } else {
+          transport = WEAVE_TRANSPORT_NCCL;
+          if (!caps.copy_engine_why_not.empty()) notes += " nccl chosen: " + caps.copy_engine_why_not + ";";
+        }
+      }
     }
   }
   switch (transport) {
@@ -145,6 +171,11 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
       notes += " algorithm from WEAVE_ALGORITHM;";
     } else {
       algorithm = WEAVE_ALGORITHM_RING;
+      const double flops = local_flops(problem);
+      if (r.backend == Backend::Cuda && problem.group_size > 1 && flops < kDeviceOverlapMinFlops) {
+        algorithm = WEAVE_ALGORITHM_SEQUENTIAL;
+        notes += str(" sequential chosen: ", flops / 1e9, " GFLOP per rank is too little for overlap to pay;");
+      }
     }
   }
   if (algorithm != WEAVE_ALGORITHM_RING && algorithm != WEAVE_ALGORITHM_SEQUENTIAL)
@@ -166,7 +197,9 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
                                       &from_env))
       direction = from_env;
     else
-      direction = WEAVE_DIRECTION_FORWARD;
+      // Device rings run both ways: AG-GEMM sends each shard the short way
+      // round, reductions send half of every shard each way.
+      direction = r.backend == Backend::Cuda ? WEAVE_DIRECTION_BIDIRECTIONAL : WEAVE_DIRECTION_FORWARD;
   }
   if (direction < WEAVE_DIRECTION_FORWARD || direction > WEAVE_DIRECTION_BIDIRECTIONAL)
     fail(WEAVE_ERROR_INVALID_VALUE, "direction = ", static_cast<int>(desc.direction), " is not a weave_direction_t");
@@ -175,14 +208,17 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
   if (desc.chunks_per_shard < 0)
     fail(WEAVE_ERROR_INVALID_VALUE, "chunks_per_shard = ", desc.chunks_per_shard, " is negative");
   int chunks = desc.chunks_per_shard;
+  // A bidirectional reduction ring sends half of every shard each way, so it
+  // needs two chunks at least; AG-GEMM sends whole shards either way.
+  const bool halves = r.schedule.direction == Direction::Bidirectional && problem.operation != Operation::AgGemm;
   if (chunks == 0) {
     chunks = static_cast<int>(env_integer(env, "WEAVE_CHUNKS", 0, 1));
-    if (chunks == 0) chunks = r.schedule.direction == Direction::Bidirectional ? 2 : 1;
+    if (chunks == 0) chunks = default_chunks(problem, r.backend, halves);
   }
-  if (r.schedule.direction == Direction::Bidirectional && chunks < 2) {
+  if (halves && chunks < 2) {
     if (desc.chunks_per_shard > 0)
-      fail(WEAVE_ERROR_UNSUPPORTED, "a bidirectional ring sends half of every shard each way and needs "
-           "chunks_per_shard >= 2, got ", desc.chunks_per_shard);
+      fail(WEAVE_ERROR_UNSUPPORTED, "a bidirectional GEMM-RS/GEMM-AR ring sends half of every shard each way and "
+           "needs chunks_per_shard >= 2, got ", desc.chunks_per_shard);
     chunks = 2;
   }
   r.schedule.chunks_per_shard = chunks;
@@ -227,4 +263,4 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
   return r;
 }
 
-}  // namespace weave::plan
+}  // namespace weave::internal::plan

@@ -6,12 +6,13 @@
 #include <chrono>
 #include <map>
 #include <string>
+#include <string>
 
 #include "core/problem.hpp"
 #include "plan/schedule.hpp"
 #include "weave/weave.h"
 
-namespace weave::plan {
+namespace weave::internal::plan {
 
 enum class Backend { Host = WEAVE_BACKEND_HOST, Cuda = WEAVE_BACKEND_CUDA };
 enum class Transport { Mpi = WEAVE_TRANSPORT_MPI, Nccl = WEAVE_TRANSPORT_NCCL, Ucx = WEAVE_TRANSPORT_UCX, CopyEngine = WEAVE_TRANSPORT_COPY_ENGINE };
@@ -44,11 +45,22 @@ struct Resolved {
 struct Capabilities {
   bool cuda = false, nccl = false, ucx = false, copy_engine = false;
   int mpi_thread_level = 0;  // MPI_Query_thread
+  // The group's ranks share one node with peer access between their GPUs
+  // (found collectively before planning, for device plans only).
+  bool copy_engine_usable = false;
+  std::string copy_engine_why_not;
 };
 
-// Throws weave::Error for requests that cannot be satisfied (say why and how
+// Below this many flops per rank a device plan runs sequentially: the ring's
+// per-step costs outweigh what overlap hides (measured: doc/performance.md).
+constexpr double kDeviceOverlapMinFlops = 64e9;
+// Partial-sum chunks of device reduction rings stay below this many bytes
+// (chunks per shard 2, or 4 above it; measured: doc/performance.md).
+constexpr double kDeviceReductionChunkBytes = 128.0 * 1024 * 1024;
+
+// Throws weave::internal::Error for requests that cannot be satisfied (say why and how
 // to fix it; never silently pick something else).
 Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, const Environment& env,
                          const Capabilities& caps);
 
-}  // namespace weave::plan
+}  // namespace weave::internal::plan

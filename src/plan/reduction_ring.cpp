@@ -20,7 +20,7 @@
 #include "core/error.hpp"
 #include "plan/schedule_builder.hpp"
 
-namespace weave::plan {
+namespace weave::internal::plan {
 
 namespace {
 
@@ -187,4 +187,4 @@ void build_reduction_ring(ScheduleBuilder& b) {
   }
 }
 
-}  // namespace weave::plan
+}  // namespace weave::internal::plan

@@ -3,7 +3,7 @@
 #include <map>
 #include <sstream>
 
-namespace weave::plan {
+namespace weave::internal::plan {
 
 const char* buffer_name(int buffer) {
   switch (buffer) {
@@ -129,4 +129,4 @@ std::string format_schedule(const Schedule& s) {
   return out.str();
 }
 
-}  // namespace weave::plan
+}  // namespace weave::internal::plan

@@ -13,7 +13,7 @@
 #include "core/matrix.hpp"
 #include "core/problem.hpp"
 
-namespace weave::plan {
+namespace weave::internal::plan {
 
 // Buffers a schedule refers to. The first five are the caller's, bound at
 // execute time; every further buffer is a slice of the plan's workspace.
@@ -154,4 +154,4 @@ Schedule build_schedule(const Problem& problem, const ScheduleOptions& options);
 // Multi-line listing of a schedule (for debugging and WEAVE_LOG=trace).
 std::string format_schedule(const Schedule& schedule);
 
-}  // namespace weave::plan
+}  // namespace weave::internal::plan

@@ -4,7 +4,7 @@
 
 #include "core/error.hpp"
 
-namespace weave::plan {
+namespace weave::internal::plan {
 
 namespace {
 constexpr int64_t kWorkspaceAlignment = 256;
@@ -161,8 +161,9 @@ Schedule build_schedule(const Problem& problem, const ScheduleOptions& options) 
     build_sequential(builder);
     return builder.finish_schedule(algorithm, options.direction, 1);
   }
-  if (options.direction == Direction::Bidirectional && options.chunks_per_shard < 2)
-    fail(WEAVE_ERROR_INTERNAL, "a bidirectional ring needs at least two chunks per shard");
+  if (options.direction == Direction::Bidirectional && options.chunks_per_shard < 2 &&
+      problem.operation != Operation::AgGemm)
+    fail(WEAVE_ERROR_INTERNAL, "a bidirectional reduction ring needs at least two chunks per shard");
   if (problem.operation == Operation::AgGemm)
     build_ag_gemm_ring(builder);
   else
@@ -170,4 +171,4 @@ Schedule build_schedule(const Problem& problem, const ScheduleOptions& options) 
   return builder.finish_schedule(algorithm, options.direction, options.chunks_per_shard);
 }
 
-}  // namespace weave::plan
+}  // namespace weave::internal::plan

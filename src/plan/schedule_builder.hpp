@@ -8,7 +8,7 @@
 
 #include "plan/schedule.hpp"
 
-namespace weave::plan {
+namespace weave::internal::plan {
 
 class ScheduleBuilder {
  public:
@@ -73,4 +73,4 @@ void build_ag_gemm_ring(ScheduleBuilder& b);
 void build_reduction_ring(ScheduleBuilder& b);  // GEMM-RS and GEMM-AR
 void build_sequential(ScheduleBuilder& b);
 
-}  // namespace weave::plan
+}  // namespace weave::internal::plan

@@ -9,7 +9,7 @@
 #include "core/error.hpp"
 #include "plan/schedule_builder.hpp"
 
-namespace weave::plan {
+namespace weave::internal::plan {
 
 namespace {
 
@@ -92,4 +92,4 @@ void build_sequential(ScheduleBuilder& b) {
     sequential_reduction(b);
 }
 
-}  // namespace weave::plan
+}  // namespace weave::internal::plan

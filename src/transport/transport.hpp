@@ -12,7 +12,7 @@
 #include "exec/bindings.hpp"
 #include "plan/schedule.hpp"
 
-namespace weave::transport {
+namespace weave::internal::transport {
 
 class Transport {
  public:
@@ -40,4 +40,4 @@ class Transport {
   virtual void begin_execute() {}
 };
 
-}  // namespace weave::transport
+}  // namespace weave::internal::transport

@@ -62,7 +62,10 @@ inline std::vector<Case> sweep_cases(const CaseListOptions& options, std::mt1993
               c.order_b = counter % 5 == 3 ? WEAVE_ORDER_ROW_MAJOR : WEAVE_ORDER_COLUMN_MAJOR;
               c.order_c = counter % 4 == 2 ? WEAVE_ORDER_ROW_MAJOR : WEAVE_ORDER_COLUMN_MAJOR;
               c.direction = directions[counter % 3];
-              c.chunks = c.direction == WEAVE_DIRECTION_BIDIRECTIONAL ? 2 + counter % 2 : chunk_choices[counter % 3];
+              // Bidirectional reductions split shards in halves (two chunks
+              // at least); AG-GEMM sends whole shards, any chunk count.
+              c.chunks = c.direction == WEAVE_DIRECTION_BIDIRECTIONAL && op != WEAVE_AG_GEMM ? 2 + counter % 2
+                                                                                            : chunk_choices[counter % 3];
               c.algorithm = counter % 6 == 5 ? WEAVE_ALGORITHM_SEQUENTIAL : WEAVE_ALGORITHM_RING;
               c.progress = counter % 3 == 1 ? WEAVE_PROGRESS_THREAD : WEAVE_PROGRESS_TILES;
               c.grid = grids[(counter / 2) % 4];
@@ -159,7 +162,8 @@ inline std::vector<Case> random_cases(const CaseListOptions& options, std::mt199
     c.padded = pick(flags, rng);
     c.direction = pick(directions, rng);
     c.chunks = static_cast<int>(
-        std::uniform_int_distribution<int>(c.direction == WEAVE_DIRECTION_BIDIRECTIONAL ? 2 : 1, 4)(rng));
+        std::uniform_int_distribution<int>(
+            c.direction == WEAVE_DIRECTION_BIDIRECTIONAL && c.operation != WEAVE_AG_GEMM ? 2 : 1, 4)(rng));
     c.algorithm = pick(algorithms, rng);
     c.grid = pick(grids, rng);
     c.gathered = c.operation == WEAVE_AG_GEMM && pick(flags, rng);

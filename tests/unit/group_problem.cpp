@@ -5,14 +5,14 @@
 
 namespace weave_test {
 
-using weave::Op;
-using weave::Operation;
-using weave::Order;
+using weave::internal::Op;
+using weave::internal::Operation;
+using weave::internal::Order;
 
 std::string GroupCase::name() const {
   std::ostringstream out;
-  out << weave::operation_name(operation) << " " << weave::dtype_name(dtype) << " P=" << ranks << " M=" << m
-      << " N=" << n << " K=" << k << " op=" << weave::op_name(op_a) << weave::op_name(op_b)
+  out << weave::internal::operation_name(operation) << " " << weave::internal::dtype_name(dtype) << " P=" << ranks << " M=" << m
+      << " N=" << n << " K=" << k << " op=" << weave::internal::op_name(op_a) << weave::internal::op_name(op_b)
       << " order=" << (order_a == Order::ColMajor ? 'C' : 'R') << (order_b == Order::ColMajor ? 'C' : 'R')
       << (order_c == Order::ColMajor ? 'C' : 'R') << " " << shards_name(shards) << " bias=" << bias
       << " pad=" << ld_padding;
@@ -25,24 +25,24 @@ Shards other_pattern(Shards s) {
   return s == Shards::Balanced ? Shards::Balanced : s == Shards::Uneven ? Shards::WithEmpty : Shards::Uneven;
 }
 
-weave::LocalBlock block(int64_t rows, int64_t cols, Order order, int64_t padding) {
-  weave::LocalBlock b;
+weave::internal::LocalBlock block(int64_t rows, int64_t cols, Order order, int64_t padding) {
+  weave::internal::LocalBlock b;
   b.rows = rows;
   b.cols = cols;
   b.order = order;
-  b.ld = weave::min_leading_dimension(rows, cols, order) + padding;
+  b.ld = weave::internal::min_leading_dimension(rows, cols, order) + padding;
   return b;
 }
 
 // A stored block holding `op_rows x op_cols` of op(X).
-weave::LocalBlock stored_block(Op op, int64_t op_rows, int64_t op_cols, Order order, int64_t padding) {
+weave::internal::LocalBlock stored_block(Op op, int64_t op_rows, int64_t op_cols, Order order, int64_t padding) {
   return op == Op::N ? block(op_rows, op_cols, order, padding) : block(op_cols, op_rows, order, padding);
 }
 
 }  // namespace
 
 std::vector<int64_t> m_counts(const GroupCase& c) {
-  if (c.operation == Operation::GemmAr) return weave::Split::balanced(c.m, c.ranks).counts();
+  if (c.operation == Operation::GemmAr) return weave::internal::Split::balanced(c.m, c.ranks).counts();
   return make_counts(c.m, c.ranks, c.shards);
 }
 
@@ -56,15 +56,15 @@ std::vector<int64_t> k_counts(const GroupCase& c) {
   return make_counts(c.k, c.ranks, other_pattern(c.shards));
 }
 
-std::vector<weave::Problem> make_group_problems(const GroupCase& c) {
+std::vector<weave::internal::Problem> make_group_problems(const GroupCase& c) {
   const int P = c.ranks;
   const bool ag = c.operation == Operation::AgGemm;
-  const weave::Split ms = weave::Split::from_counts(m_counts(c), c.m, "M counts");
-  const weave::Split ns = weave::Split::from_counts(n_counts(c), c.n, "N counts");
-  const weave::Split ks = weave::Split::from_counts(k_counts(c), c.k, "K counts");
-  std::vector<weave::Problem> problems;
+  const weave::internal::Split ms = weave::internal::Split::from_counts(m_counts(c), c.m, "M counts");
+  const weave::internal::Split ns = weave::internal::Split::from_counts(n_counts(c), c.n, "N counts");
+  const weave::internal::Split ks = weave::internal::Split::from_counts(k_counts(c), c.k, "K counts");
+  std::vector<weave::internal::Problem> problems;
   for (int r = 0; r < P; ++r) {
-    weave::Problem p;
+    weave::internal::Problem p;
     p.operation = c.operation;
     p.op_a = c.op_a;
     p.op_b = c.op_b;

@@ -1,4 +1,4 @@
-// Builds the weave::Problem of every rank of a group directly, without MPI:
+// Builds the weave::internal::Problem of every rank of a group directly, without MPI:
 // make_problem needs descriptors on an MPI grid, but a Problem is a plain
 // struct, so schedule tests fill its splits and local blocks themselves,
 // following the contract (DESIGN.md section 1) rather than the library's
@@ -16,16 +16,16 @@ namespace weave_test {
 
 // One group-level multiplication, the same on every rank of the group.
 struct GroupCase {
-  weave::Operation operation = weave::Operation::AgGemm;
-  weave::Op op_a = weave::Op::N, op_b = weave::Op::N;
+  weave::internal::Operation operation = weave::internal::Operation::AgGemm;
+  weave::internal::Op op_a = weave::internal::Op::N, op_b = weave::internal::Op::N;
   int64_t m = 0, n = 0, k = 0;
-  weave::DType dtype = weave::DType::F64;
+  weave::internal::DType dtype = weave::internal::DType::F64;
   int ranks = 1;
   // How the split dimensions are cut: M (AG-GEMM, GEMM-RS) follows `shards`,
   // N and K follow a different pattern so a mix-up of the two shows.
   Shards shards = Shards::Balanced;
-  weave::Order order_a = weave::Order::ColMajor, order_b = weave::Order::ColMajor,
-               order_c = weave::Order::ColMajor;
+  weave::internal::Order order_a = weave::internal::Order::ColMajor, order_b = weave::internal::Order::ColMajor,
+               order_c = weave::internal::Order::ColMajor;
   bool bias = false;
   int64_t ld_padding = 0;  // added to every tight leading dimension of A, B, C
 
@@ -38,6 +38,6 @@ std::vector<int64_t> n_counts(const GroupCase& c);
 std::vector<int64_t> k_counts(const GroupCase& c);
 
 // problems[r] is the Problem of group rank r.
-std::vector<weave::Problem> make_group_problems(const GroupCase& c);
+std::vector<weave::internal::Problem> make_group_problems(const GroupCase& c);
 
 }  // namespace weave_test

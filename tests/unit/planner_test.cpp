@@ -14,10 +14,10 @@
 namespace weave_test {
 namespace {
 
-using namespace weave::plan;
+using namespace weave::internal::plan;
 
-weave::Problem host_problem(weave::Operation op = weave::Operation::GemmRs, int P = 4,
-                            weave::DType dtype = weave::DType::F64) {
+weave::internal::Problem host_problem(weave::internal::Operation op = weave::internal::Operation::GemmRs, int P = 4,
+                            weave::internal::DType dtype = weave::internal::DType::F64) {
   GroupCase g;
   g.operation = op;
   g.ranks = P;
@@ -28,9 +28,9 @@ weave::Problem host_problem(weave::Operation op = weave::Operation::GemmRs, int 
   return make_group_problems(g)[0];
 }
 
-weave::Problem device_problem(weave::DType dtype = weave::DType::F16) {
-  weave::Problem p = host_problem(weave::Operation::AgGemm, 4, dtype);
-  p.memory = weave::Memory::Device;
+weave::internal::Problem device_problem(weave::internal::DType dtype = weave::internal::DType::F16) {
+  weave::internal::Problem p = host_problem(weave::internal::Operation::AgGemm, 4, dtype);
+  p.memory = weave::internal::Memory::Device;
   return p;
 }
 
@@ -48,13 +48,13 @@ Capabilities everything() {
 }
 
 // Expects resolve_options to fail with `status` and a message containing `names`.
-void expect_failure(const weave_plan_desc_t& desc, const weave::Problem& p, const Environment& env,
+void expect_failure(const weave_plan_desc_t& desc, const weave::internal::Problem& p, const Environment& env,
                     const Capabilities& caps, weave_status_t status, const std::string& names) {
   try {
     resolve_options(desc, p, env, caps);
-    ADD_FAILURE() << "accepted; expected " << weave::status_name(status) << " naming " << names;
-  } catch (const weave::Error& e) {
-    EXPECT_EQ(e.status(), status) << weave::status_name(e.status()) << ": " << e.what();
+    ADD_FAILURE() << "accepted; expected " << weave::internal::status_name(status) << " naming " << names;
+  } catch (const weave::internal::Error& e) {
+    EXPECT_EQ(e.status(), status) << weave::internal::status_name(e.status()) << ": " << e.what();
     EXPECT_NE(std::string(e.what()).find(names), std::string::npos) << e.what();
   }
 }
@@ -76,7 +76,7 @@ TEST(Planner, AutomaticHostChoices) {
 TEST(Planner, OneRankRunsTheLocalGemmAndSaysSo) {
   weave_plan_desc_t desc{};
   desc.algorithm = WEAVE_ALGORITHM_RING;
-  const Resolved r = resolve_options(desc, host_problem(weave::Operation::GemmAr, 1), {}, host_only());
+  const Resolved r = resolve_options(desc, host_problem(weave::internal::Operation::GemmAr, 1), {}, host_only());
   EXPECT_EQ(r.schedule.algorithm, Algorithm::Sequential);
   EXPECT_NE(r.notes.find("one rank"), std::string::npos) << r.notes;
 }
@@ -94,7 +94,7 @@ TEST(Planner, ExplicitValuesAreKept) {
   desc.flags = WEAVE_FLAG_GATHERED_OUTPUT | WEAVE_FLAG_TRACE;
   Capabilities caps = host_only();
   caps.mpi_thread_level = MPI_THREAD_SERIALIZED;
-  const Resolved r = resolve_options(desc, host_problem(weave::Operation::AgGemm), {}, caps);
+  const Resolved r = resolve_options(desc, host_problem(weave::internal::Operation::AgGemm), {}, caps);
   EXPECT_EQ(r.schedule.algorithm, Algorithm::Sequential);
   EXPECT_EQ(r.schedule.direction, Direction::Backward);
   EXPECT_EQ(r.schedule.chunks_per_shard, 3);
@@ -104,7 +104,7 @@ TEST(Planner, ExplicitValuesAreKept) {
   EXPECT_EQ(r.flags, WEAVE_FLAG_GATHERED_OUTPUT | WEAVE_FLAG_TRACE);
 
   desc.timeout_ms = -1;
-  EXPECT_LT(resolve_options(desc, host_problem(weave::Operation::AgGemm), {}, caps).timeout.count(), 0)
+  EXPECT_LT(resolve_options(desc, host_problem(weave::internal::Operation::AgGemm), {}, caps).timeout.count(), 0)
       << "a negative timeout means wait forever";
 }
 
@@ -191,7 +191,7 @@ TEST(PlannerErrors, BidirectionalWithOneChunk) {
 
 TEST(PlannerErrors, UnknownEnvironmentValues) {
   const weave_plan_desc_t desc{};
-  const weave::Problem p = host_problem();
+  const weave::internal::Problem p = host_problem();
   expect_failure(desc, p, {{"WEAVE_ALGORITHM", "fastest"}}, host_only(), WEAVE_ERROR_INVALID_VALUE,
                  "WEAVE_ALGORITHM=fastest");
   expect_failure(desc, p, {{"WEAVE_TRANSPORT", "tcp"}}, host_only(), WEAVE_ERROR_INVALID_VALUE, "WEAVE_TRANSPORT=tcp");
@@ -241,7 +241,7 @@ TEST(PlannerErrors, TransportsAndBackendsNotCompiled) {
   try {
     resolve_options(automatic, device_problem(), {}, caps);
     ADD_FAILURE() << "a device plan without NCCL was accepted";
-  } catch (const weave::Error& e) {
+  } catch (const weave::internal::Error& e) {
     EXPECT_TRUE(e.status() == WEAVE_ERROR_NOT_COMPILED || e.status() == WEAVE_ERROR_UNSUPPORTED) << e.what();
     EXPECT_NE(std::string(e.what()).find("WEAVE_ENABLE_NCCL"), std::string::npos) << e.what();
   }
@@ -249,11 +249,11 @@ TEST(PlannerErrors, TransportsAndBackendsNotCompiled) {
 
 TEST(PlannerErrors, HostBackendTypesAndMemory) {
   weave_plan_desc_t desc{};
-  for (weave::DType t : {weave::DType::F16, weave::DType::BF16})
-    expect_failure(desc, host_problem(weave::Operation::GemmRs, 4, t), {}, host_only(),
+  for (weave::internal::DType t : {weave::internal::DType::F16, weave::internal::DType::BF16})
+    expect_failure(desc, host_problem(weave::internal::Operation::GemmRs, 4, t), {}, host_only(),
                    WEAVE_ERROR_UNSUPPORTED_TYPE, "host backend supports f32 and f64");
   desc.backend = WEAVE_BACKEND_HOST;
-  expect_failure(desc, device_problem(weave::DType::F32), {}, everything(), WEAVE_ERROR_POINTER_KIND, "device");
+  expect_failure(desc, device_problem(weave::internal::DType::F32), {}, everything(), WEAVE_ERROR_POINTER_KIND, "device");
   desc.backend = WEAVE_BACKEND_CUDA;
   expect_failure(desc, host_problem(), {}, everything(), WEAVE_ERROR_POINTER_KIND, "WEAVE_MEMORY_DEVICE");
 }
@@ -267,7 +267,7 @@ TEST(PlannerErrors, DeviceTransportOnAHostPlan) {
 }
 
 TEST(PlannerErrors, EnumsOutOfRange) {
-  const weave::Problem p = host_problem();
+  const weave::internal::Problem p = host_problem();
   weave_plan_desc_t desc{};
   desc.backend = static_cast<weave_backend_t>(7);
   expect_failure(desc, p, {}, host_only(), WEAVE_ERROR_INVALID_VALUE, "backend = 7");
@@ -286,7 +286,7 @@ TEST(PlannerErrors, EnumsOutOfRange) {
 }
 
 TEST(PlannerErrors, NegativeCountsAndUnknownFlags) {
-  const weave::Problem p = host_problem();
+  const weave::internal::Problem p = host_problem();
   weave_plan_desc_t desc{};
   desc.chunks_per_shard = -2;
   expect_failure(desc, p, {}, host_only(), WEAVE_ERROR_INVALID_VALUE, "chunks_per_shard = -2");
@@ -298,7 +298,7 @@ TEST(PlannerErrors, NegativeCountsAndUnknownFlags) {
   expect_failure(desc, p, {}, host_only(), WEAVE_ERROR_INVALID_VALUE, "flags");
   desc = {};
   desc.flags = WEAVE_FLAG_GATHERED_OUTPUT;
-  expect_failure(desc, host_problem(weave::Operation::GemmRs), {}, host_only(), WEAVE_ERROR_INVALID_VALUE,
+  expect_failure(desc, host_problem(weave::internal::Operation::GemmRs), {}, host_only(), WEAVE_ERROR_INVALID_VALUE,
                  "WEAVE_FLAG_GATHERED_OUTPUT");
 }
 

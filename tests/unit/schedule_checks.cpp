@@ -9,10 +9,10 @@
 
 namespace weave_test {
 
-using weave::DType;
-using weave::Op;
-using weave::Order;
-using namespace weave::plan;
+using weave::internal::DType;
+using weave::internal::Op;
+using weave::internal::Order;
+using namespace weave::internal::plan;
 
 namespace {
 
@@ -46,12 +46,12 @@ void check_region(const Schedule& s, const Region& r, const std::string& at, std
                           b.cols, ")"));
 }
 
-void check_buffers(const weave::Problem& p, const Schedule& s, int rank, std::vector<std::string>& errors) {
+void check_buffers(const weave::internal::Problem& p, const Schedule& s, int rank, std::vector<std::string>& errors) {
   if (s.buffers.size() < static_cast<std::size_t>(kFirstWorkspaceBuffer)) {
     errors.push_back(text("rank ", rank, ": the schedule has ", s.buffers.size(), " buffers, fewer than the caller's"));
     return;
   }
-  auto check_user = [&](int id, const weave::LocalBlock& block) {
+  auto check_user = [&](int id, const weave::internal::LocalBlock& block) {
     const BufferSpec& b = s.buffers[id];
     if (b.rows != block.rows || b.cols != block.cols || b.ld != block.ld || b.order != block.order ||
         b.dtype != p.dtype)
@@ -69,10 +69,10 @@ void check_buffers(const weave::Problem& p, const Schedule& s, int rank, std::ve
                           ", expected A's full stored shape ", g_rows, " x ", g_cols, " in A's order"));
   for (std::size_t id = 0; id < s.buffers.size(); ++id) {
     const BufferSpec& b = s.buffers[id];
-    if (b.rows < 0 || b.cols < 0 || b.ld < weave::min_leading_dimension(b.rows, b.cols, b.order))
+    if (b.rows < 0 || b.cols < 0 || b.ld < weave::internal::min_leading_dimension(b.rows, b.cols, b.order))
       errors.push_back(text("rank ", rank, ": buffer ", b.name, " (", b.rows, " x ", b.cols, ") has ld ", b.ld));
     if (id < static_cast<std::size_t>(kFirstWorkspaceBuffer)) continue;
-    const int64_t size = static_cast<int64_t>(weave::dtype_size(b.dtype));
+    const int64_t size = static_cast<int64_t>(weave::internal::dtype_size(b.dtype));
     const int64_t extent = b.rows == 0 || b.cols == 0 ? 0
                            : b.order == Order::ColMajor ? b.ld * (b.cols - 1) + b.rows
                                                         : b.ld * (b.rows - 1) + b.cols;
@@ -274,8 +274,8 @@ PointToPointMatching match_point_to_point(const std::vector<Schedule>& schedules
     if (region_ok(from, src) && region_ok(to, dst)) {
       if (from.bytes(src) != to.bytes(dst) || from.buffer(src).dtype != to.buffer(dst).dtype)
         m.errors.push_back(text(where(send.rank, send.step, from), " sends ", from.bytes(src), " bytes of ",
-                                weave::dtype_name(from.buffer(src).dtype), " but ", where(recv.rank, recv.step, to),
-                                " receives ", to.bytes(dst), " bytes of ", weave::dtype_name(to.buffer(dst).dtype)));
+                                weave::internal::dtype_name(from.buffer(src).dtype), " but ", where(recv.rank, recv.step, to),
+                                " receives ", to.bytes(dst), " bytes of ", weave::internal::dtype_name(to.buffer(dst).dtype)));
     }
     if (ss.batch != rs.batch)
       m.errors.push_back(text(where(send.rank, send.step, from), " is in batch ", ss.batch, " but its receive ",
@@ -289,7 +289,7 @@ PointToPointMatching match_point_to_point(const std::vector<Schedule>& schedules
   return m;
 }
 
-std::vector<std::string> check_schedules(const std::vector<weave::Problem>& problems,
+std::vector<std::string> check_schedules(const std::vector<weave::internal::Problem>& problems,
                                          const std::vector<Schedule>& schedules) {
   std::vector<std::string> errors;
   const int P = static_cast<int>(schedules.size());

@@ -30,7 +30,7 @@ struct PointToPointMatching {
 // Pairs every Send (rank r -> peer, tag) with the Recv on the peer (from r,
 // same tag). Reports sends or receives without a partner, and keys used
 // twice (which MPI could match either way).
-PointToPointMatching match_point_to_point(const std::vector<weave::plan::Schedule>& schedules);
+PointToPointMatching match_point_to_point(const std::vector<weave::internal::plan::Schedule>& schedules);
 
 // Every structural property at once; empty when all hold:
 //   - each schedule belongs to its rank of a group of schedules.size();
@@ -49,7 +49,7 @@ PointToPointMatching match_point_to_point(const std::vector<weave::plan::Schedul
 //     every rank, and their regions hold exactly those counts.
 // problems[r] is rank r's Problem (for the buffer shapes of the caller's
 // matrices).
-std::vector<std::string> check_schedules(const std::vector<weave::Problem>& problems,
-                                         const std::vector<weave::plan::Schedule>& schedules);
+std::vector<std::string> check_schedules(const std::vector<weave::internal::Problem>& problems,
+                                         const std::vector<weave::internal::plan::Schedule>& schedules);
 
 }  // namespace weave_test

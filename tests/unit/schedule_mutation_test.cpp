@@ -16,13 +16,13 @@
 namespace weave_test {
 namespace {
 
-using weave::Op;
-using weave::Operation;
-using weave::Order;
-using namespace weave::plan;
+using weave::internal::Op;
+using weave::internal::Operation;
+using weave::internal::Order;
+using namespace weave::internal::plan;
 
 struct Group {
-  std::vector<weave::Problem> problems;
+  std::vector<weave::internal::Problem> problems;
   std::vector<Schedule> schedules;
 };
 

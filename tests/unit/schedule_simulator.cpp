@@ -14,10 +14,10 @@
 
 namespace weave_test {
 
-using weave::Op;
-using weave::Operation;
-using weave::Order;
-using namespace weave::plan;
+using weave::internal::Op;
+using weave::internal::Operation;
+using weave::internal::Order;
+using namespace weave::internal::plan;
 
 std::string SimulationReport::summary() const {
   std::string out;
@@ -112,7 +112,7 @@ struct GlobalData {
   std::vector<double> bias;
 };
 
-GlobalData make_global_data(const weave::Problem& p, uint64_t seed) {
+GlobalData make_global_data(const weave::internal::Problem& p, uint64_t seed) {
   std::mt19937_64 rng(seed);
   GlobalData g;
   g.op_a = random_dense(p.m, p.k, rng);
@@ -139,7 +139,7 @@ struct Placement {
   int64_t c_row0 = 0, c_col0 = 0;  // of C (and bias columns)
 };
 
-Placement placement(const weave::Problem& p) {
+Placement placement(const weave::internal::Problem& p) {
   Placement at;
   const int r = p.group_rank;
   switch (p.operation) {
@@ -159,7 +159,7 @@ Placement placement(const weave::Problem& p) {
 }
 
 struct RankState {
-  const weave::Problem* problem = nullptr;
+  const weave::internal::Problem* problem = nullptr;
   const Schedule* schedule = nullptr;
   std::vector<Cell> user[kFirstWorkspaceBuffer];
   int64_t gathered_ld = 1;
@@ -190,7 +190,7 @@ struct Event {
 
 class Simulator {
  public:
-  Simulator(const std::vector<weave::Problem>& problems, const std::vector<Schedule>& schedules,
+  Simulator(const std::vector<weave::internal::Problem>& problems, const std::vector<Schedule>& schedules,
             const SimulationOptions& options)
       : problems_(problems), schedules_(schedules), options_(options), rng_(options.order_seed) {}
 
@@ -242,7 +242,7 @@ class Simulator {
   void check_results();
   void report_stall();
 
-  const std::vector<weave::Problem>& problems_;
+  const std::vector<weave::internal::Problem>& problems_;
   const std::vector<Schedule>& schedules_;
   const SimulationOptions& options_;
   std::mt19937_64 rng_;
@@ -256,7 +256,7 @@ class Simulator {
 
 void Simulator::set_up_rank(int r) {
   RankState& st = ranks_[r];
-  const weave::Problem& p = problems_[r];
+  const weave::internal::Problem& p = problems_[r];
   const Schedule& s = schedules_[r];
   st.problem = &p;
   st.schedule = &s;
@@ -329,9 +329,9 @@ void Simulator::set_up_rank(int r) {
 
 void Simulator::fill_inputs(int r) {
   RankState& st = ranks_[r];
-  const weave::Problem& p = problems_[r];
+  const weave::internal::Problem& p = problems_[r];
   const Placement at = placement(p);
-  auto put = [&](int buffer, const weave::LocalBlock& block, int64_t i, int64_t j, double value, Tag tag) {
+  auto put = [&](int buffer, const weave::internal::LocalBlock& block, int64_t i, int64_t j, double value, Tag tag) {
     Cell& c = st.user[buffer][static_cast<std::size_t>(element_index(i, j, block.ld, block.order))];
     c.value = value;
     c.tag = tag;
@@ -388,7 +388,7 @@ Cell* Simulator::cell(int r, const Region& region, int64_t i, int64_t j) {
   const int64_t ld = region.buffer == kBufferGathered ? st.gathered_ld : spec.ld;
   const int64_t e = element_index(region.row0 + i, region.col0 + j, ld, spec.order);
   std::vector<Cell>& memory = user ? st.user[region.buffer] : st.workspace;
-  const int64_t at = user ? e : spec.offset_bytes + e * static_cast<int64_t>(weave::dtype_size(spec.dtype));
+  const int64_t at = user ? e : spec.offset_bytes + e * static_cast<int64_t>(weave::internal::dtype_size(spec.dtype));
   if (at < 0 || at >= static_cast<int64_t>(memory.size())) {
     error(text("rank ", r, ": element ", at, " outside the memory of buffer ", spec.name));
     return nullptr;
@@ -669,13 +669,13 @@ void Simulator::report_stall() {
 }
 
 void Simulator::check_results() {
-  const weave::Problem& p0 = problems_[0];
+  const weave::internal::Problem& p0 = problems_[0];
   std::vector<double> bias = data_.bias;
   const Reference ref = reference_product(data_.op_a, data_.op_b, data_.c0, p0.has_bias ? &bias : nullptr,
                                           options_.alpha, options_.beta, 0x1p-53);
   for (std::size_t r = 0; r < ranks_.size(); ++r) {
     const RankState& st = ranks_[r];
-    const weave::Problem& p = problems_[r];
+    const weave::internal::Problem& p = problems_[r];
     const Placement at = placement(p);
     const std::string who = text("rank ", r, ": ");
     for (int64_t j = 0; j < p.c.cols; ++j)
@@ -766,7 +766,7 @@ SimulationReport Simulator::run() {
 
 }  // namespace
 
-SimulationReport simulate(const std::vector<weave::Problem>& problems, const std::vector<Schedule>& schedules,
+SimulationReport simulate(const std::vector<weave::internal::Problem>& problems, const std::vector<Schedule>& schedules,
                           const SimulationOptions& options) {
   Simulator simulator(problems, schedules, options);
   return simulator.run();

@@ -68,7 +68,7 @@ struct SimulationReport {
 // problems[r] and schedules[r] belong to group rank r. The schedules should
 // pass check_schedules first; the simulator reports unmatched operations as
 // a deadlock rather than re-checking structure.
-SimulationReport simulate(const std::vector<weave::Problem>& problems,
-                          const std::vector<weave::plan::Schedule>& schedules, const SimulationOptions& options);
+SimulationReport simulate(const std::vector<weave::internal::Problem>& problems,
+                          const std::vector<weave::internal::plan::Schedule>& schedules, const SimulationOptions& options);
 
 }  // namespace weave_test

@@ -17,13 +17,13 @@
 namespace weave_test {
 namespace {
 
-using weave::DType;
-using weave::Op;
-using weave::Operation;
-using weave::Order;
-using weave::plan::Algorithm;
-using weave::plan::Direction;
-using weave::plan::ScheduleOptions;
+using weave::internal::DType;
+using weave::internal::Op;
+using weave::internal::Operation;
+using weave::internal::Order;
+using weave::internal::plan::Algorithm;
+using weave::internal::plan::Direction;
+using weave::internal::plan::ScheduleOptions;
 
 struct ScheduleCase {
   GroupCase group;
@@ -33,8 +33,8 @@ struct ScheduleCase {
 
   std::string name() const {
     std::ostringstream out;
-    out << group.name() << " | " << weave::plan::algorithm_name(options.algorithm) << " "
-        << weave::plan::direction_name(options.direction) << " chunks=" << options.chunks_per_shard
+    out << group.name() << " | " << weave::internal::plan::algorithm_name(options.algorithm) << " "
+        << weave::internal::plan::direction_name(options.direction) << " chunks=" << options.chunks_per_shard
         << " lanes=" << options.compute_lanes << " window=" << options.slot_window
         << " gathered=" << options.gathered_output << " reduce_in_output=" << options.reduce_in_output_type
         << " alpha=" << alpha << " beta=" << beta;
@@ -72,8 +72,8 @@ SimulationOptions simulation_options(const ScheduleCase& c, Model model, uint64_
 // Returns a description of the first failure, or "" if everything passed.
 std::string run_schedule_case(const ScheduleCase& c, const std::vector<Model>& models, int seeds,
                               int* simulations) {
-  const std::vector<weave::Problem> problems = make_group_problems(c.group);
-  std::vector<weave::plan::Schedule> schedules;
+  const std::vector<weave::internal::Problem> problems = make_group_problems(c.group);
+  std::vector<weave::internal::plan::Schedule> schedules;
   try {
     schedules = build_group_schedules(problems, c.options);
   } catch (const std::exception& e) {
@@ -83,7 +83,7 @@ std::string run_schedule_case(const ScheduleCase& c, const std::vector<Model>& m
   if (!structure.empty()) {
     std::string out = "structural check failed:\n";
     for (const std::string& e : structure) out += "  " + e + "\n";
-    return out + weave::plan::format_schedule(schedules[0]);
+    return out + weave::internal::plan::format_schedule(schedules[0]);
   }
   for (Model model : models)
     for (int seed = 1; seed <= seeds; ++seed) {
@@ -93,7 +93,7 @@ std::string run_schedule_case(const ScheduleCase& c, const std::vector<Model>& m
         std::ostringstream out;
         out << "simulation (" << model_name(model) << ", order seed " << seed << ") failed:\n"
             << report.summary();
-        for (const auto& s : schedules) out << weave::plan::format_schedule(s);
+        for (const auto& s : schedules) out << weave::internal::plan::format_schedule(s);
         return out.str();
       }
     }
@@ -141,7 +141,8 @@ std::vector<ScheduleCase> sweep_cases() {
   for (Operation op : operations)
     for (const Variant& v : variants)
       for (int chunks = 1; chunks <= 4; ++chunks) {
-        if (v.direction == Direction::Bidirectional && chunks < 2) continue;
+        // Bidirectional reductions need two chunks; AG-GEMM takes any count.
+        if (v.direction == Direction::Bidirectional && chunks < 2 && op != Operation::AgGemm) continue;
         if (v.algorithm == Algorithm::Sequential && chunks > 1) continue;  // sequential has no chunks
         for (int P = 1; P <= 5; ++P)
           for (Shards s : patterns) {
@@ -300,21 +301,21 @@ TEST(Schedules, BuilderRejectsImpossibleOptions) {
   g.m = 6;
   g.n = 2;
   g.k = 3;
-  const weave::Problem p = make_group_problems(g)[1];
+  const weave::internal::Problem p = make_group_problems(g)[1];
   ScheduleOptions o;
   o.chunks_per_shard = 0;
   try {
-    weave::plan::build_schedule(p, o);
+    weave::internal::plan::build_schedule(p, o);
     ADD_FAILURE() << "chunks_per_shard = 0 was accepted";
-  } catch (const weave::Error& e) {
+  } catch (const weave::internal::Error& e) {
     EXPECT_EQ(e.status(), WEAVE_ERROR_INTERNAL);
   }
   o.chunks_per_shard = 1;
   o.direction = Direction::Bidirectional;
   try {
-    weave::plan::build_schedule(p, o);
+    weave::internal::plan::build_schedule(p, o);
     ADD_FAILURE() << "a bidirectional ring with one chunk per shard was accepted";
-  } catch (const weave::Error& e) {
+  } catch (const weave::internal::Error& e) {
     EXPECT_EQ(e.status(), WEAVE_ERROR_INTERNAL);
     EXPECT_NE(std::string(e.what()).find("bidirectional"), std::string::npos) << e.what();
   }

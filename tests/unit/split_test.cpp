@@ -1,4 +1,4 @@
-// weave::Split: balanced and user-given counts, offsets, refinement into
+// weave::internal::Split: balanced and user-given counts, offsets, refinement into
 // chunks, and the exact errors for counts that cannot describe a split.
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 #include "core/error.hpp"
 #include "core/split.hpp"
 
-namespace weave {
+namespace weave::internal {
 namespace {
 
 using Counts = std::vector<int64_t>;
@@ -117,4 +117,4 @@ TEST(Split, FormatCounts) {
 }
 
 }  // namespace
-}  // namespace weave
+}  // namespace weave::internal

@@ -5,7 +5,7 @@
 #include "backends/cuda/cuda_check.hpp"
 #include "core/error.hpp"
 
-namespace weave::cuda {
+namespace weave::internal::cuda {
 
 namespace {
 
@@ -203,4 +203,4 @@ void CublasLtGemm::enqueue(const exec::Bindings& bindings, const exec::Scalars& 
                                     workspace, workspace_bytes_, stream));
 }
 
-}  // namespace weave::cuda
+}  // namespace weave::internal::cuda

@@ -24,7 +24,7 @@
 #include "kernels/gemm_layout.hpp"
 #include "plan/schedule.hpp"
 
-namespace weave::cuda {
+namespace weave::internal::cuda {
 
 // What a GEMM step amounts to, from its shape alone.
 enum class GemmWork {
@@ -70,4 +70,4 @@ class CublasLtGemm {
   Algorithm aligned_, element_aligned_;
 };
 
-}  // namespace weave::cuda
+}  // namespace weave::internal::cuda

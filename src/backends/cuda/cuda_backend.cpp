@@ -7,7 +7,7 @@
 #include "backends/cuda/epilogue_launcher.hpp"
 #include "core/error.hpp"
 
-namespace weave::cuda {
+namespace weave::internal::cuda {
 
 namespace {
 
@@ -270,4 +270,4 @@ void CudaBackend::collect_timings(exec::Trace& trace, const plan::Schedule& sche
   }
 }
 
-}  // namespace weave::cuda
+}  // namespace weave::internal::cuda

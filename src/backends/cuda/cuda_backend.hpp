@@ -19,7 +19,7 @@
 #include "backends/cuda/cuda_entry.hpp"
 #include "exec/compute_backend.hpp"
 
-namespace weave::cuda {
+namespace weave::internal::cuda {
 
 class CudaBackend final : public exec::ComputeBackend {
  public:
@@ -73,4 +73,4 @@ class CudaBackend final : public exec::ComputeBackend {
   std::unordered_map<const plan::GemmOp*, std::unique_ptr<CublasLtGemm>> matmuls_;
 };
 
-}  // namespace weave::cuda
+}  // namespace weave::internal::cuda

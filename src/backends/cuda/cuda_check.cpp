@@ -2,7 +2,7 @@
 
 #include <string>
 
-namespace weave::cuda {
+namespace weave::internal::cuda {
 
 namespace {
 
@@ -49,4 +49,4 @@ DeviceGuard::~DeviceGuard() {
   if (switched_) cudaSetDevice(previous_);  // a destructor reports nothing; the device was valid before
 }
 
-}  // namespace weave::cuda
+}  // namespace weave::internal::cuda

@@ -1,5 +1,5 @@
 // CUDA runtime and cuBLAS calls inside Weave go through WEAVE_CUDA_CHECK and
-// WEAVE_CUBLAS_CHECK, so a failure becomes a weave::Error naming the call,
+// WEAVE_CUBLAS_CHECK, so a failure becomes a weave::internal::Error naming the call,
 // the device and the library's own error string. DeviceGuard makes the
 // plan's device current for the duration of a scope.
 #pragma once
@@ -9,7 +9,7 @@
 
 #include "core/error.hpp"
 
-namespace weave::cuda {
+namespace weave::internal::cuda {
 
 [[noreturn]] void fail_cuda(cudaError_t code, const char* call, const char* file, int line);
 [[noreturn]] void fail_cublas(cublasStatus_t status, const char* call, const char* file, int line);
@@ -32,17 +32,17 @@ class DeviceGuard {
   bool switched_ = false;
 };
 
-}  // namespace weave::cuda
+}  // namespace weave::internal::cuda
 
 #define WEAVE_CUDA_CHECK(call)                                                                        \
   do {                                                                                                \
     cudaError_t weave_cuda_code_ = (call);                                                            \
-    if (weave_cuda_code_ != cudaSuccess) ::weave::cuda::fail_cuda(weave_cuda_code_, #call, __FILE__, __LINE__); \
+    if (weave_cuda_code_ != cudaSuccess) ::weave::internal::cuda::fail_cuda(weave_cuda_code_, #call, __FILE__, __LINE__); \
   } while (0)
 
 #define WEAVE_CUBLAS_CHECK(call)                                                                       \
   do {                                                                                                 \
     cublasStatus_t weave_cublas_status_ = (call);                                                      \
     if (weave_cublas_status_ != CUBLAS_STATUS_SUCCESS)                                                 \
-      ::weave::cuda::fail_cublas(weave_cublas_status_, #call, __FILE__, __LINE__);                     \
+      ::weave::internal::cuda::fail_cublas(weave_cublas_status_, #call, __FILE__, __LINE__);                     \
   } while (0)

@@ -6,7 +6,7 @@
 #include "backends/cuda/cuda_backend.hpp"
 #include "backends/cuda/cuda_check.hpp"
 
-namespace weave::cuda {
+namespace weave::internal::cuda {
 
 std::unique_ptr<exec::ComputeBackend> make_cuda_backend(const plan::Schedule& schedule, const Problem&,
                                                         const CudaBackendOptions& options) {
@@ -59,4 +59,4 @@ bool process_uses_cuda() {
   return active;
 }
 
-}  // namespace weave::cuda
+}  // namespace weave::internal::cuda

@@ -8,7 +8,7 @@
 #include "exec/compute_backend.hpp"
 #include "plan/schedule.hpp"
 
-namespace weave::cuda {
+namespace weave::internal::cuda {
 
 struct CudaBackendOptions {
   bool allow_tf32 = false;
@@ -30,4 +30,4 @@ bool process_uses_cuda();
 // Whether `stream` is being captured into a CUDA graph.
 bool stream_is_capturing(void* stream);
 
-}  // namespace weave::cuda
+}  // namespace weave::internal::cuda

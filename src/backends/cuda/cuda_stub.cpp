@@ -2,7 +2,7 @@
 #include "backends/cuda/cuda_entry.hpp"
 #include "core/error.hpp"
 
-namespace weave::cuda {
+namespace weave::internal::cuda {
 
 std::unique_ptr<exec::ComputeBackend> make_cuda_backend(const plan::Schedule&, const Problem&,
                                                         const CudaBackendOptions&) {
@@ -15,4 +15,4 @@ bool stream_is_capturing(void*) { return false; }
 
 bool process_uses_cuda() { return false; }
 
-}  // namespace weave::cuda
+}  // namespace weave::internal::cuda

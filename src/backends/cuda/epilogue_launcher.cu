@@ -7,7 +7,7 @@
 #include "backends/cuda/epilogue_launcher.hpp"
 #include "kernels/epilogue.hpp"
 
-namespace weave::cuda {
+namespace weave::internal::cuda {
 
 namespace {
 
@@ -105,4 +105,4 @@ void launch_epilogue(const EpilogueLaunch& launch, cudaStream_t stream) {
   if (!known) unsupported(launch.dst_type, launch.src_type);
 }
 
-}  // namespace weave::cuda
+}  // namespace weave::internal::cuda

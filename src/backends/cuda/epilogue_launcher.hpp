@@ -12,7 +12,7 @@
 
 #include "core/dtype.hpp"
 
-namespace weave::cuda {
+namespace weave::internal::cuda {
 
 struct EpilogueLaunch {
   DType dst_type = DType::F64;
@@ -39,4 +39,4 @@ void prepare_epilogue(DType dst, DType src);
 // Enqueues the kernel on `stream`; nothing for an empty dst.
 void launch_epilogue(const EpilogueLaunch& launch, cudaStream_t stream);
 
-}  // namespace weave::cuda
+}  // namespace weave::internal::cuda

@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace weave::host {
+namespace weave::internal::host {
 
 #if defined(WEAVE_BLAS_ILP64)
 using blas_int = int64_t;
@@ -15,15 +15,15 @@ using blas_int = int64_t;
 using blas_int = int32_t;
 #endif
 
-}  // namespace weave::host
+}  // namespace weave::internal::host
 
 extern "C" {
-void sgemm_(const char* transa, const char* transb, const weave::host::blas_int* m, const weave::host::blas_int* n,
-            const weave::host::blas_int* k, const float* alpha, const float* a, const weave::host::blas_int* lda,
-            const float* b, const weave::host::blas_int* ldb, const float* beta, float* c,
-            const weave::host::blas_int* ldc, std::size_t transa_len, std::size_t transb_len);
-void dgemm_(const char* transa, const char* transb, const weave::host::blas_int* m, const weave::host::blas_int* n,
-            const weave::host::blas_int* k, const double* alpha, const double* a, const weave::host::blas_int* lda,
-            const double* b, const weave::host::blas_int* ldb, const double* beta, double* c,
-            const weave::host::blas_int* ldc, std::size_t transa_len, std::size_t transb_len);
+void sgemm_(const char* transa, const char* transb, const weave::internal::host::blas_int* m, const weave::internal::host::blas_int* n,
+            const weave::internal::host::blas_int* k, const float* alpha, const float* a, const weave::internal::host::blas_int* lda,
+            const float* b, const weave::internal::host::blas_int* ldb, const float* beta, float* c,
+            const weave::internal::host::blas_int* ldc, std::size_t transa_len, std::size_t transb_len);
+void dgemm_(const char* transa, const char* transb, const weave::internal::host::blas_int* m, const weave::internal::host::blas_int* n,
+            const weave::internal::host::blas_int* k, const double* alpha, const double* a, const weave::internal::host::blas_int* lda,
+            const double* b, const weave::internal::host::blas_int* ldb, const double* beta, double* c,
+            const weave::internal::host::blas_int* ldc, std::size_t transa_len, std::size_t transb_len);
 }

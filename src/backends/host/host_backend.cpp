@@ -12,7 +12,7 @@
 #include "kernels/epilogue.hpp"
 #include "kernels/gemm_layout.hpp"
 
-namespace weave::host {
+namespace weave::internal::host {
 
 namespace {
 constexpr std::size_t kWorkspaceAlignment = 256;
@@ -58,7 +58,7 @@ void launch_epilogue(const exec::MatrixRef& dst, const exec::MatrixRef* src, con
   f.cols = dst.cols;
   using Space = Kokkos::DefaultHostExecutionSpace;
   Space space;
-  Kokkos::parallel_for("weave::epilogue", Kokkos::RangePolicy<Space, Kokkos::IndexType<int64_t>>(space, 0, f.size()),
+  Kokkos::parallel_for("weave::internal::epilogue", Kokkos::RangePolicy<Space, Kokkos::IndexType<int64_t>>(space, 0, f.size()),
                        f);
   space.fence();
 }
@@ -132,4 +132,4 @@ void HostBackend::epilogue(const plan::EpilogueOp& op, int, const exec::Bindings
     fail(WEAVE_ERROR_UNSUPPORTED_TYPE, "the host backend handles f32 and f64, not ", dtype_name(dst.dtype));
 }
 
-}  // namespace weave::host
+}  // namespace weave::internal::host

@@ -9,7 +9,7 @@
 
 #include "exec/compute_backend.hpp"
 
-namespace weave::host {
+namespace weave::internal::host {
 
 struct HostBackendOptions {
   // A GEMM is cut into column tiles of roughly this many flops when the
@@ -36,4 +36,4 @@ class HostBackend final : public exec::ComputeBackend {
   HostBackendOptions options_;
 };
 
-}  // namespace weave::host
+}  // namespace weave::internal::host

@@ -6,7 +6,7 @@
 
 #include "core/error.hpp"
 
-namespace weave::host {
+namespace weave::internal::host {
 
 namespace {
 bool g_weave_initialized_kokkos = false;
@@ -44,4 +44,4 @@ std::string kokkos_description() {
              Kokkos::DefaultHostExecutionSpace::name(), ")");
 }
 
-}  // namespace weave::host
+}  // namespace weave::internal::host

@@ -7,10 +7,10 @@
 
 #include <string>
 
-namespace weave::host {
+namespace weave::internal::host {
 
 void ensure_kokkos_initialized();
 // "kokkos 3.4.1 (Serial)" for describe and weave_build_features.
 std::string kokkos_description();
 
-}  // namespace weave::host
+}  // namespace weave::internal::host

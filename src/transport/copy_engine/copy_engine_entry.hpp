@@ -8,7 +8,7 @@
 #include "plan/schedule.hpp"
 #include "transport/transport.hpp"
 
-namespace weave::transport {
+namespace weave::internal::transport {
 
 // Collective over the group; `workspace` is the plan's device workspace.
 std::unique_ptr<Transport> make_copy_engine_transport(GridState& grid, const GroupView& group,
@@ -18,4 +18,4 @@ std::unique_ptr<Transport> make_copy_engine_transport(GridState& grid, const Gro
 // their GPUs; every rank gets the same answer. Collective over the group.
 bool copy_engine_usable(const GroupView& group, std::string* why_not);
 
-}  // namespace weave::transport
+}  // namespace weave::internal::transport

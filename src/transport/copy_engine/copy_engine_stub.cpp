@@ -2,7 +2,7 @@
 #include "core/error.hpp"
 #include "transport/copy_engine/copy_engine_entry.hpp"
 
-namespace weave::transport {
+namespace weave::internal::transport {
 
 std::unique_ptr<Transport> make_copy_engine_transport(GridState&, const GroupView&, const plan::Schedule&, void*) {
   fail(WEAVE_ERROR_NOT_COMPILED, "the copy-engine transport is not compiled into this Weave; rebuild with "
@@ -14,4 +14,4 @@ bool copy_engine_usable(const GroupView&, std::string* why_not) {
   return false;
 }
 
-}  // namespace weave::transport
+}  // namespace weave::internal::transport

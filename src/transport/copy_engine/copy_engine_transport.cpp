@@ -9,7 +9,7 @@
 #include "transport/copy_engine/copy_engine_entry.hpp"
 #include "transport/nccl/nccl_entry.hpp"
 
-namespace weave::transport {
+namespace weave::internal::transport {
 
 namespace {
 
@@ -320,4 +320,4 @@ std::unique_ptr<Transport> make_copy_engine_transport(GridState& grid, const Gro
 
 bool copy_engine_usable(const GroupView& group, std::string* why_not) { return copy_engine_possible(group, why_not); }
 
-}  // namespace weave::transport
+}  // namespace weave::internal::transport

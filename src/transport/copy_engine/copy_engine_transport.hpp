@@ -28,7 +28,7 @@
 #include "transport/copy_engine/stream_signals.hpp"
 #include "transport/transport.hpp"
 
-namespace weave::transport {
+namespace weave::internal::transport {
 
 class CopyEngineTransport final : public Transport {
  public:
@@ -76,4 +76,4 @@ class CopyEngineTransport final : public Transport {
 // their GPUs (agreed by all ranks of the group). Collective.
 bool copy_engine_possible(const GroupView& group, std::string* why_not);
 
-}  // namespace weave::transport
+}  // namespace weave::internal::transport

@@ -5,7 +5,7 @@
 #include "backends/cuda/cuda_check.hpp"
 #include "core/error.hpp"
 
-namespace weave::transport {
+namespace weave::internal::transport {
 
 namespace {
 
@@ -43,4 +43,4 @@ void StreamSignals::wait_equal(cudaStream_t stream, uint32_t* flag, uint32_t val
                "cuStreamWaitValue32");
 }
 
-}  // namespace weave::transport
+}  // namespace weave::internal::transport

@@ -9,7 +9,7 @@
 
 #include <cstdint>
 
-namespace weave::transport {
+namespace weave::internal::transport {
 
 class StreamSignals {
  public:
@@ -30,4 +30,4 @@ class StreamSignals {
   WaitValue wait_ = nullptr;
 };
 
-}  // namespace weave::transport
+}  // namespace weave::internal::transport

@@ -6,7 +6,7 @@
 #include "core/error.hpp"
 #include "core/mpi_check.hpp"
 
-namespace weave::transport {
+namespace weave::internal::transport {
 
 namespace {
 
@@ -165,4 +165,4 @@ void MpiTransport::cancel_all() {
   collective_.clear();
 }
 
-}  // namespace weave::transport
+}  // namespace weave::internal::transport

@@ -11,7 +11,7 @@
 
 #include "transport/transport.hpp"
 
-namespace weave::transport {
+namespace weave::internal::transport {
 
 class MpiTransport final : public Transport {
  public:
@@ -41,4 +41,4 @@ class MpiTransport final : public Transport {
   std::vector<MPI_Request> flat_;  // scratch for progress()
 };
 
-}  // namespace weave::transport
+}  // namespace weave::internal::transport

@@ -2,7 +2,7 @@
 
 #include <string>
 
-namespace weave::transport {
+namespace weave::internal::transport {
 
 void fail_nccl(ncclResult_t result, const char* call, ncclComm_t comm, const char* file, int line) {
   const char* last = ncclGetLastError(comm);
@@ -10,4 +10,4 @@ void fail_nccl(ncclResult_t result, const char* call, ncclComm_t comm, const cha
   fail(WEAVE_ERROR_NCCL, call, " failed: ", ncclGetErrorString(result), detail, " (", file, ":", line, ")");
 }
 
-}  // namespace weave::transport
+}  // namespace weave::internal::transport

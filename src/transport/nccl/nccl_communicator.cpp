@@ -5,7 +5,7 @@
 #include "core/mpi_check.hpp"
 #include "transport/nccl/nccl_check.hpp"
 
-namespace weave::transport {
+namespace weave::internal::transport {
 
 NcclCommunicator::NcclCommunicator(MPI_Comm group_comm) {
   WEAVE_MPI_CHECK(MPI_Comm_size(group_comm, &size_));
@@ -50,4 +50,4 @@ std::shared_ptr<NcclCommunicator> nccl_communicator(GridState& grid, const Group
   return std::static_pointer_cast<NcclCommunicator>(made);
 }
 
-}  // namespace weave::transport
+}  // namespace weave::internal::transport

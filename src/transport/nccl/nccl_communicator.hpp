@@ -12,7 +12,7 @@
 
 #include "core/grid.hpp"
 
-namespace weave::transport {
+namespace weave::internal::transport {
 
 class NcclCommunicator {
  public:
@@ -38,4 +38,4 @@ class NcclCommunicator {
 // new one (collective over the group).
 std::shared_ptr<NcclCommunicator> nccl_communicator(GridState& grid, const GroupView& group);
 
-}  // namespace weave::transport
+}  // namespace weave::internal::transport

@@ -6,10 +6,10 @@
 #include "core/grid.hpp"
 #include "transport/transport.hpp"
 
-namespace weave::transport {
+namespace weave::internal::transport {
 
 // Collective over the group. The NCCL communicator of a group is created once
 // per grid and shared by every plan over that group.
 std::unique_ptr<Transport> make_nccl_transport(GridState& grid, const GroupView& group);
 
-}  // namespace weave::transport
+}  // namespace weave::internal::transport

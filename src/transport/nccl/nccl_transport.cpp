@@ -9,7 +9,7 @@
 #include "transport/nccl/nccl_check.hpp"
 #include "transport/nccl/nccl_entry.hpp"
 
-namespace weave::transport {
+namespace weave::internal::transport {
 
 namespace {
 
@@ -196,4 +196,4 @@ std::unique_ptr<Transport> make_nccl_transport(GridState& grid, const GroupView&
   return std::make_unique<NcclTransport>(nccl_communicator(grid, group));
 }
 
-}  // namespace weave::transport
+}  // namespace weave::internal::transport

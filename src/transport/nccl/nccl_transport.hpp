@@ -13,7 +13,7 @@
 #include "transport/nccl/nccl_communicator.hpp"
 #include "transport/transport.hpp"
 
-namespace weave::transport {
+namespace weave::internal::transport {
 
 class NcclTransport final : public Transport {
  public:
@@ -36,4 +36,4 @@ class NcclTransport final : public Transport {
   ncclComm_t comm_ = nullptr;
 };
 
-}  // namespace weave::transport
+}  // namespace weave::internal::transport

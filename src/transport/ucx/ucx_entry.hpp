@@ -7,10 +7,10 @@
 #include "plan/schedule.hpp"
 #include "transport/transport.hpp"
 
-namespace weave::transport {
+namespace weave::internal::transport {
 
 // Collective over the group.
 std::unique_ptr<Transport> make_ucx_transport(GridState& grid, const GroupView& group, const plan::Schedule& schedule,
                                               bool device_memory);
 
-}  // namespace weave::transport
+}  // namespace weave::internal::transport

@@ -2,10 +2,10 @@
 #include "core/error.hpp"
 #include "transport/ucx/ucx_entry.hpp"
 
-namespace weave::transport {
+namespace weave::internal::transport {
 
 std::unique_ptr<Transport> make_ucx_transport(GridState&, const GroupView&, const plan::Schedule&, bool) {
   fail(WEAVE_ERROR_NOT_COMPILED, "the UCX transport is not compiled into this Weave; rebuild with -DWEAVE_ENABLE_UCX=ON");
 }
 
-}  // namespace weave::transport
+}  // namespace weave::internal::transport
