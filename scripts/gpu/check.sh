@@ -24,6 +24,7 @@
 #                    GPU (bf16, tensor-parallel shapes) and, where PyTorch is
 #                    installed, its fused operations on the same shapes
 #   BENCH_ARGS       extra weave-bench arguments (e.g. "--shape 8192x8192x8192")
+#   BENCH_SECOND_ARGS  if set, a second weave-bench run with these arguments
 #   BENCH_TIMEOUT    seconds the benchmark may take (default 300)
 #   TORCH_PEERS      0 to skip PyTorch's fused operations (default 1)
 #
@@ -152,6 +153,13 @@ run_bench() {
   # shellcheck disable=SC2086
   timeout "$budget" "${launcher[@]}" "$BUILD_DIR/bench/weave-bench" --backend cuda --dtype bf16 --preset tp \
     --json "$OUT/bench-${GPUS}gpu.json" ${BENCH_ARGS:-} 2>&1 | tee "$OUT/bench-${GPUS}gpu.txt" || say "weave-bench failed or ran out of time"
+  # A second benchmark run with other options (e.g. 16-bit partial sums).
+  if [ -n "${BENCH_SECOND_ARGS:-}" ]; then
+    # shellcheck disable=SC2086
+    timeout "$budget" "${launcher[@]}" "$BUILD_DIR/bench/weave-bench" --backend cuda --dtype bf16 --preset tp \
+      --json "$OUT/bench-${GPUS}gpu-second.json" $BENCH_SECOND_ARGS 2>&1 | tee "$OUT/bench-${GPUS}gpu-second.txt" ||
+      say "second weave-bench run failed or ran out of time"
+  fi
   # One traced execute of the default plan (AG-GEMM 8192^3), merged over ranks.
   timeout 120 "${launcher[@]}" "$BUILD_DIR/bench/weave-bench" --backend cuda --dtype bf16 --ops ag \
     --shape 8192x8192x8192 --iterations 3 --warmup 2 --trace "$OUT/trace-rank%r.json" >/dev/null 2>&1 &&
