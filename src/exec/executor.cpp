@@ -239,13 +239,8 @@ void Executor::run(const Bindings& bindings, const Scalars& scalars, void* calle
       progress_thread = std::thread([this] { progress_thread_main(); });
     }
     std::size_t next_compute = 0;
-    // Stream-ordered plans enqueue the next ready GEMM before the transfers
-    // (the first GEMM, on the local chunk, then starts a few microseconds
-    // earlier); host-progressed ones post transfers first, so receives are
-    // waiting before the GEMM occupies the thread.
-    const bool compute_first = transport_.stream_ordered();
     while (true) {
-      bool advanced = threaded || compute_first ? false : pump();
+      bool advanced = threaded ? false : pump();
       if (next_compute < compute_order_.size()) {
         const int s = compute_order_[next_compute];
         bool ready = false;
@@ -266,7 +261,6 @@ void Executor::run(const Bindings& bindings, const Scalars& scalars, void* calle
         }
         if (!units_left && !requests_outstanding()) break;
       }
-      if (compute_first && !threaded) advanced = pump() || advanced;
       if (!advanced) {
         if (bounded && std::chrono::steady_clock::now() > deadline_) timed_out();
         std::this_thread::yield();

@@ -75,11 +75,10 @@ void build_ag_gemm_ring(ScheduleBuilder& b) {
   for (int j = 0; j < c; ++j)
     if (piece_rows(piece_id(r, j)) > 0) multiply(piece_id(r, j), own_region(j), -1);
 
-  // The two rings (or one). The n-th batch sends the n-th entry of each
-  // ring's send list to that ring's next rank and receives the n-th entry of
-  // its receive list from the previous one; the next rank's n-th receive is
-  // my n-th send, so batches pair up across ranks. Both directions share the
-  // batch, so their transfers move at the same time.
+  // The two rings (or one). For direction d, the b-th batch sends the b-th
+  // entry of my send list to the next rank and receives the b-th entry of my
+  // receive list from the previous one; the next rank's b-th receive is my
+  // b-th send, so batches pair up across ranks.
   struct Ring {
     int next, prev;
     std::vector<int> chunks;
@@ -104,9 +103,9 @@ void build_ag_gemm_ring(ScheduleBuilder& b) {
   std::size_t batches = 0;
   for (const Ring& ring : rings) batches = std::max(batches, ring.recv_ids.size());
   for (std::size_t n = 0; n < batches; ++n) {
-    const int batch = b.next_batch();
     for (Ring& ring : rings) {
       if (n >= ring.recv_ids.size()) continue;
+      const int batch = b.next_batch();
       const std::size_t own = ring.chunks.size();
       // Send: first my own chunks, then forward what arrived (all but the
       // last hop's chunks, which the next rank gets from the other side or

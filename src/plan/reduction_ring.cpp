@@ -15,7 +15,6 @@
 // partial-sum slots; a slot is reused slot_window steps later, after its
 // previous contents have been sent on.
 #include <algorithm>
-#include <map>
 #include <string>
 
 #include "core/error.hpp"
@@ -32,6 +31,8 @@ struct Chain {
   int next, prev;
   std::vector<int> slots;                  // workspace buffers, used round-robin
   std::vector<std::vector<int>> slot_users;  // steps that must finish before a slot is reused
+  int last_step = -1;                      // step producing the chain's current region
+  Region current{};                        // region the chain's data is in
 };
 
 }  // namespace
@@ -54,7 +55,7 @@ void build_reduction_ring(ScheduleBuilder& b) {
   for (const DirectionChunks& dc : split_chunks_by_direction(o.direction, c)) {
     const int step = dc.direction == Direction::Backward ? -1 : 1;
     for (int j : dc.chunks) {
-      Chain chain{dc.direction, j, b.mod(r + step), b.mod(r - step), {}, {}};
+      Chain chain{dc.direction, j, b.mod(r + step), b.mod(r - step), {}, {}, -1, {}};
       int64_t max_rows = 0;
       for (int q = 0; q < P; ++q) max_rows = std::max(max_rows, rows_of(piece_id(q, j)));
       for (int w = 0; w < window; ++w)
@@ -81,69 +82,47 @@ void build_reduction_ring(ScheduleBuilder& b) {
     return std::string(what) + " chunk " + std::to_string(id % c) + " of rank " + std::to_string(id / c) + "'s rows";
   };
 
-  // Chains are paired across directions by their position among their
-  // direction's chunks: the i-th forward and the i-th backward chain share a
-  // batch, so both directions move at the same time, while the chunks of one
-  // direction keep separate batches (a chunk's transfer must not wait for
-  // the next chunk's GEMM).
-  std::vector<int> position(chains.size(), 0);
-  int positions = 0;
-  {
-    std::map<Direction, int> seen;
-    for (std::size_t n = 0; n < chains.size(); ++n) {
-      position[n] = seen[chains[n].direction]++;
-      positions = std::max(positions, position[n] + 1);
-    }
-  }
-
   // Reduce-scatter phase. The batch of step s sends step s's partial sum and
   // receives step s+1's, matching the neighbours' batch s.
   std::vector<int> finished(chains.size(), -1);  // AR: step that wrote my rows into C
   std::vector<int> pending_recv(chains.size(), -1);
-  std::vector<int> last_gemm(chains.size(), -1);
-  for (int s = 0; s < P; ++s)
-    for (int i = 0; i < positions; ++i) {
-      const int batch = s == P - 1 ? -1 : b.next_batch();
-      // The GEMMs of this position's chains first, then their transfers.
-      for (int phase = 0; phase < 2; ++phase)
-        for (std::size_t n = 0; n < chains.size(); ++n) {
-          if (position[n] != i) continue;
-          Chain& ch = chains[n];
-          const int id = piece_id(block_at(ch, s), ch.chunk);
-          if (phase == 0) {
-            if (rows_of(id) == 0) continue;
-            const Region slot = slot_region(ch, s, id);
-            std::vector<int> deps = s == 0 ? take_slot(ch, s) : std::vector<int>{pending_recv[n]};
-            const Region a_rows = b.op_rows(kBufferA, p.op_a, pieces.offset(id), rows_of(id));
-            GemmOp g{a_rows, p.op_a, b_all, p.op_b, slot, Scalar::Alpha, s == 0 ? Scalar::Zero : Scalar::One};
-            const int lane = b.next_compute_lane();
-            const int gemm = b.add_step(g, lane, deps, label("partial product for", id));
-            ch.slot_users[s % window].push_back(gemm);
-            if (s == P - 1) {
-              // My own rows: the only place beta * C and bias enter.
-              const int64_t row0 = pieces.offset(id) - (all_reduce ? 0 : p.m_split.offset(r));
-              const Region c_rows{kBufferC, row0, 0, rows_of(id), p.n};
-              finished[n] = b.add_step(b.finish(c_rows, slot), lane, {gemm}, label("finish", id));
-              ch.slot_users[s % window].push_back(finished[n]);
-            }
-            last_gemm[n] = gemm;
-            continue;
-          }
-          if (s == P - 1) continue;
-          if (rows_of(id) > 0) {
-            const int send = b.add_step(SendOp{slot_region(ch, s, id), ch.next, id}, kCommLane, {last_gemm[n]},
-                                        label("send partial sum of", id), batch);
-            ch.slot_users[s % window].push_back(send);
-          }
-          const int next_id = piece_id(block_at(ch, s + 1), ch.chunk);
-          pending_recv[n] = -1;
-          if (rows_of(next_id) > 0) {
-            pending_recv[n] = b.add_step(RecvOp{slot_region(ch, s + 1, next_id), ch.prev, next_id}, kCommLane,
-                                         take_slot(ch, s + 1), label("receive partial sum of", next_id), batch);
-            ch.slot_users[(s + 1) % window].push_back(pending_recv[n]);
-          }
+  for (int s = 0; s < P; ++s) {
+    for (std::size_t n = 0; n < chains.size(); ++n) {
+      Chain& ch = chains[n];
+      const int id = piece_id(block_at(ch, s), ch.chunk);
+      if (rows_of(id) > 0) {
+        const Region slot = slot_region(ch, s, id);
+        std::vector<int> deps = s == 0 ? take_slot(ch, s) : std::vector<int>{pending_recv[n]};
+        const Region a_rows = b.op_rows(kBufferA, p.op_a, pieces.offset(id), rows_of(id));
+        GemmOp g{a_rows, p.op_a, b_all, p.op_b, slot, Scalar::Alpha, s == 0 ? Scalar::Zero : Scalar::One};
+        const int lane = b.next_compute_lane();
+        const int gemm = b.add_step(g, lane, deps, label("partial product for", id));
+        ch.slot_users[s % window].push_back(gemm);
+        if (s == P - 1) {
+          // My own rows: the only place beta * C and bias enter.
+          const int64_t row0 = pieces.offset(id) - (all_reduce ? 0 : p.m_split.offset(r));
+          const Region c_rows{kBufferC, row0, 0, rows_of(id), p.n};
+          finished[n] = b.add_step(b.finish(c_rows, slot), lane, {gemm}, label("finish", id));
+          ch.slot_users[s % window].push_back(finished[n]);
         }
+        ch.last_step = gemm;
+      }
+      if (s == P - 1) continue;
+      const int batch = b.next_batch();
+      if (rows_of(id) > 0) {
+        const int send = b.add_step(SendOp{slot_region(ch, s, id), ch.next, id}, kCommLane, {ch.last_step},
+                                    label("send partial sum of", id), batch);
+        ch.slot_users[s % window].push_back(send);
+      }
+      const int next_id = piece_id(block_at(ch, s + 1), ch.chunk);
+      pending_recv[n] = -1;
+      if (rows_of(next_id) > 0) {
+        pending_recv[n] = b.add_step(RecvOp{slot_region(ch, s + 1, next_id), ch.prev, next_id}, kCommLane,
+                                     take_slot(ch, s + 1), label("receive partial sum of", next_id), batch);
+        ch.slot_users[(s + 1) % window].push_back(pending_recv[n]);
+      }
     }
+  }
   if (!all_reduce) return;
 
   // All-gather phase of GEMM-AR: finished rows travel the ring in the output
@@ -181,34 +160,31 @@ void build_reduction_ring(ScheduleBuilder& b) {
       ag_users[n][0].push_back(in_flight_step[n]);
     }
   }
-  for (int t = 0; t + 1 < P; ++t)
-    for (int i = 0; i < positions; ++i) {
+  for (int t = 0; t + 1 < P; ++t) {
+    for (std::size_t n = 0; n < chains.size(); ++n) {
+      Chain& ch = chains[n];
       const int batch = b.next_batch();
-      for (std::size_t n = 0; n < chains.size(); ++n) {
-        if (position[n] != i) continue;
-        Chain& ch = chains[n];
-        const int id = piece_id(origin_at(ch, t), ch.chunk);
-        if (rows_of(id) > 0) {
-          const int send = b.add_step(SendOp{in_flight[n], ch.next, tag_base + id}, kCommLane, {in_flight_step[n]},
-                                      label("send finished", id), batch);
-          if (in_flight[n].buffer != kBufferC) ag_users[n][t % window].push_back(send);
-        }
-        const int next_id = piece_id(origin_at(ch, t + 1), ch.chunk);
-        if (rows_of(next_id) == 0) continue;
-        const int w = (t + 1) % window;
-        const Region slot{ag_slots[n][w], 0, 0, rows_of(next_id), p.n};
-        std::vector<int> deps = std::move(ag_users[n][w]);
-        ag_users[n][w].clear();
-        const int recv = b.add_step(RecvOp{slot, ch.prev, tag_base + next_id}, kCommLane, deps,
-                                    label("receive finished", next_id), batch);
-        const Region c_rows{kBufferC, pieces.offset(next_id), 0, rows_of(next_id), p.n};
-        const int unpack =
-            b.add_step(b.copy(c_rows, slot), b.next_compute_lane(), {recv}, label("unpack finished", next_id));
-        ag_users[n][w] = {recv, unpack};
-        in_flight[n] = slot;
-        in_flight_step[n] = recv;
+      const int id = piece_id(origin_at(ch, t), ch.chunk);
+      if (rows_of(id) > 0) {
+        const int send = b.add_step(SendOp{in_flight[n], ch.next, tag_base + id}, kCommLane, {in_flight_step[n]},
+                                    label("send finished", id), batch);
+        if (in_flight[n].buffer != kBufferC) ag_users[n][t % window].push_back(send);
       }
+      const int next_id = piece_id(origin_at(ch, t + 1), ch.chunk);
+      if (rows_of(next_id) == 0) continue;
+      const int w = (t + 1) % window;
+      const Region slot{ag_slots[n][w], 0, 0, rows_of(next_id), p.n};
+      std::vector<int> deps = std::move(ag_users[n][w]);
+      ag_users[n][w].clear();
+      const int recv = b.add_step(RecvOp{slot, ch.prev, tag_base + next_id}, kCommLane, deps,
+                                  label("receive finished", next_id), batch);
+      const Region c_rows{kBufferC, pieces.offset(next_id), 0, rows_of(next_id), p.n};
+      const int unpack = b.add_step(b.copy(c_rows, slot), b.next_compute_lane(), {recv}, label("unpack finished", next_id));
+      ag_users[n][w] = {recv, unpack};
+      in_flight[n] = slot;
+      in_flight_step[n] = recv;
     }
+  }
 }
 
 }  // namespace weave::internal::plan
