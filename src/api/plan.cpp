@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <thread>
 
 #include "api/handles.hpp"
 #include "backends/cuda/cuda_entry.hpp"
@@ -19,6 +20,16 @@
 namespace weave::internal {
 
 namespace {
+
+// Hardware threads of this node per rank on it. Collective over `comm`.
+double cores_per_rank(MPI_Comm comm) {
+  MPI_Comm node = MPI_COMM_NULL;
+  WEAVE_MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+  int local = 1;
+  MPI_Comm_size(node, &local);
+  MPI_Comm_free(&node);
+  return static_cast<double>(std::max(1u, std::thread::hardware_concurrency())) / std::max(1, local);
+}
 
 plan::Capabilities capabilities() {
   plan::Capabilities caps;
@@ -61,15 +72,15 @@ std::vector<Argument> grid_fields(const weave_plan_desc_t& desc, const plan::Env
 }
 
 // The automatic choices, which every rank of a group must have resolved
-// alike (environment variables could differ between ranks).
+// alike (environment variables could differ between ranks). The host
+// progress mechanism is each rank's own business and may differ.
 std::vector<Argument> resolved_fields(const plan::Resolved& r) {
   return {{"algorithm (resolved)", static_cast<int64_t>(r.schedule.algorithm)},
           {"backend (resolved)", static_cast<int64_t>(r.backend)},
           {"transport (resolved)", static_cast<int64_t>(r.transport)},
           {"direction (resolved)", static_cast<int64_t>(r.schedule.direction)},
           {"chunks_per_shard (resolved)", r.schedule.chunks_per_shard},
-          {"compute_streams (resolved)", r.schedule.compute_lanes},
-          {"progress (resolved)", static_cast<int64_t>(r.progress)}};
+          {"compute_streams (resolved)", r.schedule.compute_lanes}};
 }
 
 }  // namespace
@@ -109,6 +120,11 @@ std::unique_ptr<Plan> Plan::create(const std::shared_ptr<GridState>& grid, const
   //    Weave), find it out together; then plan locally, and check that every
   //    rank of the group resolved the same choices.
   plan::Capabilities caps = capabilities();
+  // Cores per rank do not change while a grid lives: found once per grid.
+  agree_on_errors(grid->comm(), [&] {
+    caps.cores_per_rank = *std::static_pointer_cast<double>(
+        grid->cached("cores per rank", [&] { return std::make_shared<double>(cores_per_rank(grid->comm())); }));
+  });
   const bool transport_from_env = env.count("WEAVE_TRANSPORT") > 0;
   if (plan->problem_.memory == Memory::Device && caps.copy_engine && desc.transport == WEAVE_TRANSPORT_AUTO &&
       !transport_from_env)

@@ -66,12 +66,13 @@ double local_flops(const Problem& p) {
   return 2.0 * static_cast<double>(p.m) * static_cast<double>(p.n) * static_cast<double>(p.k) / P;
 }
 
-// Chunks per shard when the caller leaves it to Weave. Host rings and
-// device AG-GEMM: one chunk (whole shards; more chunks made measured device
-// AG-GEMMs slower). Device reductions: two, or four when a chunk's partial
+// Chunks per shard when the caller leaves it to Weave. AG-GEMM: one chunk
+// (whole shards; more chunks made measured device AG-GEMMs slower). Host
+// reductions: two. Device reductions: two, or four when a chunk's partial
 // sums would exceed kDeviceReductionChunkBytes.
 int default_chunks(const Problem& p, Backend backend, bool halves) {
-  if (backend != Backend::Cuda || p.operation == Operation::AgGemm) return halves ? 2 : 1;
+  if (p.operation == Operation::AgGemm) return halves ? 2 : 1;
+  if (backend != Backend::Cuda) return 2;  // host reductions: two chunks pipeline best (doc/performance.md)
   const double rows_per_chunk = static_cast<double>(p.m) / p.group_size / 2.0;
   const double bytes = rows_per_chunk * static_cast<double>(p.n) * static_cast<double>(dtype_size(accumulation_type(p.dtype)));
   return bytes > kDeviceReductionChunkBytes ? 4 : 2;
@@ -239,8 +240,12 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
   if (progress == WEAVE_PROGRESS_AUTO) {
     weave_progress_t from_env = WEAVE_PROGRESS_AUTO;
     if (!env_choice<weave_progress_t>(env, "WEAVE_PROGRESS",
-                                      {{"tiles", WEAVE_PROGRESS_TILES}, {"thread", WEAVE_PROGRESS_THREAD}}, &from_env))
-      from_env = WEAVE_PROGRESS_TILES;
+                                      {{"tiles", WEAVE_PROGRESS_TILES}, {"thread", WEAVE_PROGRESS_THREAD}}, &from_env)) {
+      // A progress thread moves data while BLAS computes, but only helps
+      // when it has a core of its own and MPI lets it call in.
+      const bool mpi_allows = r.transport != Transport::Mpi || caps.mpi_thread_level >= MPI_THREAD_SERIALIZED;
+      from_env = mpi_allows && caps.cores_per_rank >= 2.0 ? WEAVE_PROGRESS_THREAD : WEAVE_PROGRESS_TILES;
+    }
     progress = from_env;
   }
   if (progress != WEAVE_PROGRESS_TILES && progress != WEAVE_PROGRESS_THREAD)

@@ -45,6 +45,7 @@ struct Resolved {
 struct Capabilities {
   bool cuda = false, nccl = false, ucx = false, copy_engine = false;
   int mpi_thread_level = 0;  // MPI_Query_thread
+  double cores_per_rank = 1;  // hardware threads of the node over the ranks on it
   // The group's ranks share one node with peer access between their GPUs
   // (found collectively before planning, for device plans only).
   bool copy_engine_usable = false;

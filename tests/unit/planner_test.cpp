@@ -66,11 +66,28 @@ TEST(Planner, AutomaticHostChoices) {
   EXPECT_EQ(r.transport, Transport::Mpi);
   EXPECT_EQ(r.schedule.algorithm, Algorithm::Ring);
   EXPECT_EQ(r.schedule.direction, Direction::Forward);
-  EXPECT_EQ(r.schedule.chunks_per_shard, 1);
+  EXPECT_EQ(r.schedule.chunks_per_shard, 2);  // a host reduction: two chunks
   EXPECT_EQ(r.schedule.compute_lanes, 1);
-  EXPECT_EQ(r.progress, ProgressMode::Tiles);
+  EXPECT_EQ(r.progress, ProgressMode::Tiles);  // MPI_THREAD_SINGLE, one core per rank
   EXPECT_EQ(r.timeout.count(), 300000);
   EXPECT_FALSE(r.schedule.gathered_output);
+  const Resolved ag = resolve_options(desc, host_problem(weave::internal::Operation::AgGemm), {}, host_only());
+  EXPECT_EQ(ag.schedule.chunks_per_shard, 1);
+}
+
+TEST(Planner, ProgressThreadWhenCoresAndMpiAllowIt) {
+  const weave_plan_desc_t desc{};
+  Capabilities caps = host_only();
+  caps.cores_per_rank = 8;
+  EXPECT_EQ(resolve_options(desc, host_problem(), {}, caps).progress, ProgressMode::Tiles)
+      << "MPI_THREAD_SINGLE forbids a progress thread";
+  caps.mpi_thread_level = MPI_THREAD_SERIALIZED;
+  EXPECT_EQ(resolve_options(desc, host_problem(), {}, caps).progress, ProgressMode::Thread);
+  caps.cores_per_rank = 1;
+  EXPECT_EQ(resolve_options(desc, host_problem(), {}, caps).progress, ProgressMode::Tiles)
+      << "a progress thread without a core of its own only competes with BLAS";
+  EXPECT_EQ(resolve_options(desc, host_problem(), {{"WEAVE_PROGRESS", "thread"}}, caps).progress,
+            ProgressMode::Thread);
 }
 
 TEST(Planner, OneRankRunsTheLocalGemmAndSaysSo) {
