@@ -1,0 +1,78 @@
+"""Tables and a plot from weave-bench JSON (and, optionally, torch_peers.py JSON).
+
+  python3 bench/report.py bench-4gpu.json --torch torch-4gpu.json --png overlap-4gpu.png
+
+Prints a Markdown table per file: for each operation and shape the GEMM
+alone, the communication alone, the sequential plan and Weave's default plan
+(ms), Weave / sequential, Weave / max(GEMM, communication), and PyTorch's
+fused operation where it was measured. The plot shows the two ratios per shape.
+"""
+
+import argparse
+import json
+
+
+def load(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("bench")
+    parser.add_argument("--torch", help="torch_peers.py JSON of the same machine")
+    parser.add_argument("--png", help="write a plot of the ratios here")
+    parser.add_argument("--title", default="")
+    args = parser.parse_args()
+
+    bench = load(args.bench)
+    torch_times = {}
+    if args.torch:
+        for r in load(args.torch)["results"]:
+            if "fused_ms" in r:
+                torch_times[(r["op"], r["shape"])] = r["fused_ms"]
+    rows = [r for r in bench["results"] if r.get("variant", "default") == "default"]
+
+    columns = ["op", "shape (M x K x N)", "GEMM ms", "comm ms", "sequential ms", "Weave ms", "Weave/seq", "Weave/max"]
+    if torch_times:
+        columns.append("PyTorch fused ms")
+    columns.append("plan")
+    print("| " + " | ".join(columns) + " |")
+    print("|" + "---|" * len(columns))
+    for r in rows:
+        plan = r["describe_weave"].split(": ", 1)[1].split(";")[0] if ": " in r["describe_weave"] else ""
+        cells = [r["op"], r["shape"], f"{r['gemm_ms']:.3f}", f"{r['comm_ms']:.3f}", f"{r['sequential_ms']:.3f}",
+                 f"{r['weave_ms']:.3f}", f"{r['weave_over_sequential']:.3f}", f"{r['weave_over_limit']:.3f}"]
+        if torch_times:
+            t = torch_times.get((r["op"], r["shape"]))
+            cells.append(f"{t:.3f}" if t else "n/a")
+        cells.append(plan)
+        print("| " + " | ".join(cells) + " |")
+
+    if args.png:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        labels = [f"{r['op']}\n{r['shape']}" for r in rows]
+        x = range(len(rows))
+        fig, ax = plt.subplots(figsize=(max(8, len(rows) * 0.6), 4.5))
+        width = 0.4
+        ax.bar([i - width / 2 for i in x], [r["weave_over_sequential"] for r in rows], width,
+               label="Weave / sequential")
+        ax.bar([i + width / 2 for i in x], [r["weave_over_limit"] for r in rows], width,
+               label="Weave / max(GEMM, communication)")
+        ax.axhline(1.0, color="black", linewidth=0.8)
+        ax.axhline(1.1, color="gray", linewidth=0.8, linestyle="--")
+        ax.set_xticks(list(x))
+        ax.set_xticklabels(labels, rotation=90, fontsize=7)
+        ax.set_ylabel("ratio (lower is better)")
+        ax.set_title(args.title or f"{bench['ranks']} x {bench['device']}, {bench['dtype']}")
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(args.png, dpi=120)
+
+
+if __name__ == "__main__":
+    main()
