@@ -139,7 +139,7 @@ std::unique_ptr<Plan> Plan::create(const std::shared_ptr<GridState>& grid, const
     check_same_on_all_ranks(plan->group_.comm, resolved_fields(plan->resolved_), "weave_plan_create");
   });
 
-  // 3. Backend (workspace) and transport. Creating a transport is collective
+  // 4. Backend (workspace) and transport. Creating a transport is collective
   //    over the group; every rank gets here.
   agree_on_errors(grid->comm(), [&] {
     const plan::Resolved& r = plan->resolved_;
