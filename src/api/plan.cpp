@@ -23,12 +23,7 @@ namespace {
 
 // Hardware threads of this node per rank on it. Collective over `comm`.
 double cores_per_rank(MPI_Comm comm) {
-  MPI_Comm node = MPI_COMM_NULL;
-  WEAVE_MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
-  int local = 1;
-  MPI_Comm_size(node, &local);
-  MPI_Comm_free(&node);
-  return static_cast<double>(std::max(1u, std::thread::hardware_concurrency())) / std::max(1, local);
+  return static_cast<double>(std::max(1u, std::thread::hardware_concurrency())) / std::max(1, ranks_on_my_node(comm));
 }
 
 plan::Capabilities capabilities() {
@@ -255,13 +250,13 @@ weave_plan_info_t Plan::info() const {
 void Plan::validate_execute_args(const weave_execute_args_t& args) const {
   const Problem& p = problem_;
   const bool device = p.memory == Memory::Device;
+  const bool can_ask_cuda = WEAVE_HAVE_CUDA && (device || cuda::process_uses_cuda());
   auto check_pointer = [&](const void* pointer, const LocalBlock& block, const char* name) {
     const bool empty = block.rows == 0 || block.cols == 0;
     if (!pointer) {
       if (empty) return;
       fail(WEAVE_ERROR_NULL_ARGUMENT, name, " is NULL but this rank's block is ", block.rows, " x ", block.cols);
     }
-    const bool can_ask_cuda = WEAVE_HAVE_CUDA && (device || cuda::process_uses_cuda());
     if (can_ask_cuda && cuda::is_device_pointer(pointer) != device)
       fail(WEAVE_ERROR_POINTER_KIND, name, " = ", pointer, " is a ", device ? "host" : "device",
            " pointer but the plan's matrices live in ", device ? "device" : "host", " memory");

@@ -88,6 +88,15 @@ const char* group_name(weave_group_t kind) {
   return "?";
 }
 
+int ranks_on_my_node(MPI_Comm comm) {
+  MPI_Comm node = MPI_COMM_NULL;
+  WEAVE_MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+  int size = 1;
+  MPI_Comm_size(node, &size);
+  MPI_Comm_free(&node);
+  return size;
+}
+
 namespace {
 
 // Runs the check and captures its failure as (status, message).
@@ -107,10 +116,14 @@ std::pair<weave_status_t, std::string> run_local_check(const std::function<void(
 // Completes a non-blocking collective, or throws WEAVE_ERROR_TIMEOUT.
 void wait_until(MPI_Request* request, std::chrono::steady_clock::time_point deadline, bool bounded,
                 std::chrono::milliseconds timeout) {
+  if (!bounded) {
+    WEAVE_MPI_CHECK(MPI_Wait(request, MPI_STATUS_IGNORE));
+    return;
+  }
   for (int done = 0;;) {
     WEAVE_MPI_CHECK(MPI_Test(request, &done, MPI_STATUS_IGNORE));
     if (done) return;
-    if (bounded && std::chrono::steady_clock::now() > deadline)
+    if (std::chrono::steady_clock::now() > deadline)
       fail(WEAVE_ERROR_TIMEOUT, "waited ", timeout.count() / 1000.0,
            " s for the other ranks of the group to agree on the arguments of this call; a peer may have failed "
            "or not made the call (set timeout_ms or WEAVE_TIMEOUT to wait longer)");
@@ -118,9 +131,11 @@ void wait_until(MPI_Request* request, std::chrono::steady_clock::time_point dead
   }
 }
 
-// The agreement itself: the lowest failing rank's status and message reach
-// every rank. Blocking when `timeout` is negative.
-void agree(MPI_Comm comm, const std::function<void()>& local_check, std::chrono::milliseconds timeout) {
+}  // namespace
+
+// The lowest failing rank's status and message reach every rank. Blocking
+// when `timeout` is negative.
+void agree_on_errors(MPI_Comm comm, const std::function<void()>& local_check, std::chrono::milliseconds timeout) {
   const auto [status, message] = run_local_check(local_check);
   int rank = 0, size = 1;
   MPI_Comm_rank(comm, &rank);
@@ -145,16 +160,6 @@ void agree(MPI_Comm comm, const std::function<void()>& local_check, std::chrono:
   if (header[1] > 0)
     collective([&](MPI_Request* r) { return MPI_Ibcast(text.data(), header[1], MPI_CHAR, first_failing, comm, r); });
   throw Error(static_cast<weave_status_t>(header[0]), str("rank ", first_failing, ": ", text));
-}
-
-}  // namespace
-
-void agree_on_errors(MPI_Comm comm, const std::function<void()>& local_check) {
-  agree(comm, local_check, std::chrono::milliseconds(-1));
-}
-
-void agree_on_errors(MPI_Comm comm, const std::function<void()>& local_check, std::chrono::milliseconds timeout) {
-  agree(comm, local_check, timeout);
 }
 
 void check_same_on_all_ranks(MPI_Comm comm, const std::vector<Argument>& arguments,

@@ -59,16 +59,18 @@ class GridState {
 
 const char* group_name(weave_group_t kind);
 
+// How many ranks of `comm` share this rank's node. Collective over `comm`.
+int ranks_on_my_node(MPI_Comm comm);
+
 // Runs `local_check` on every rank of `comm` and makes them agree: if it threw
 // on any rank, every rank throws the error of the lowest failing rank, with
 // "rank R: " in front of its message. Never leaves a rank waiting.
-void agree_on_errors(MPI_Comm comm, const std::function<void()>& local_check);
-
-// The same, but gives up after `timeout` (negative: never) with
+// With a non-negative `timeout` it gives up after that long with
 // WEAVE_ERROR_TIMEOUT if some rank of `comm` does not take part, e.g. a peer
 // that failed before calling execute. The agreement then stays pending on
 // `comm`, which must not be used again.
-void agree_on_errors(MPI_Comm comm, const std::function<void()>& local_check, std::chrono::milliseconds timeout);
+void agree_on_errors(MPI_Comm comm, const std::function<void()>& local_check,
+                     std::chrono::milliseconds timeout = std::chrono::milliseconds(-1));
 
 // A named integer argument that every rank of a group must pass identically.
 struct Argument {

@@ -54,9 +54,7 @@ bool Executor::dep_ready(int dep, bool consumer_stream_ordered) {
       token_[dep] = Token::Done;
       return true;
     case Token::Request:
-      if (!transport_.test(request_[dep])) return false;
-      request_done(dep);
-      return true;
+      return finish_if_done(dep);
   }
   return false;
 }
@@ -83,7 +81,6 @@ void Executor::wait_for_deps_on_lane(int step, int lane) {
 }
 
 void Executor::issue_unit(const Unit& unit) {
-  const double start = options_.trace ? options_.trace->now_us() : 0.0;
   if (transport_.stream_ordered()) {
     std::vector<const Step*> batch;
     for (int s : unit.steps) {
@@ -98,13 +95,14 @@ void Executor::issue_unit(const Unit& unit) {
       token_[s] = backend_.asynchronous() ? Token::Event : Token::Done;
     }
   } else {
+    const double start = options_.trace ? options_.trace->now_us() : 0.0;
     for (int s : unit.steps) {
       request_[s] = transport_.post(schedule_.steps[s], *bindings_);
       token_[s] = Token::Request;
     }
+    if (options_.trace)
+      for (int s : unit.steps) posted_us_[s] = start;
   }
-  if (options_.trace && !transport_.stream_ordered())
-    for (int s : unit.steps) posted_us_[s] = start;
 }
 
 void Executor::issue_compute(int step) {
@@ -142,7 +140,7 @@ bool Executor::pump() {
     // Note finished transfers now, so a trace shows when they finished.
     if (options_.trace)
       for (std::size_t i = 0; i < token_.size(); ++i)
-        if (token_[i] == Token::Request && transport_.test(request_[i])) request_done(static_cast<int>(i));
+        if (token_[i] == Token::Request) finish_if_done(static_cast<int>(i));
     for (std::size_t u = next_unit_; u < units_.size(); ++u) {
       if (unit_issued_[u]) continue;
       if (unit_ready(units_[u])) {
@@ -162,25 +160,24 @@ bool Executor::pump() {
   return advanced;
 }
 
-// A host-progressed transfer has completed: the span from its posting to
-// now is when it was in flight (what a trace shows next to the GEMMs).
-void Executor::request_done(int step) {
+// Whether a host-progressed transfer has completed; if so, marks it done.
+// The span from its posting to now is when it was in flight (what a trace
+// shows next to the GEMMs).
+bool Executor::finish_if_done(int step) {
+  if (!transport_.test(request_[step])) return false;
   token_[step] = Token::Done;
   if (options_.trace)
     options_.trace->add(step, "communication", schedule_.steps[step].label, posted_us_[step], options_.trace->now_us());
+  return true;
 }
 
 bool Executor::requests_outstanding() {
   std::lock_guard<std::mutex> lock(mutex_);
   bool outstanding = false;
   for (std::size_t i = 0; i < token_.size(); ++i)
-    if (token_[i] == Token::Request) {
-      if (transport_.test(request_[i]))
-        request_done(static_cast<int>(i));
-      else {
-        waiting_for_ = static_cast<int>(i);
-        outstanding = true;
-      }
+    if (token_[i] == Token::Request && !finish_if_done(static_cast<int>(i))) {
+      waiting_for_ = static_cast<int>(i);
+      outstanding = true;
     }
   return outstanding;
 }

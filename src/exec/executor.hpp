@@ -62,6 +62,7 @@ class Executor {
   // Polls the transport and issues every ready communication unit. Returns
   // whether anything advanced. Safe to call from GEMM tile callbacks.
   bool pump();
+  bool finish_if_done(int step);
   bool requests_outstanding();
   [[noreturn]] void timed_out();
   void progress_thread_main();
@@ -80,7 +81,6 @@ class Executor {
   std::vector<Token> token_;
   std::vector<int> request_;
   std::vector<double> posted_us_;  // tracing: when each request was posted
-  void request_done(int step);
   std::size_t next_unit_ = 0;
   std::vector<bool> unit_issued_;
   std::chrono::steady_clock::time_point deadline_;

@@ -81,19 +81,17 @@ void build_ag_gemm_ring(ScheduleBuilder& b) {
   // b-th send, so batches pair up across ranks.
   struct Ring {
     int next, prev;
-    std::vector<int> chunks;
     std::vector<int> recv_ids;   // in arrival order
     std::vector<int> recv_step;  // step index per arrival, -1 if empty
   };
   std::vector<Ring> rings;
   const bool both_ways = o.direction == Direction::Bidirectional;
-  const int forward_hops = both_ways ? P / 2 : P - 1;
+  const int forward_hops = both_ways ? P / 2 : o.direction == Direction::Forward ? P - 1 : 0;
   for (const Direction d : {Direction::Forward, Direction::Backward}) {
-    const int hops = !both_ways ? (d == o.direction ? P - 1 : 0) : (d == Direction::Forward ? forward_hops : P - 1 - forward_hops);
+    const int hops = d == Direction::Forward ? forward_hops : P - 1 - forward_hops;
     if (hops == 0) continue;
     const int step = d == Direction::Backward ? -1 : 1;
-    Ring ring{b.mod(r + step), b.mod(r - step), {}, {}, {}};
-    for (int j = 0; j < c; ++j) ring.chunks.push_back(j);
+    Ring ring{b.mod(r + step), b.mod(r - step), {}, {}};
     for (int hop = 1; hop <= hops; ++hop)
       for (int j = 0; j < c; ++j) ring.recv_ids.push_back(piece_id(b.mod(r - step * hop), j));
     ring.recv_step.assign(ring.recv_ids.size(), -1);
@@ -106,12 +104,12 @@ void build_ag_gemm_ring(ScheduleBuilder& b) {
     for (Ring& ring : rings) {
       if (n >= ring.recv_ids.size()) continue;
       const int batch = b.next_batch();
-      const std::size_t own = ring.chunks.size();
-      // Send: first my own chunks, then forward what arrived (all but the
+      // Send: first my own c chunks, then forward what arrived (all but the
       // last hop's chunks, which the next rank gets from the other side or
       // already owns).
+      const std::size_t own = static_cast<std::size_t>(c);
       if (n < own) {
-        const int j = ring.chunks[n], id = piece_id(r, j);
+        const int j = static_cast<int>(n), id = piece_id(r, j);
         if (piece_rows(id) > 0)
           b.add_step(SendOp{own_send_region[j], ring.next, id}, kCommLane, {own_send_dep[j]},
                      "send own chunk " + std::to_string(j), batch);

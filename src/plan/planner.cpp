@@ -70,8 +70,8 @@ double local_flops(const Problem& p) {
 // (whole shards; more chunks made measured device AG-GEMMs slower). Host
 // reductions: two. Device reductions: two, or four when a chunk's partial
 // sums would exceed kDeviceReductionChunkBytes.
-int default_chunks(const Problem& p, Backend backend, bool halves) {
-  if (p.operation == Operation::AgGemm) return halves ? 2 : 1;
+int default_chunks(const Problem& p, Backend backend) {
+  if (p.operation == Operation::AgGemm) return 1;
   if (backend != Backend::Cuda) return 2;  // host reductions: two chunks pipeline best (doc/performance.md)
   const double rows_per_chunk = static_cast<double>(p.m) / p.group_size / 2.0;
   const double bytes = rows_per_chunk * static_cast<double>(p.n) * static_cast<double>(dtype_size(accumulation_type(p.dtype)));
@@ -128,7 +128,6 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
       // the option that enables it, never fall back to host MPI.
       transport = WEAVE_TRANSPORT_MPI;
       if (r.backend == Backend::Cuda) {
-        r.transport_automatic = true;
         if (caps.copy_engine && caps.copy_engine_usable) {
           transport = WEAVE_TRANSPORT_COPY_ENGINE;
           notes += " copy_engine chosen: the group shares one node with peer access;";
@@ -214,7 +213,7 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
   const bool halves = r.schedule.direction == Direction::Bidirectional && problem.operation != Operation::AgGemm;
   if (chunks == 0) {
     chunks = static_cast<int>(env_integer(env, "WEAVE_CHUNKS", 0, 1));
-    if (chunks == 0) chunks = default_chunks(problem, r.backend, halves);
+    if (chunks == 0) chunks = default_chunks(problem, r.backend);
   }
   if (halves && chunks < 2) {
     if (desc.chunks_per_shard > 0)

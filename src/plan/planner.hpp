@@ -6,7 +6,6 @@
 #include <chrono>
 #include <map>
 #include <string>
-#include <string>
 
 #include "core/problem.hpp"
 #include "plan/schedule.hpp"
@@ -30,10 +29,6 @@ struct Resolved {
   ScheduleOptions schedule;
   Backend backend = Backend::Host;
   Transport transport = Transport::Mpi;
-  // The transport was left to Weave: a device plan whose group shares one
-  // node with peer access then moves chunks with the copy engines (decided
-  // at plan creation, where the topology is known).
-  bool transport_automatic = false;
   ProgressMode progress = ProgressMode::Tiles;
   std::chrono::milliseconds timeout{300000};
   int flags = 0;
