@@ -24,9 +24,7 @@ MatrixRef Bindings::resolve(const plan::Region& region) const {
     if (region.empty()) return ref;
     fail(WEAVE_ERROR_INTERNAL, "buffer ", spec.name, " is not bound");
   }
-  const int64_t element = spec.order == Order::ColMajor ? region.row0 + region.col0 * ref.ld
-                                                        : region.row0 * ref.ld + region.col0;
-  ref.data = base + element * static_cast<int64_t>(dtype_size(spec.dtype));
+  ref.data = base + region.first_element(ref.ld, spec.order) * static_cast<int64_t>(dtype_size(spec.dtype));
   return ref;
 }
 

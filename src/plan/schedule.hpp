@@ -37,6 +37,10 @@ struct Region {
   int64_t row0 = 0, col0 = 0, rows = 0, cols = 0;
   int64_t elements() const { return rows * cols; }
   bool empty() const { return rows == 0 || cols == 0; }
+  // Index of the first element in a buffer of leading dimension `ld`.
+  int64_t first_element(int64_t ld, Order order) const {
+    return order == Order::ColMajor ? row0 + col0 * ld : row0 * ld + col0;
+  }
 };
 
 // Scalars known only at execute time are referred to by role.

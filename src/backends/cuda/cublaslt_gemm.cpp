@@ -27,10 +27,9 @@ exec::MatrixRef layout_of(const plan::Schedule& schedule, const plan::Region& re
 // the caller's buffer, or the workspace.
 uint64_t offset_from_aligned_base(const plan::Schedule& schedule, const plan::Region& region) {
   const plan::BufferSpec& spec = schedule.buffer(region);
-  const int64_t element = spec.order == Order::ColMajor ? region.row0 + region.col0 * spec.ld
-                                                        : region.row0 * spec.ld + region.col0;
   const int64_t base = region.buffer >= plan::kFirstWorkspaceBuffer ? spec.offset_bytes : 0;
-  return static_cast<uint64_t>(base + element * static_cast<int64_t>(dtype_size(spec.dtype)));
+  return static_cast<uint64_t>(base + region.first_element(spec.ld, spec.order) *
+                                          static_cast<int64_t>(dtype_size(spec.dtype)));
 }
 
 uint32_t alignment_of(uint64_t address) {

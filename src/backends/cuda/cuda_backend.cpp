@@ -74,7 +74,7 @@ void CudaBackend::prepare_steps() {
     if (step.kind() == plan::StepKind::Gemm) {
       const auto& op = std::get<plan::GemmOp>(step.op);
       const GemmWork work = gemm_work(op);
-      gemm_work_[&op] = work;
+      prepared_[&op].work = work;
       if (work == GemmWork::ScaleOnly) {
         const DType c = schedule_.buffer(op.c).dtype;
         kernels.insert({c, c});
@@ -98,19 +98,18 @@ void CudaBackend::prepare_steps() {
   for (std::size_t lane = 0; lane < lane_multiplies.size(); ++lane)
     if (lane_multiplies[lane]) WEAVE_CUDA_CHECK(cudaMalloc(&cublas_workspaces_[lane], kCublasWorkspaceBytes));
   for (const plan::GemmOp* op : matmul_steps)
-    matmuls_[op] = std::make_unique<CublasLtGemm>(cublas_, schedule_, *op, options_.allow_tf32, kCublasWorkspaceBytes);
+    prepared_[op].matmul =
+        std::make_unique<CublasLtGemm>(cublas_, schedule_, *op, options_.allow_tf32, kCublasWorkspaceBytes);
 }
 
 void CudaBackend::release() noexcept {
   if (device_ < 0) return;
-  int previous = -1;
-  const bool switched = cudaGetDevice(&previous) == cudaSuccess && previous != device_ &&
-                        cudaSetDevice(device_) == cudaSuccess;
+  const DeviceGuard guard(device_, std::nothrow);
   // Work of an execute may still be running: let it finish before its
   // memory goes (stream destruction alone would not wait).
   for (cudaStream_t s : streams_)
     if (s) cudaStreamSynchronize(s);
-  matmuls_.clear();
+  prepared_.clear();
   if (cublas_) cublasLtDestroy(cublas_);
   cublas_ = nullptr;
   for (void*& w : cublas_workspaces_)
@@ -135,7 +134,6 @@ void CudaBackend::release() noexcept {
     if (s) cudaStreamDestroy(s);
   streams_.clear();
   cudaGetLastError();  // errors while tearing down are not the caller's next call's
-  if (switched) cudaSetDevice(previous);
 }
 
 std::string CudaBackend::name() const {
@@ -172,28 +170,22 @@ void CudaBackend::end(void* caller_stream) {
 void CudaBackend::gemm(const plan::GemmOp& op, int lane, const exec::Bindings& bindings,
                        const exec::Scalars& scalars, const exec::ProgressHook&) {
   DeviceGuard guard(device_);
-  const auto work = gemm_work_.find(&op);
-  if (work == gemm_work_.end()) fail(WEAVE_ERROR_INTERNAL, "a GEMM step was not prepared at plan creation");
-  switch (work->second) {
+  const auto prepared = prepared_.find(&op);
+  if (prepared == prepared_.end()) fail(WEAVE_ERROR_INTERNAL, "a GEMM step was not prepared at plan creation");
+  switch (prepared->second.work) {
     case GemmWork::None:
       return;  // nothing to enqueue; the executor's events still order the lane
     case GemmWork::ScaleOnly: {
       // K == 0: the product is zero and C = beta * C (C not read when beta == 0).
-      const exec::MatrixRef c = bindings.resolve(op.c);
-      EpilogueLaunch launch;
-      launch.dst_type = launch.src_type = c.dtype;
-      launch.dst = c.data;
-      launch.dst_ld = c.ld;
-      launch.dst_row_major = c.order == Order::RowMajor;
-      launch.dst_scale = scalars.value(op.beta);
-      launch.rows = c.rows;
-      launch.cols = c.cols;
-      launch_epilogue(launch, stream(lane));
+      plan::EpilogueOp scale;
+      scale.dst = op.c;
+      scale.dst_scale = op.beta;
+      epilogue(scale, lane, bindings, scalars);
       return;
     }
     case GemmWork::Matmul:
-      matmuls_.at(&op)->enqueue(bindings, scalars, cublas_workspaces_.at(static_cast<std::size_t>(lane)),
-                                stream(lane));
+      prepared->second.matmul->enqueue(bindings, scalars, cublas_workspaces_.at(static_cast<std::size_t>(lane)),
+                                       stream(lane));
       return;
   }
 }
@@ -254,7 +246,6 @@ void CudaBackend::collect_timings(exec::Trace& trace, const plan::Schedule& sche
   if (timing_events_.empty()) return;
   DeviceGuard guard(device_);
   WEAVE_CUDA_CHECK(cudaEventSynchronize(timing_origin_));
-  const std::size_t lanes = streams_.size() - 1;
   for (std::size_t i = 0; i < schedule.steps.size(); ++i) {
     float start = 0, end = 0;
     // Steps of a communication batch share the first step's events.
@@ -265,7 +256,6 @@ void CudaBackend::collect_timings(exec::Trace& trace, const plan::Schedule& sche
     }
     const plan::Step& s = schedule.steps[i];
     const std::string track = s.is_comm() ? "communication stream" : str("compute stream ", s.lane);
-    (void)lanes;
     trace.add(static_cast<int>(i), track, s.label, start * 1000.0, end * 1000.0);
   }
 }

@@ -68,9 +68,13 @@ class CudaBackend final : public exec::ComputeBackend {
   void* workspace_ = nullptr;
   cublasLtHandle_t cublas_ = nullptr;
   std::vector<void*> cublas_workspaces_;  // per compute lane; null where the lane never multiplies
-  // GEMM steps by the address of their op in the schedule (what gemm() is handed).
-  std::unordered_map<const plan::GemmOp*, GemmWork> gemm_work_;
-  std::unordered_map<const plan::GemmOp*, std::unique_ptr<CublasLtGemm>> matmuls_;
+  // GEMM steps by the address of their op in the schedule (what gemm() is
+  // handed): what each needs, and its cuBLASLt plan where it multiplies.
+  struct PreparedGemm {
+    GemmWork work = GemmWork::None;
+    std::unique_ptr<CublasLtGemm> matmul;
+  };
+  std::unordered_map<const plan::GemmOp*, PreparedGemm> prepared_;
 };
 
 }  // namespace weave::internal::cuda

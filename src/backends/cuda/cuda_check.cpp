@@ -45,6 +45,10 @@ DeviceGuard::DeviceGuard(int device) {
   }
 }
 
+DeviceGuard::DeviceGuard(int device, std::nothrow_t) noexcept {
+  switched_ = cudaGetDevice(&previous_) == cudaSuccess && previous_ != device && cudaSetDevice(device) == cudaSuccess;
+}
+
 DeviceGuard::~DeviceGuard() {
   if (switched_) cudaSetDevice(previous_);  // a destructor reports nothing; the device was valid before
 }

@@ -7,6 +7,8 @@
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
 
+#include <new>
+
 #include "core/error.hpp"
 
 namespace weave::internal::cuda {
@@ -23,6 +25,9 @@ int current_device_or_none();
 class DeviceGuard {
  public:
   explicit DeviceGuard(int device);
+  // For teardown, which reports nothing: if `device` cannot be made current,
+  // the guard does nothing and the work runs on the current device.
+  DeviceGuard(int device, std::nothrow_t) noexcept;
   ~DeviceGuard();
   DeviceGuard(const DeviceGuard&) = delete;
   DeviceGuard& operator=(const DeviceGuard&) = delete;

@@ -41,15 +41,10 @@ std::vector<Entry> allgather_entries(MPI_Comm comm, const std::vector<Entry>& mi
 
 }  // namespace
 
-bool copy_engine_possible(const GroupView& group, std::string* why_not) {
+bool copy_engine_usable(const GroupView& group, std::string* why_not) {
   std::string reason;
   int ok = 1;
-  MPI_Comm node = MPI_COMM_NULL;
-  WEAVE_MPI_CHECK(MPI_Comm_split_type(group.comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
-  int node_size = 0;
-  MPI_Comm_size(node, &node_size);
-  MPI_Comm_free(&node);
-  if (node_size != group.size) {
+  if (ranks_on_my_node(group.comm) != group.size) {
     ok = 0;
     reason = str("the group's ", group.size, " ranks span more than one node");
   }
@@ -85,7 +80,7 @@ bool copy_engine_possible(const GroupView& group, std::string* why_not) {
 CopyEngineTransport::CopyEngineTransport(GridState& grid, const GroupView& group, const plan::Schedule& schedule,
                                          void* workspace) {
   std::string why_not;
-  if (!copy_engine_possible(group, &why_not))
+  if (!copy_engine_usable(group, &why_not))
     fail(WEAVE_ERROR_UNSUPPORTED, "the copy-engine transport needs every rank of the group on one node with peer "
          "access between their GPUs, but ", why_not, "; use the nccl transport");
   WEAVE_MPI_CHECK(MPI_Comm_dup(group.comm, &comm_));
@@ -167,9 +162,8 @@ void CopyEngineTransport::exchange_tables(const plan::Schedule& schedule) {
       const plan::BufferSpec& spec = schedule.buffer(op.dst);
       if (op.dst.buffer < plan::kFirstWorkspaceBuffer)
         fail(WEAVE_ERROR_INTERNAL, "the copy-engine transport receives only into the workspace (step '", s.label, "')");
-      const int64_t offset = spec.offset_bytes + (spec.order == Order::ColMajor ? op.dst.row0 + op.dst.col0 * spec.ld
-                                                                                 : op.dst.row0 * spec.ld + op.dst.col0) *
-                                                     static_cast<int64_t>(dtype_size(spec.dtype));
+      const int64_t offset =
+          spec.offset_bytes + op.dst.first_element(spec.ld, spec.order) * static_cast<int64_t>(dtype_size(spec.dtype));
       my_receives.push_back(Entry{op.peer, op.tag, offset, schedule.bytes(op.dst),
                                   static_cast<int64_t>(receive_steps.size())});
       receive_steps.push_back(&s);
@@ -186,13 +180,19 @@ void CopyEngineTransport::exchange_tables(const plan::Schedule& schedule) {
   const std::vector<Entry> all_receives = allgather_entries(comm_, my_receives, size_, &receive_displs);
   const std::vector<Entry> all_sends = allgather_entries(comm_, my_sends, size_, &send_displs);
 
+  // The last entry of `peer`'s part of `all` that is aimed at me with `tag`.
+  auto find_entry = [&](const std::vector<Entry>& all, const std::vector<int>& displs, int peer,
+                        int64_t tag) -> const Entry* {
+    const Entry* match = nullptr;
+    for (int j = displs[peer]; j < displs[peer + 1]; ++j)
+      if (all[j].peer == rank_ && all[j].tag == tag) match = &all[j];
+    return match;
+  };
   // For each of my sends, the matching receive on the peer.
   for (std::size_t i = 0; i < send_steps.size(); ++i) {
     const Entry& mine = my_sends[i];
     const int peer = static_cast<int>(mine.peer);
-    const Entry* match = nullptr;
-    for (int j = receive_displs[peer]; j < receive_displs[peer + 1]; ++j)
-      if (all_receives[j].peer == rank_ && all_receives[j].tag == mine.tag) match = &all_receives[j];
+    const Entry* match = find_entry(all_receives, receive_displs, peer, mine.tag);
     if (!match || match->bytes != mine.bytes)
       fail(WEAVE_ERROR_INTERNAL, "group rank ", peer, " has no receive of ", mine.bytes, " bytes with tag ", mine.tag,
            " from group rank ", rank_);
@@ -209,9 +209,7 @@ void CopyEngineTransport::exchange_tables(const plan::Schedule& schedule) {
   for (std::size_t i = 0; i < receive_steps.size(); ++i) {
     const Entry& mine = my_receives[i];
     const int peer = static_cast<int>(mine.peer);
-    const Entry* match = nullptr;
-    for (int j = send_displs[peer]; j < send_displs[peer + 1]; ++j)
-      if (all_sends[j].peer == rank_ && all_sends[j].tag == mine.tag) match = &all_sends[j];
+    const Entry* match = find_entry(all_sends, send_displs, peer, mine.tag);
     if (!match) fail(WEAVE_ERROR_INTERNAL, "group rank ", peer, " has no send with tag ", mine.tag, " to ", rank_);
     incoming_[receive_steps[i]] = Incoming{peer, flags_ + mine.flag, peer_flags_[peer] + match->flag};
   }
@@ -222,9 +220,7 @@ CopyEngineTransport::~CopyEngineTransport() { release(); }
 void CopyEngineTransport::release() noexcept {
   collectives_.reset();
   if (device_ >= 0) {
-    int previous = -1;
-    const bool switched = cudaGetDevice(&previous) == cudaSuccess && previous != device_ &&
-                          cudaSetDevice(device_) == cudaSuccess;
+    const cuda::DeviceGuard guard(device_, std::nothrow);
     for (auto& [peer, s] : copy_streams_) {
       (void)peer;
       cudaStreamSynchronize(s);
@@ -242,7 +238,6 @@ void CopyEngineTransport::release() noexcept {
     }
     if (flags_) cudaFree(flags_);
     cudaGetLastError();
-    if (switched) cudaSetDevice(previous);
   }
   copy_streams_.clear();
   copy_done_.clear();
@@ -317,7 +312,5 @@ std::unique_ptr<Transport> make_copy_engine_transport(GridState& grid, const Gro
                                                       const plan::Schedule& schedule, void* workspace) {
   return std::make_unique<CopyEngineTransport>(grid, group, schedule, workspace);
 }
-
-bool copy_engine_usable(const GroupView& group, std::string* why_not) { return copy_engine_possible(group, why_not); }
 
 }  // namespace weave::internal::transport

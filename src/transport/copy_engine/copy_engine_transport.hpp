@@ -72,8 +72,4 @@ class CopyEngineTransport final : public Transport {
   std::unique_ptr<Transport> collectives_;  // NCCL, when the schedule has collectives
 };
 
-// Whether every rank of the group runs on one node with peer access between
-// their GPUs (agreed by all ranks of the group). Collective.
-bool copy_engine_possible(const GroupView& group, std::string* why_not);
-
 }  // namespace weave::internal::transport

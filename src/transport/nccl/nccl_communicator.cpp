@@ -33,11 +33,8 @@ NcclCommunicator::NcclCommunicator(MPI_Comm group_comm) {
 NcclCommunicator::~NcclCommunicator() {
   if (!comm_) return;
   // A destructor reports nothing; destroying a communicator is local.
-  int previous = -1;
-  const bool switched = cudaGetDevice(&previous) == cudaSuccess && previous != device_ &&
-                        cudaSetDevice(device_) == cudaSuccess;
+  const cuda::DeviceGuard guard(device_, std::nothrow);
   ncclCommDestroy(comm_);
-  if (switched) cudaSetDevice(previous);
 }
 
 std::shared_ptr<NcclCommunicator> nccl_communicator(GridState& grid, const GroupView& group) {
