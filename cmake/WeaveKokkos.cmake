@@ -1,9 +1,9 @@
-# Finds Kokkos and repairs one known packaging defect: Debian's Kokkos 3.4
-# (built inside Trilinos) declares Kokkos::kokkos with the include directory
-# <prefix>/lib/include, which does not exist; its headers are in
-# Kokkos_INCLUDE_DIRS (/usr/include/trilinos). Kokkos 4 installs are left as
-# they are. Installed with Weave so consumers get the same repair.
-find_package(Kokkos REQUIRED)
+# Repairs one known packaging defect of a Kokkos found before this file is
+# included: Debian's Kokkos 3.4 (built inside Trilinos) declares
+# Kokkos::kokkos with the include directory <prefix>/lib/include, which does
+# not exist; its headers are in Kokkos_INCLUDE_DIRS (/usr/include/trilinos).
+# Kokkos 4 installs are left as they are. Installed with Weave so consumers
+# get the same repair.
 
 function(weave_repair_kokkos_target)
   if(NOT TARGET Kokkos::kokkos)

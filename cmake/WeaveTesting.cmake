@@ -16,12 +16,13 @@ set(WEAVE_TEST_ENVIRONMENT
     OMP_NUM_THREADS=1)
 
 # weave_add_mpi_test(<name> <target> RANKS <n>... [ARGS ...] [LABELS ...] [TIMEOUT s]
-#                    [ENVIRONMENT VAR=value...])
+#                    [ENVIRONMENT VAR=value...] [SKIP_RETURN_CODE code])
 # Adds one test per rank count, named <name>.np<n>, labelled "mpi" and LABELS;
 # ENVIRONMENT is added to WEAVE_TEST_ENVIRONMENT (e.g. WEAVE_TRANSPORT=ucx to
-# run a host test program over another transport).
+# run a host test program over another transport). A program that exits with
+# SKIP_RETURN_CODE is reported as skipped.
 function(weave_add_mpi_test name target)
-  cmake_parse_arguments(PARSE_ARGV 2 arg "" "TIMEOUT" "RANKS;ARGS;LABELS;ENVIRONMENT")
+  cmake_parse_arguments(PARSE_ARGV 2 arg "" "TIMEOUT;SKIP_RETURN_CODE" "RANKS;ARGS;LABELS;ENVIRONMENT")
   if(NOT arg_TIMEOUT)
     set(arg_TIMEOUT 600)
   endif()
@@ -35,5 +36,8 @@ function(weave_add_mpi_test name target)
       LABELS "mpi;${arg_LABELS}"
       PROCESSORS ${ranks}
       TIMEOUT ${arg_TIMEOUT})
+    if(DEFINED arg_SKIP_RETURN_CODE)
+      set_tests_properties(${test_name} PROPERTIES SKIP_RETURN_CODE ${arg_SKIP_RETURN_CODE})
+    endif()
   endforeach()
 endfunction()

@@ -6,8 +6,6 @@
 # level (cmake/WeaveDetectGpu.cmake), which also defaults the architectures
 # to sm_80 and sm_90.
 if(WEAVE_ENABLE_CUDA)
-  enable_language(CUDA)
-  find_package(CUDAToolkit REQUIRED)
   target_sources(weave_objects PRIVATE
     backends/cuda/cuda_backend.cpp
     backends/cuda/cuda_check.cpp
@@ -19,8 +17,7 @@ if(WEAVE_ENABLE_CUDA)
     CUDA_STANDARD_REQUIRED ON
     CUDA_VISIBILITY_PRESET hidden)
   target_compile_options(weave_objects PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall,-Wextra>)
-  target_link_libraries(weave_objects PRIVATE CUDA::cudart CUDA::cublasLt ${CMAKE_DL_LIBS})
-  target_link_libraries(weave PRIVATE CUDA::cudart CUDA::cublasLt ${CMAKE_DL_LIBS})
+  weave_link_private(CUDA::cudart CUDA::cublasLt ${CMAKE_DL_LIBS})
   set(WEAVE_HAVE_CUDA 1)
   string(APPEND WEAVE_BUILD_FEATURES ",cuda")
 else()
