@@ -34,7 +34,6 @@ class CudaDeviceMemory : public weave_test::DeviceMemory {
   weave_status_t execute(weave_plan_t plan, const weave_execute_args_t& args) override;
 
   cudaStream_t stream() const { return stream_; }
-  int device() const { return device_; }
 
  private:
   int device_ = -1;

@@ -125,20 +125,27 @@ struct Operands {
   Matrix a, b, c, bias;
 };
 
+// How each operation distributes its operands:
 // AG-GEMM: A M x K block-row, B K x N block-column, C M x N block-column.
 // GEMM-RS: A M x K block-column, B K x N block-row, C M x N block-row.
 // GEMM-AR: as GEMM-RS with C replicated. Bias 1 x N like C's columns.
+struct Distributions {
+  weave_distribution_t a, b, c, bias;
+};
+Distributions distributions_for(weave_operation_t op) {
+  const bool ag = op == WEAVE_AG_GEMM;
+  return {ag ? WEAVE_DIST_BLOCK_ROW : WEAVE_DIST_BLOCK_COLUMN, ag ? WEAVE_DIST_BLOCK_COLUMN : WEAVE_DIST_BLOCK_ROW,
+          ag ? WEAVE_DIST_BLOCK_COLUMN : op == WEAVE_GEMM_RS ? WEAVE_DIST_BLOCK_ROW : WEAVE_DIST_REPLICATED,
+          ag ? WEAVE_DIST_BLOCK_COLUMN : WEAVE_DIST_REPLICATED};
+}
+
 bool make_operands(weave_grid_t grid, weave_operation_t op, int64_t m, int64_t n, int64_t k, Operands* o,
                    weave_dtype_t dtype = WEAVE_FLOAT64, bool with_bias = false) {
-  const bool ag = op == WEAVE_AG_GEMM;
-  const weave_distribution_t c_dist =
-      ag ? WEAVE_DIST_BLOCK_COLUMN : op == WEAVE_GEMM_RS ? WEAVE_DIST_BLOCK_ROW : WEAVE_DIST_REPLICATED;
-  if (!create(grid, desc_of(m, k, ag ? WEAVE_DIST_BLOCK_ROW : WEAVE_DIST_BLOCK_COLUMN, dtype), &o->a)) return false;
-  if (!create(grid, desc_of(k, n, ag ? WEAVE_DIST_BLOCK_COLUMN : WEAVE_DIST_BLOCK_ROW, dtype), &o->b)) return false;
-  if (!create(grid, desc_of(m, n, c_dist, dtype), &o->c)) return false;
-  if (with_bias &&
-      !create(grid, desc_of(1, n, ag ? WEAVE_DIST_BLOCK_COLUMN : WEAVE_DIST_REPLICATED, dtype), &o->bias))
-    return false;
+  const Distributions dist = distributions_for(op);
+  if (!create(grid, desc_of(m, k, dist.a, dtype), &o->a)) return false;
+  if (!create(grid, desc_of(k, n, dist.b, dtype), &o->b)) return false;
+  if (!create(grid, desc_of(m, n, dist.c, dtype), &o->c)) return false;
+  if (with_bias && !create(grid, desc_of(1, n, dist.bias, dtype), &o->bias)) return false;
   return true;
 }
 
@@ -313,11 +320,7 @@ void shape_mismatches(weave_grid_t grid) {
   const int64_t M = 4 * g_size, N = 3 * g_size, K = 5;
   for (weave_operation_t op : kOperations) {
     const bool ag = op == WEAVE_AG_GEMM;
-    const weave_distribution_t a_dist = ag ? WEAVE_DIST_BLOCK_ROW : WEAVE_DIST_BLOCK_COLUMN;
-    const weave_distribution_t b_dist = ag ? WEAVE_DIST_BLOCK_COLUMN : WEAVE_DIST_BLOCK_ROW;
-    const weave_distribution_t c_dist =
-        ag ? WEAVE_DIST_BLOCK_COLUMN : op == WEAVE_GEMM_RS ? WEAVE_DIST_BLOCK_ROW : WEAVE_DIST_REPLICATED;
-    const weave_distribution_t bias_dist = ag ? WEAVE_DIST_BLOCK_COLUMN : WEAVE_DIST_REPLICATED;
+    const auto [a_dist, b_dist, c_dist, bias_dist] = distributions_for(op);
     Matrix a, b, b_wrong_k, c, c_wrong_m, c_wrong_n, bias_long, bias_tall;
     // K mismatch: for AG-GEMM op(A) keeps all K columns; for RS/AR K is
     // split, so the wrong K is a multiple of P too.
@@ -328,7 +331,7 @@ void shape_mismatches(weave_grid_t grid) {
         !create(grid, desc_of(M, N, c_dist), &c) || !create(grid, desc_of(M + g_size, N, c_dist), &c_wrong_m) ||
         !create(grid, desc_of(M, N + g_size, c_dist), &c_wrong_n) ||
         !create(grid, desc_of(1, N + g_size, bias_dist), &bias_long) ||
-        !create(grid, desc_of(2, N, ag ? WEAVE_DIST_BLOCK_COLUMN : WEAVE_DIST_REPLICATED), &bias_tall))
+        !create(grid, desc_of(2, N, bias_dist), &bias_tall))
       return;
     weave_plan_desc_t d{};
     d.operation = op;

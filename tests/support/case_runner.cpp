@@ -6,7 +6,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <exception>
 #include <map>
 #include <memory>
@@ -245,9 +244,7 @@ bool run_case_unguarded(const Case& cs, uint64_t seed) {
   const int64_t M = cs.m, N = cs.n, K = cs.k;
   const bool ag = cs.operation == WEAVE_AG_GEMM, rs = cs.operation == WEAVE_GEMM_RS;
   const std::vector<int64_t> m_counts = make_counts(M, P, cs.shards);
-  // A second, different pattern for the other split dimension.
-  const Shards other = cs.shards == Shards::Balanced ? Shards::Balanced
-                       : cs.shards == Shards::Uneven ? Shards::WithEmpty : Shards::Uneven;
+  const Shards other = other_shards(cs.shards);
   const std::vector<int64_t> n_counts = make_counts(N, P, other);
   const std::vector<int64_t> k_counts = make_counts(K, P, other);
 
@@ -493,7 +490,6 @@ bool parse_types(const std::string& text, std::vector<weave_dtype_t>* types) {
 
 struct ParsedArguments {
   CaseListOptions options;
-  bool types_given = false;
   unsigned long long seed = 0;
   std::string error;
 };
@@ -517,7 +513,6 @@ ParsedArguments parse_arguments(int argc, char** argv) {
         parsed.error = "--memory " + value + ": expected host or device";
     } else if (arg == "--types" && has_value) {
       const std::string value = argv[++i];
-      parsed.types_given = true;
       if (!parse_types(value, &parsed.options.types))
         parsed.error = "--types " + value + ": expected all or a comma-separated list of f64, f32, f16, bf16";
     } else {
@@ -600,17 +595,6 @@ int run_case_list(int argc, char** argv, const CaseGenerator& make_cases) {
   destroy_grids();
   MPI_Finalize();
   return failures ? 1 : 0;
-}
-
-int run_case_list(int argc, char** argv,
-                  const std::function<std::vector<Case>(bool quick, std::mt19937_64& rng)>& make_cases) {
-  for (int i = 1; i < argc; ++i)
-    if (!std::strcmp(argv[i], "--types")) {
-      std::fprintf(stderr, "--types: this program's cases choose their own element types\n");
-      return 1;
-    }
-  return run_case_list(argc, argv,
-                       [&](const CaseListOptions& options, std::mt19937_64& rng) { return make_cases(options.quick, rng); });
 }
 
 }  // namespace weave_test

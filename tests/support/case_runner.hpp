@@ -100,8 +100,4 @@ using CaseGenerator = std::function<std::vector<Case>(const CaseListOptions& opt
 // in the --memory asked for.
 int run_case_list(int argc, char** argv, const CaseGenerator& make_cases);
 
-// The same for generators that only know about --quick (types: f64 and f32).
-int run_case_list(int argc, char** argv,
-                  const std::function<std::vector<Case>(bool quick, std::mt19937_64& rng)>& make_cases);
-
 }  // namespace weave_test

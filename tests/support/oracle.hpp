@@ -111,4 +111,9 @@ inline std::vector<int64_t> make_counts(int64_t n, int parts, Shards pattern) {
   return counts;
 }
 
+// A second, different pattern, for the other split dimension of a case.
+inline Shards other_shards(Shards s) {
+  return s == Shards::Balanced ? Shards::Balanced : s == Shards::Uneven ? Shards::WithEmpty : Shards::Uneven;
+}
+
 }  // namespace weave_test

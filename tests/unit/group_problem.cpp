@@ -21,10 +21,6 @@ std::string GroupCase::name() const {
 
 namespace {
 
-Shards other_pattern(Shards s) {
-  return s == Shards::Balanced ? Shards::Balanced : s == Shards::Uneven ? Shards::WithEmpty : Shards::Uneven;
-}
-
 weave::internal::LocalBlock block(int64_t rows, int64_t cols, Order order, int64_t padding) {
   weave::internal::LocalBlock b;
   b.rows = rows;
@@ -48,12 +44,12 @@ std::vector<int64_t> m_counts(const GroupCase& c) {
 
 std::vector<int64_t> n_counts(const GroupCase& c) {
   if (c.operation != Operation::AgGemm) return {c.n};
-  return make_counts(c.n, c.ranks, other_pattern(c.shards));
+  return make_counts(c.n, c.ranks, other_shards(c.shards));
 }
 
 std::vector<int64_t> k_counts(const GroupCase& c) {
   if (c.operation == Operation::AgGemm) return {c.k};
-  return make_counts(c.k, c.ranks, other_pattern(c.shards));
+  return make_counts(c.k, c.ranks, other_shards(c.shards));
 }
 
 std::vector<weave::internal::Problem> make_group_problems(const GroupCase& c) {

@@ -2,10 +2,11 @@
 
 #include <algorithm>
 #include <map>
-#include <sstream>
 #include <tuple>
 #include <type_traits>
 #include <variant>
+
+#include "core/error.hpp"
 
 namespace weave_test {
 
@@ -14,48 +15,46 @@ using weave::internal::Op;
 using weave::internal::Order;
 using namespace weave::internal::plan;
 
-namespace {
-
-template <class... Parts>
-std::string text(const Parts&... parts) {
-  std::ostringstream out;
-  (out << ... << parts);
-  return out.str();
-}
+using weave::internal::str;
 
 std::string where(int rank, int step, const Schedule& s) {
-  return text("rank ", rank, " step ", step, " (", s.steps[step].label, ")");
+  return str("rank ", rank, " step ", step, " (", s.steps[step].label, ")");
+}
+
+namespace {
+
+// Whether `r` names a buffer of `s`.
+bool region_ok(const Schedule& s, const Region& r) {
+  return r.buffer >= 0 && r.buffer < static_cast<int>(s.buffers.size());
 }
 
 std::string region_text(const Schedule& s, const Region& r) {
-  const std::string name = r.buffer >= 0 && r.buffer < static_cast<int>(s.buffers.size())
-                               ? s.buffers[r.buffer].name
-                               : text("buffer#", r.buffer);
-  return text(name, "[", r.row0, "+", r.rows, ", ", r.col0, "+", r.cols, "]");
+  const std::string name = region_ok(s, r) ? s.buffers[r.buffer].name : str("buffer#", r.buffer);
+  return str(name, "[", r.row0, "+", r.rows, ", ", r.col0, "+", r.cols, "]");
 }
 
 // Checks that `r` names a buffer and lies inside it.
 void check_region(const Schedule& s, const Region& r, const std::string& at, std::vector<std::string>& errors) {
-  if (r.buffer < 0 || r.buffer >= static_cast<int>(s.buffers.size())) {
-    errors.push_back(text(at, ": region names buffer ", r.buffer, " of ", s.buffers.size()));
+  if (!region_ok(s, r)) {
+    errors.push_back(str(at, ": region names buffer ", r.buffer, " of ", s.buffers.size()));
     return;
   }
   const BufferSpec& b = s.buffers[r.buffer];
   if (r.row0 < 0 || r.col0 < 0 || r.rows < 0 || r.cols < 0 || r.row0 + r.rows > b.rows || r.col0 + r.cols > b.cols)
-    errors.push_back(text(at, ": region ", region_text(s, r), " is outside buffer ", b.name, " (", b.rows, " x ",
+    errors.push_back(str(at, ": region ", region_text(s, r), " is outside buffer ", b.name, " (", b.rows, " x ",
                           b.cols, ")"));
 }
 
 void check_buffers(const weave::internal::Problem& p, const Schedule& s, int rank, std::vector<std::string>& errors) {
   if (s.buffers.size() < static_cast<std::size_t>(kFirstWorkspaceBuffer)) {
-    errors.push_back(text("rank ", rank, ": the schedule has ", s.buffers.size(), " buffers, fewer than the caller's"));
+    errors.push_back(str("rank ", rank, ": the schedule has ", s.buffers.size(), " buffers, fewer than the caller's"));
     return;
   }
   auto check_user = [&](int id, const weave::internal::LocalBlock& block) {
     const BufferSpec& b = s.buffers[id];
     if (b.rows != block.rows || b.cols != block.cols || b.ld != block.ld || b.order != block.order ||
         b.dtype != p.dtype)
-      errors.push_back(text("rank ", rank, ": buffer ", b.name, " is ", b.rows, " x ", b.cols, " ld ", b.ld,
+      errors.push_back(str("rank ", rank, ": buffer ", b.name, " is ", b.rows, " x ", b.cols, " ld ", b.ld,
                             " but the caller's block is ", block.rows, " x ", block.cols, " ld ", block.ld));
   };
   check_user(kBufferA, p.a);
@@ -65,19 +64,19 @@ void check_buffers(const weave::internal::Problem& p, const Schedule& s, int ran
   const BufferSpec& g = s.buffers[kBufferGathered];
   const int64_t g_rows = p.op_a == Op::N ? p.m : p.k, g_cols = p.op_a == Op::N ? p.k : p.m;
   if (g.rows != g_rows || g.cols != g_cols || g.order != p.a.order)
-    errors.push_back(text("rank ", rank, ": the gathered-A buffer is ", g.rows, " x ", g.cols,
+    errors.push_back(str("rank ", rank, ": the gathered-A buffer is ", g.rows, " x ", g.cols,
                           ", expected A's full stored shape ", g_rows, " x ", g_cols, " in A's order"));
   for (std::size_t id = 0; id < s.buffers.size(); ++id) {
     const BufferSpec& b = s.buffers[id];
     if (b.rows < 0 || b.cols < 0 || b.ld < weave::internal::min_leading_dimension(b.rows, b.cols, b.order))
-      errors.push_back(text("rank ", rank, ": buffer ", b.name, " (", b.rows, " x ", b.cols, ") has ld ", b.ld));
+      errors.push_back(str("rank ", rank, ": buffer ", b.name, " (", b.rows, " x ", b.cols, ") has ld ", b.ld));
     if (id < static_cast<std::size_t>(kFirstWorkspaceBuffer)) continue;
     const int64_t size = static_cast<int64_t>(weave::internal::dtype_size(b.dtype));
     const int64_t extent = b.rows == 0 || b.cols == 0 ? 0
                            : b.order == Order::ColMajor ? b.ld * (b.cols - 1) + b.rows
                                                         : b.ld * (b.rows - 1) + b.cols;
     if (b.offset_bytes < 0 || b.offset_bytes % size != 0 || b.offset_bytes + extent * size > s.workspace_bytes)
-      errors.push_back(text("rank ", rank, ": workspace buffer ", b.name, " at byte ", b.offset_bytes, " (",
+      errors.push_back(str("rank ", rank, ": workspace buffer ", b.name, " at byte ", b.offset_bytes, " (",
                             extent * size, " bytes) does not fit the ", s.workspace_bytes, "-byte workspace"));
   }
 }
@@ -98,7 +97,7 @@ void check_step_shapes(const Schedule& s, int rank, int i, std::vector<std::stri
           check_region(s, op.c, at, errors);
           if (op_rows(op.a, op.op_a) != op.c.rows || op_cols(op.b, op.op_b) != op.c.cols ||
               op_cols(op.a, op.op_a) != op_rows(op.b, op.op_b))
-            errors.push_back(text(at, ": GEMM shapes do not fit: op(a) ", op_rows(op.a, op.op_a), " x ",
+            errors.push_back(str(at, ": GEMM shapes do not fit: op(a) ", op_rows(op.a, op.op_a), " x ",
                                   op_cols(op.a, op.op_a), ", op(b) ", op_rows(op.b, op.op_b), " x ",
                                   op_cols(op.b, op.op_b), ", c ", op.c.rows, " x ", op.c.cols));
         } else if constexpr (std::is_same_v<T, EpilogueOp>) {
@@ -106,13 +105,13 @@ void check_step_shapes(const Schedule& s, int rank, int i, std::vector<std::stri
           if (op.has_src) {
             check_region(s, op.src, at, errors);
             if (op.src.rows != op.dst.rows || op.src.cols != op.dst.cols)
-              errors.push_back(text(at, ": epilogue src ", region_text(s, op.src), " and dst ",
+              errors.push_back(str(at, ": epilogue src ", region_text(s, op.src), " and dst ",
                                     region_text(s, op.dst), " differ in shape"));
           }
           if (op.has_bias) {
             check_region(s, op.bias, at, errors);
             if (op.bias.buffer != kBufferBias || op.bias.rows != 1 || op.bias.cols != op.dst.cols)
-              errors.push_back(text(at, ": bias region ", region_text(s, op.bias),
+              errors.push_back(str(at, ": bias region ", region_text(s, op.bias),
                                     " is not one row of bias as wide as ", region_text(s, op.dst)));
           }
         } else if constexpr (std::is_same_v<T, SendOp> || std::is_same_v<T, RecvOp>) {
@@ -123,10 +122,10 @@ void check_step_shapes(const Schedule& s, int rank, int i, std::vector<std::stri
               return op.dst;
           }();
           check_region(s, r, at, errors);
-          if (r.buffer >= 0 && r.buffer < static_cast<int>(s.buffers.size()) && !s.contiguous(r))
-            errors.push_back(text(at, ": point-to-point region ", region_text(s, r), " is not contiguous"));
+          if (region_ok(s, r) && !s.contiguous(r))
+            errors.push_back(str(at, ": point-to-point region ", region_text(s, r), " is not contiguous"));
           if (op.peer < 0 || op.peer >= s.group_size || op.peer == rank)
-            errors.push_back(text(at, ": peer ", op.peer, " is not another rank of a group of ", s.group_size));
+            errors.push_back(str(at, ": peer ", op.peer, " is not another rank of a group of ", s.group_size));
         } else {
           check_region(s, op.send, at, errors);
           check_region(s, op.recv, at, errors);
@@ -142,33 +141,29 @@ void check_steps(const Schedule& s, int rank, std::vector<std::string>& errors) 
     const std::string at = where(rank, i, s);
     for (int d : step.deps) {
       if (d < 0 || d >= i) {
-        errors.push_back(text(at, ": depends on step ", d, ", which does not precede it"));
+        errors.push_back(str(at, ": depends on step ", d, ", which does not precede it"));
         continue;
       }
       // The executor issues a batch once all of its steps are ready.
       if (step.batch >= 0 && s.steps[d].batch == step.batch)
-        errors.push_back(text(at, ": depends on step ", d, " of its own batch ", step.batch,
+        errors.push_back(str(at, ": depends on step ", d, " of its own batch ", step.batch,
                               ", so the batch can never be issued"));
     }
     const bool comm_kind =
         step.kind() == StepKind::Send || step.kind() == StepKind::Recv || step.kind() == StepKind::Collective;
     if (comm_kind && step.lane != kCommLane)
-      errors.push_back(text(at, ": a communication step on compute lane ", step.lane));
+      errors.push_back(str(at, ": a communication step on compute lane ", step.lane));
     if (!comm_kind && (step.lane < 0 || step.lane >= s.compute_lanes))
-      errors.push_back(text(at, ": a compute step on lane ", step.lane, " of ", s.compute_lanes));
-    if (!comm_kind && step.batch >= 0) errors.push_back(text(at, ": a compute step in batch ", step.batch));
+      errors.push_back(str(at, ": a compute step on lane ", step.lane, " of ", s.compute_lanes));
+    if (!comm_kind && step.batch >= 0) errors.push_back(str(at, ": a compute step in batch ", step.batch));
     if (comm_kind && step.batch >= 0) {
       if (step.batch < last_batch)
-        errors.push_back(text(at, ": batch ", step.batch, " after batch ", last_batch,
+        errors.push_back(str(at, ": batch ", step.batch, " after batch ", last_batch,
                               "; batches must be issued in order so neighbours pair them up"));
       last_batch = std::max(last_batch, step.batch);
     }
     check_step_shapes(s, rank, i, errors);
   }
-}
-
-bool region_ok(const Schedule& s, const Region& r) {
-  return r.buffer >= 0 && r.buffer < static_cast<int>(s.buffers.size());
 }
 
 void check_collectives(const std::vector<Schedule>& schedules, std::vector<std::string>& errors) {
@@ -179,7 +174,7 @@ void check_collectives(const std::vector<Schedule>& schedules, std::vector<std::
       if (schedules[r].steps[i].kind() == StepKind::Collective) order[r].push_back(i);
   for (int r = 1; r < P; ++r)
     if (order[r].size() != order[0].size())
-      errors.push_back(text("rank ", r, " has ", order[r].size(), " collectives, rank 0 has ", order[0].size()));
+      errors.push_back(str("rank ", r, " has ", order[r].size(), " collectives, rank 0 has ", order[0].size()));
   for (int r = 0; r < P; ++r) {
     const Schedule& s = schedules[r];
     for (std::size_t n = 0; n < order[r].size(); ++n) {
@@ -189,22 +184,22 @@ void check_collectives(const std::vector<Schedule>& schedules, std::vector<std::
       if (n < order[0].size()) {
         const auto& ref = std::get<CollectiveOp>(schedules[0].steps[order[0][n]].op);
         if (op.kind != ref.kind || op.counts != ref.counts)
-          errors.push_back(text(at, ": collective ", n, " is ", collective_name(op.kind), " with ", op.counts.size(),
+          errors.push_back(str(at, ": collective ", n, " is ", collective_name(op.kind), " with ", op.counts.size(),
                                 " counts, rank 0's is ", collective_name(ref.kind), " with ", ref.counts.size(),
                                 " counts (or the counts differ)"));
       }
       if (!region_ok(s, op.send) || !region_ok(s, op.recv)) continue;
       if (!s.contiguous(op.send) || !s.contiguous(op.recv))
-        errors.push_back(text(at, ": collective regions must be contiguous"));
+        errors.push_back(str(at, ": collective regions must be contiguous"));
       if (s.buffer(op.send).dtype != s.buffer(op.recv).dtype)
-        errors.push_back(text(at, ": collective send and receive regions differ in element type"));
+        errors.push_back(str(at, ": collective send and receive regions differ in element type"));
       int64_t total = 0;
       for (int64_t c : op.counts) total += c;
       int64_t want_send = 0, want_recv = 0;
       switch (op.kind) {
         case CollectiveKind::AllGather:
           if (static_cast<int>(op.counts.size()) != P) {
-            errors.push_back(text(at, ": all-gather with ", op.counts.size(), " counts for ", P, " ranks"));
+            errors.push_back(str(at, ": all-gather with ", op.counts.size(), " counts for ", P, " ranks"));
             continue;
           }
           want_send = op.counts[r];
@@ -212,7 +207,7 @@ void check_collectives(const std::vector<Schedule>& schedules, std::vector<std::
           break;
         case CollectiveKind::ReduceScatter:
           if (static_cast<int>(op.counts.size()) != P) {
-            errors.push_back(text(at, ": reduce-scatter with ", op.counts.size(), " counts for ", P, " ranks"));
+            errors.push_back(str(at, ": reduce-scatter with ", op.counts.size(), " counts for ", P, " ranks"));
             continue;
           }
           want_send = total;
@@ -221,11 +216,11 @@ void check_collectives(const std::vector<Schedule>& schedules, std::vector<std::
         case CollectiveKind::AllReduce:
           want_send = want_recv = total;
           if (op.send.buffer != op.recv.buffer || op.send.row0 != op.recv.row0 || op.send.col0 != op.recv.col0)
-            errors.push_back(text(at, ": all-reduce is in place, but send and receive regions differ"));
+            errors.push_back(str(at, ": all-reduce is in place, but send and receive regions differ"));
           break;
       }
       if (op.send.elements() != want_send || op.recv.elements() != want_recv)
-        errors.push_back(text(at, ": ", collective_name(op.kind), " regions hold ", op.send.elements(), " and ",
+        errors.push_back(str(at, ": ", collective_name(op.kind), " regions hold ", op.send.elements(), " and ",
                               op.recv.elements(), " elements, the counts say ", want_send, " and ", want_recv));
     }
   }
@@ -247,11 +242,11 @@ PointToPointMatching match_point_to_point(const std::vector<Schedule>& schedules
       const Step& step = s.steps[i];
       if (const auto* send = std::get_if<SendOp>(&step.op)) {
         if (!sends.emplace(Key{r, send->peer, send->tag}, StepRef{r, i}).second)
-          m.errors.push_back(text(where(r, i, s), ": a second send to rank ", send->peer, " with tag ", send->tag));
+          m.errors.push_back(str(where(r, i, s), ": a second send to rank ", send->peer, " with tag ", send->tag));
       } else if (const auto* recv = std::get_if<RecvOp>(&step.op)) {
         if (!recvs.emplace(Key{recv->peer, r, recv->tag}, StepRef{r, i}).second)
           m.errors.push_back(
-              text(where(r, i, s), ": a second receive from rank ", recv->peer, " with tag ", recv->tag));
+              str(where(r, i, s), ": a second receive from rank ", recv->peer, " with tag ", recv->tag));
       }
     }
   }
@@ -259,7 +254,7 @@ PointToPointMatching match_point_to_point(const std::vector<Schedule>& schedules
     const Schedule& from = schedules[send.rank];
     auto found = recvs.find(key);
     if (found == recvs.end()) {
-      m.errors.push_back(text(where(send.rank, send.step, from), ": send to rank ", std::get<1>(key), " tag ",
+      m.errors.push_back(str(where(send.rank, send.step, from), ": send to rank ", std::get<1>(key), " tag ",
                               std::get<2>(key), " has no matching receive"));
       continue;
     }
@@ -273,18 +268,18 @@ PointToPointMatching match_point_to_point(const std::vector<Schedule>& schedules
     const Region& dst = std::get<RecvOp>(rs.op).dst;
     if (region_ok(from, src) && region_ok(to, dst)) {
       if (from.bytes(src) != to.bytes(dst) || from.buffer(src).dtype != to.buffer(dst).dtype)
-        m.errors.push_back(text(where(send.rank, send.step, from), " sends ", from.bytes(src), " bytes of ",
+        m.errors.push_back(str(where(send.rank, send.step, from), " sends ", from.bytes(src), " bytes of ",
                                 weave::internal::dtype_name(from.buffer(src).dtype), " but ", where(recv.rank, recv.step, to),
                                 " receives ", to.bytes(dst), " bytes of ", weave::internal::dtype_name(to.buffer(dst).dtype)));
     }
     if (ss.batch != rs.batch)
-      m.errors.push_back(text(where(send.rank, send.step, from), " is in batch ", ss.batch, " but its receive ",
+      m.errors.push_back(str(where(send.rank, send.step, from), " is in batch ", ss.batch, " but its receive ",
                               where(recv.rank, recv.step, to), " is in batch ", rs.batch,
                               "; grouped batches would deadlock"));
   }
   for (const auto& [key, recv] : recvs)
     if (!sends.count(key))
-      m.errors.push_back(text(where(recv.rank, recv.step, schedules[recv.rank]), ": receive from rank ",
+      m.errors.push_back(str(where(recv.rank, recv.step, schedules[recv.rank]), ": receive from rank ",
                               std::get<0>(key), " tag ", std::get<2>(key), " has no matching send"));
   return m;
 }
@@ -294,13 +289,13 @@ std::vector<std::string> check_schedules(const std::vector<weave::internal::Prob
   std::vector<std::string> errors;
   const int P = static_cast<int>(schedules.size());
   if (static_cast<int>(problems.size()) != P) {
-    errors.push_back(text(problems.size(), " problems for ", P, " schedules"));
+    errors.push_back(str(problems.size(), " problems for ", P, " schedules"));
     return errors;
   }
   for (int r = 0; r < P; ++r) {
     const Schedule& s = schedules[r];
     if (s.group_size != P || s.group_rank != r)
-      errors.push_back(text("schedule ", r, " says it is rank ", s.group_rank, " of ", s.group_size));
+      errors.push_back(str("schedule ", r, " says it is rank ", s.group_rank, " of ", s.group_size));
     check_buffers(problems[r], s, r, errors);
     check_steps(s, r, errors);
   }

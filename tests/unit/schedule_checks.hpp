@@ -12,6 +12,9 @@
 
 namespace weave_test {
 
+// "rank R step S (label)", for messages.
+std::string where(int rank, int step, const weave::internal::plan::Schedule& schedule);
+
 // A step of one rank's schedule.
 struct StepRef {
   int rank = -1;

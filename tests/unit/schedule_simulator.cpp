@@ -6,9 +6,9 @@
 #include <map>
 #include <random>
 #include <set>
-#include <sstream>
 #include <variant>
 
+#include "core/error.hpp"
 #include "schedule_checks.hpp"
 #include "support/oracle.hpp"
 
@@ -25,14 +25,9 @@ std::string SimulationReport::summary() const {
   return out;
 }
 
-namespace {
+using weave::internal::str;
 
-template <class... Parts>
-std::string text(const Parts&... parts) {
-  std::ostringstream out;
-  (out << ... << parts);
-  return out.str();
-}
+namespace {
 
 // What a value is made of, tracked next to it.
 struct Tag {
@@ -200,9 +195,7 @@ class Simulator {
   void error(std::string message) {
     if (report_.errors.size() < options_.max_errors) report_.errors.push_back(std::move(message));
   }
-  std::string where(int rank, int step) const {
-    return text("rank ", rank, " step ", step, " (", schedules_[rank].steps[step].label, ")");
-  }
+  std::string where(int rank, int step) const { return weave_test::where(rank, step, schedules_[rank]); }
 
   void set_up_rank(int r);
   void fill_inputs(int r);
@@ -336,25 +329,22 @@ void Simulator::fill_inputs(int r) {
     c.value = value;
     c.tag = tag;
   };
-  // Stored A holds a block of op(A): element (x, y) of op(A)'s block is A(x, y) or A(y, x).
-  const int64_t a_op_rows = p.op_a == Op::N ? p.a.rows : p.a.cols, a_op_cols = p.op_a == Op::N ? p.a.cols : p.a.rows;
-  for (int64_t x = 0; x < a_op_rows; ++x)
-    for (int64_t y = 0; y < a_op_cols; ++y) {
-      const double v = data_.op_a(at.a_row0 + x, at.a_col0 + y);
-      if (p.op_a == Op::N)
-        put(kBufferA, p.a, x, y, v, Tag{});
-      else
-        put(kBufferA, p.a, y, x, v, Tag{});
-    }
-  const int64_t b_op_rows = p.op_b == Op::N ? p.b.rows : p.b.cols, b_op_cols = p.op_b == Op::N ? p.b.cols : p.b.rows;
-  for (int64_t x = 0; x < b_op_rows; ++x)
-    for (int64_t y = 0; y < b_op_cols; ++y) {
-      const double v = data_.op_b(at.b_row0 + x, at.b_col0 + y);
-      if (p.op_b == Op::N)
-        put(kBufferB, p.b, x, y, v, Tag{});
-      else
-        put(kBufferB, p.b, y, x, v, Tag{});
-    }
+  // A stored operand holds a block of op(X) placed at (row0, col0) of the
+  // global op(X): element (x, y) of that block is X(x, y) or X(y, x).
+  auto put_operand = [&](int buffer, const weave::internal::LocalBlock& block, Op op, const Dense& global,
+                         int64_t row0, int64_t col0) {
+    const int64_t op_rows = op == Op::N ? block.rows : block.cols, op_cols = op == Op::N ? block.cols : block.rows;
+    for (int64_t x = 0; x < op_rows; ++x)
+      for (int64_t y = 0; y < op_cols; ++y) {
+        const double v = global(row0 + x, col0 + y);
+        if (op == Op::N)
+          put(buffer, block, x, y, v, Tag{});
+        else
+          put(buffer, block, y, x, v, Tag{});
+      }
+  };
+  put_operand(kBufferA, p.a, p.op_a, data_.op_a, at.a_row0, at.a_col0);
+  put_operand(kBufferB, p.b, p.op_b, data_.op_b, at.b_row0, at.b_col0);
   // C: NaN when beta == 0 (it must not be read), else C0; always "raw C".
   Tag raw_c;
   raw_c.raw_c = 1;
@@ -381,7 +371,7 @@ Cell* Simulator::cell(int r, const Region& region, int64_t i, int64_t j) {
   const BufferSpec& spec = st.schedule->buffers.at(region.buffer);
   if (i < 0 || j < 0 || i >= region.rows || j >= region.cols || region.row0 + i >= spec.rows ||
       region.col0 + j >= spec.cols) {
-    error(text("rank ", r, ": access (", i, ", ", j, ") outside region or buffer ", spec.name));
+    error(str("rank ", r, ": access (", i, ", ", j, ") outside region or buffer ", spec.name));
     return nullptr;
   }
   const bool user = region.buffer < kFirstWorkspaceBuffer;
@@ -390,7 +380,7 @@ Cell* Simulator::cell(int r, const Region& region, int64_t i, int64_t j) {
   std::vector<Cell>& memory = user ? st.user[region.buffer] : st.workspace;
   const int64_t at = user ? e : spec.offset_bytes + e * static_cast<int64_t>(weave::internal::dtype_size(spec.dtype));
   if (at < 0 || at >= static_cast<int64_t>(memory.size())) {
-    error(text("rank ", r, ": element ", at, " outside the memory of buffer ", spec.name));
+    error(str("rank ", r, ": element ", at, " outside the memory of buffer ", spec.name));
     return nullptr;
   }
   return &memory[static_cast<std::size_t>(at)];
@@ -412,7 +402,7 @@ Cell* Simulator::linear(int r, const Region& region, int64_t t) {
 void Simulator::store(int r, const Region& region, Cell* target, const Cell& value, int step) {
   if (!target) return;
   if (region.buffer == kBufferA || region.buffer == kBufferB || region.buffer == kBufferBias) {
-    error(text(where(r, step), " writes the caller's input ", buffer_name(region.buffer)));
+    error(str(where(r, step), " writes the caller's input ", buffer_name(region.buffer)));
     return;
   }
   *target = value;
@@ -564,7 +554,7 @@ void Simulator::complete_point_to_point(int r, int step) {
     for (int64_t t = 0; t < send->src.elements(); ++t) {
       const Cell* c = linear(r, send->src, t);
       if (c && t < static_cast<int64_t>(st.snapshot[step].size()) && !same_cell(*c, st.snapshot[step][t])) {
-        error(text(where(r, step), ": its source changed while the send was in flight (a missing dependency)"));
+        error(str(where(r, step), ": its source changed while the send was in flight (a missing dependency)"));
         break;
       }
     }
@@ -573,7 +563,7 @@ void Simulator::complete_point_to_point(int r, int step) {
     const StepRef from = matching_.partner[r][step];
     const std::vector<Cell>& data = ranks_[from.rank].snapshot[from.step];
     if (static_cast<int64_t>(data.size()) != recv.dst.elements())
-      error(text(where(r, step), ": receives ", recv.dst.elements(), " elements, the send carries ", data.size()));
+      error(str(where(r, step), ": receives ", recv.dst.elements(), " elements, the send carries ", data.size()));
     for (int64_t t = 0; t < recv.dst.elements() && t < static_cast<int64_t>(data.size()); ++t) {
       Cell value = data[static_cast<std::size_t>(t)];
       store(r, recv.dst, linear(r, recv.dst, t), value, step);
@@ -598,7 +588,7 @@ void Simulator::complete_collective(int n) {
     for (int64_t t = 0; t < op.send.elements() && t < static_cast<int64_t>(snap.size()); ++t) {
       const Cell* c = linear(r, op.send, t);
       if (c && !same_cell(*c, snap[static_cast<std::size_t>(t)])) {
-        error(text(where(r, step_of[r]), ": its send buffer changed while the collective was in flight"));
+        error(str(where(r, step_of[r]), ": its send buffer changed while the collective was in flight"));
         break;
       }
     }
@@ -658,11 +648,11 @@ void Simulator::report_stall() {
         for (int m : members)
           for (int d : st.schedule->steps[m].deps)
             if (!st.done[d])
-              why += text(why.empty() ? "waits for " : ", ", "step ", d,
+              why += str(why.empty() ? "waits for " : ", ", "step ", d,
                           step.is_comm() && st.unit_of[d] == st.unit_of[i] ? " of its own batch" : "");
         if (why.empty()) why = "waits for the batch before it";
       }
-      error(text("deadlock: ", where(rank, static_cast<int>(i)), " never finished: ", why));
+      error(str("deadlock: ", where(rank, static_cast<int>(i)), " never finished: ", why));
       break;
     }
   }
@@ -677,24 +667,24 @@ void Simulator::check_results() {
     const RankState& st = ranks_[r];
     const weave::internal::Problem& p = problems_[r];
     const Placement at = placement(p);
-    const std::string who = text("rank ", r, ": ");
+    const std::string who = str("rank ", r, ": ");
     for (int64_t j = 0; j < p.c.cols; ++j)
       for (int64_t i = 0; i < p.c.rows; ++i) {
         const Cell& c = st.user[kBufferC][static_cast<std::size_t>(element_index(i, j, p.c.ld, p.c.order))];
         const int64_t gi = at.c_row0 + i, gj = at.c_col0 + j;
-        const std::string e = text(who, "C(", i, ",", j, ") [global (", gi, ",", gj, ")]");
-        if (!c.written) error(text(e, " was never written"));
-        if (c.tag.poison) error(text(e, " holds data that was never written or was read before it arrived"));
-        if (c.tag.misuse) error(text(e, " had beta or alpha applied to the wrong term"));
+        const std::string e = str(who, "C(", i, ",", j, ") [global (", gi, ",", gj, ")]");
+        if (!c.written) error(str(e, " was never written"));
+        if (c.tag.poison) error(str(e, " holds data that was never written or was read before it arrived"));
+        if (c.tag.misuse) error(str(e, " had beta or alpha applied to the wrong term"));
         if (c.tag.beta_c != 1 || c.tag.raw_c != 0)
-          error(text(e, " has beta * C applied ", c.tag.beta_c, " times and unscaled C added ", c.tag.raw_c,
+          error(str(e, " has beta * C applied ", c.tag.beta_c, " times and unscaled C added ", c.tag.raw_c,
                      " times (expected exactly one beta * C)"));
         if (c.tag.bias != (p.has_bias ? 1 : 0))
-          error(text(e, " has bias added ", c.tag.bias, " times, expected ", p.has_bias ? 1 : 0));
-        if (!c.tag.product) error(text(e, " never received the product"));
+          error(str(e, " has bias added ", c.tag.bias, " times, expected ", p.has_bias ? 1 : 0));
+        if (!c.tag.product) error(str(e, " never received the product"));
         const double want = ref.c(gi, gj), bound = ref.bound(gi, gj);
         if (!(std::fabs(c.value - want) <= bound))
-          error(text(e, " = ", c.value, ", expected ", want, " (bound ", bound, ")"));
+          error(str(e, " = ", c.value, ", expected ", want, " (bound ", bound, ")"));
       }
     // Padding outside every caller block keeps its sentinel.
     for (int b = 0; b < kFirstWorkspaceBuffer; ++b) {
@@ -706,7 +696,7 @@ void Simulator::check_results() {
         const bool inside = spec.order == Order::ColMajor ? (minor < spec.rows && major < spec.cols)
                                                           : (minor < spec.cols && major < spec.rows);
         if (!inside && (memory[x].written || memory[x].value != kSentinel)) {
-          error(text(who, "padding of ", spec.name, " at element ", x, " was overwritten"));
+          error(str(who, "padding of ", spec.name, " at element ", x, " was overwritten"));
           break;
         }
       }
@@ -720,7 +710,7 @@ void Simulator::check_results() {
         const Cell& c = st.user[kBufferGathered][at];
         const double want = p.op_a == Op::N ? data_.op_a(i, j) : data_.op_a(j, i);
         if (c.value != want || c.tag.poison || !c.written)
-          error(text(who, "gathered A(", i, ",", j, ") = ", c.value, ", expected ", want));
+          error(str(who, "gathered A(", i, ",", j, ") = ", c.value, ", expected ", want));
       }
   }
 }
