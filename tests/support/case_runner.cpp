@@ -410,7 +410,8 @@ bool run_case_unguarded(const Case& cs, uint64_t seed) {
       // where AG-GEMM adds the bias afterwards.
       const int roundings = ag && cs.bias ? 2 : 1;
       ref = reference_product(op_a, op_b, c0, cs.bias ? &bias : nullptr, cs.alpha, cs.beta,
-                              accumulation_roundoff(t, cs.allow_tf32), roundings * output_roundoff(t));
+                              accumulation_roundoff(t, cs.allow_tf32), roundings * output_roundoff(t),
+                              roundings * output_underflow(t));
     }
     // Reset C: beta == 0 must not read it, so it holds NaN; otherwise C0.
     const int64_t c_row0 = C.row_offset - (block2d ? grid_row * M : 0);

@@ -104,4 +104,11 @@ inline double output_roundoff(weave_dtype_t t) {
   return t == WEAVE_FLOAT16 ? 0x1p-11 : t == WEAVE_BFLOAT16 ? 0x1p-8 : 0.0;
 }
 
+// Half the spacing of a type's subnormal numbers: the absolute error of
+// storing a result that small, which no error relative to the result covers
+// (a float16 C of 6.4e-6 is a multiple of 2^-24 = 6e-8).
+inline double output_underflow(weave_dtype_t t) {
+  return t == WEAVE_FLOAT16 ? 0x1p-25 : t == WEAVE_BFLOAT16 ? 0x1p-134 : t == WEAVE_FLOAT32 ? 0x1p-150 : 0.0;
+}
+
 }  // namespace weave_test

@@ -41,16 +41,20 @@ inline Dense transpose(const Dense& x) {
 // Reference result and the elementwise error bound that goes with it:
 //   C = alpha * opA * opB + beta * C0 + bias (bias broadcast over rows)
 //   bound(i,j) = (gamma + rounding) * (|alpha| (|opA| |opB|)(i,j) + |beta| |C0(i,j)| + |bias(j)|)
+//                + underflow
 // gamma covers the sums, done with unit roundoff `unit_roundoff` (float32
 // for 16-bit types); rounding = `output_rounding` covers storing results in
 // an output type narrower than the sums: its unit roundoff times the number
-// of times a result is rounded into it.
+// of times a result is rounded into it; underflow = `output_underflow` is
+// the absolute error of those roundings where a result is subnormal in the
+// output type.
 struct Reference {
   Dense c, bound;
 };
 
 inline Reference reference_product(const Dense& op_a, const Dense& op_b, const Dense& c0, const std::vector<double>* bias,
-                                   double alpha, double beta, double unit_roundoff, double output_rounding = 0.0) {
+                                   double alpha, double beta, double unit_roundoff, double output_rounding = 0.0,
+                                   double output_underflow = 0.0) {
   const int64_t m = op_a.rows, n = op_b.cols, k = op_a.cols;
   Reference r{Dense(m, n), Dense(m, n)};
   // Forward error of a k-term dot product plus the scaling and two additions,
@@ -73,7 +77,7 @@ inline Reference reference_product(const Dense& op_a, const Dense& op_b, const D
         scale += std::fabs((*bias)[static_cast<size_t>(j)]);
       }
       r.c(i, j) = value;
-      r.bound(i, j) = gamma * scale + 4.0 * std::numeric_limits<double>::min();
+      r.bound(i, j) = gamma * scale + output_underflow + 4.0 * std::numeric_limits<double>::min();
     }
   return r;
 }
