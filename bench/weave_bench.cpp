@@ -137,7 +137,6 @@ class Case {
     // W [N, K] of a linear layer (op(B) = W^T), Y [M, N]. AG-GEMM gathers X's
     // rows and splits W's rows (Y's columns); GEMM-RS and GEMM-AR split K.
     const weave_order_t row = WEAVE_ORDER_ROW_MAJOR;
-    op_a_ = WEAVE_OP_N;
     if (op == WEAVE_AG_GEMM) {
       a_ = std::make_unique<weave::Matrix>(grid, weave::block_rows(s.m, s.k, t).rows_per_rank(m_counts).order(row).memory(memory));
       b_ = std::make_unique<weave::Matrix>(grid, weave::block_rows(s.n, s.k, t).rows_per_rank(n_counts).order(row).memory(memory));
@@ -155,10 +154,9 @@ class Case {
       local_k_ = a_->local_cols();
       local_n_ = s.n;
     }
-    const std::size_t size = bench::element_size(t);
-    a_buf_ = bench::Buffer(a_->local_elements() * size, device);
-    b_buf_ = bench::Buffer(b_->local_elements() * size, device);
-    c_buf_ = bench::Buffer(c_->local_elements() * size, device);
+    a_buf_ = buffer_for(*a_);
+    b_buf_ = buffer_for(*b_);
+    c_buf_ = buffer_for(*c_);
     bench::fill_random(a_buf_, t, 1000 + g_rank);
     bench::fill_random(b_buf_, t, 2000 + g_rank);
     bench::fill_random(c_buf_, t, 3000 + g_rank);
@@ -168,7 +166,7 @@ class Case {
   weave::Plan plan(const weave::Grid& grid, const Options& o, weave_algorithm_t algorithm,
                    const std::string& transport, const std::string& direction, int chunks) const {
     weave::PlanDesc d(op_, *a_, *b_, *c_);
-    d.ops(op_a_, WEAVE_OP_T).algorithm(algorithm).chunks_per_shard(chunks).compute_streams(o.streams);
+    d.ops(WEAVE_OP_N, WEAVE_OP_T).algorithm(algorithm).chunks_per_shard(chunks).compute_streams(o.streams);
     if (transport != "auto")
       d.transport(transport == "mpi" ? WEAVE_TRANSPORT_MPI
                   : transport == "nccl" ? WEAVE_TRANSPORT_NCCL
@@ -185,16 +183,7 @@ class Case {
     return weave::Plan(grid, d);
   }
 
-  void execute(const weave::Plan& plan, bench::Timer& timer) {
-    weave_execute_args_t args{};
-    args.alpha = 1.0;
-    args.beta = 0.0;
-    args.a = a_buf_.data();
-    args.b = b_buf_.data();
-    args.c = c_buf_.data();
-    args.stream = timer.stream();
-    plan.execute(args);
-  }
+  void execute(const weave::Plan& plan, bench::Timer& timer) { execute(plan, timer, a_buf_, b_buf_, c_buf_); }
 
   // The GEMM alone: this rank's whole local product as one GEMM, through a
   // plan over a one-rank grid (one BLAS / cuBLASLt call, nothing else).
@@ -206,10 +195,9 @@ class Case {
     gemm_a_ = std::make_unique<weave::Matrix>(self, weave::block_rows(local_m_, local_k_, dtype_).order(row).memory(memory));
     gemm_b_ = std::make_unique<weave::Matrix>(self, weave::block_rows(local_n_, local_k_, dtype_).order(row).memory(memory));
     gemm_c_ = std::make_unique<weave::Matrix>(self, weave::block_rows(local_m_, local_n_, dtype_).order(row).memory(memory));
-    const std::size_t size = bench::element_size(dtype_);
-    gemm_a_buf_ = bench::Buffer(gemm_a_->local_elements() * size, device_);
-    gemm_c_buf_ = bench::Buffer(gemm_c_->local_elements() * size, device_);
-    gemm_b_buf_ = bench::Buffer(gemm_b_->local_elements() * size, device_);
+    gemm_a_buf_ = buffer_for(*gemm_a_);
+    gemm_c_buf_ = buffer_for(*gemm_c_);
+    gemm_b_buf_ = buffer_for(*gemm_b_);
     bench::fill_random(gemm_a_buf_, dtype_, 4000 + g_rank);
     bench::fill_random(gemm_b_buf_, dtype_, 5000 + g_rank);
     weave::PlanDesc d(WEAVE_AG_GEMM, *gemm_a_, *gemm_b_, *gemm_c_);
@@ -217,13 +205,7 @@ class Case {
     return std::make_unique<weave::Plan>(self, d);
   }
   void execute_local_gemm(const weave::Plan& plan, bench::Timer& timer) {
-    weave_execute_args_t args{};
-    args.alpha = 1.0;
-    args.a = gemm_a_buf_.data();
-    args.b = gemm_b_buf_.data();
-    args.c = gemm_c_buf_.data();
-    args.stream = timer.stream();
-    plan.execute(args);
+    execute(plan, timer, gemm_a_buf_, gemm_b_buf_, gemm_c_buf_);
   }
 
   // The bytes the communication moves, and the collective that moves them alone.
@@ -248,11 +230,26 @@ class Case {
   double local_flops() const { return 2.0 * static_cast<double>(local_m_) * local_k_ * local_n_; }
 
  private:
+  bench::Buffer buffer_for(const weave::Matrix& m) const {
+    return bench::Buffer(m.local_elements() * static_cast<int64_t>(bench::element_size(dtype_)), device_);
+  }
+  // C <- op(A) op(B), enqueued on the timer's stream.
+  static void execute(const weave::Plan& plan, bench::Timer& timer, const bench::Buffer& a, const bench::Buffer& b,
+                      const bench::Buffer& c) {
+    weave_execute_args_t args{};
+    args.alpha = 1.0;
+    args.beta = 0.0;
+    args.a = a.data();
+    args.b = b.data();
+    args.c = c.data();
+    args.stream = timer.stream();
+    plan.execute(args);
+  }
+
   weave_operation_t op_;
   Shape shape_;
   weave_dtype_t dtype_;
   bool device_;
-  weave_op_t op_a_ = WEAVE_OP_N;
   std::unique_ptr<weave::Matrix> a_, b_, c_, gemm_a_, gemm_b_, gemm_c_;
   bench::Buffer a_buf_, b_buf_, c_buf_, gemm_a_buf_, gemm_b_buf_, gemm_c_buf_;
   int64_t local_m_ = 0, local_k_ = 0, local_n_ = 0;

@@ -107,8 +107,9 @@ export LD_LIBRARY_PATH="$LIBDIR:$LIBDIR/openblas-pthread:$NCCL_HOME/lib:$CUDA_HO
 
 # --- Configure and build ---------------------------------------------------------
 # Every rank gets the variables above (Open MPI: -x) and may run as root.
+FORWARDED=(NCCL_NVLS_ENABLE TORCH_SYMM_MEM_DISABLE_MULTICAST NVSHMEM_DISABLE_NVLS LD_LIBRARY_PATH)
 PREFLAGS="--allow-run-as-root;--bind-to;none"
-for variable in NCCL_NVLS_ENABLE TORCH_SYMM_MEM_DISABLE_MULTICAST NVSHMEM_DISABLE_NVLS LD_LIBRARY_PATH; do
+for variable in "${FORWARDED[@]}"; do
   PREFLAGS="$PREFLAGS;-x;$variable"
 done
 say "configuring in $BUILD_DIR"
@@ -141,24 +142,27 @@ fi
 WARNINGS=$(grep -c "warning" "$OUT/build.log" || true)
 say "build done ($WARNINGS warning lines in $OUT/build.log)"
 
-# --- Tests ---------------------------------------------------------------------
 # --- Benchmark -------------------------------------------------------------------
 # Weave against the GEMM alone, the communication alone and the sequential
 # baseline, and PyTorch's fused operations on the same shapes, in one run.
 run_bench() {
-  local launcher=(mpirun -np "$GPUS" --allow-run-as-root --oversubscribe --bind-to none
-    -x NCCL_NVLS_ENABLE -x TORCH_SYMM_MEM_DISABLE_MULTICAST -x NVSHMEM_DISABLE_NVLS -x LD_LIBRARY_PATH)
+  local launcher=(mpirun -np "$GPUS" --allow-run-as-root --oversubscribe --bind-to none)
+  for variable in "${FORWARDED[@]}"; do launcher+=(-x "$variable"); done
   local budget=${BENCH_TIMEOUT:-300}
   say "benchmark on $GPUS GPU(s) (budget ${budget} s)"
+  # weave-bench on the tensor-parallel shapes; $1: suffix of its output files.
+  bench_tp() {
+    local suffix=$1
+    shift
+    timeout "$budget" "${launcher[@]}" "$BUILD_DIR/bench/weave-bench" --backend cuda --dtype bf16 --preset tp \
+      --json "$OUT/bench-${GPUS}gpu$suffix.json" "$@" 2>&1 | tee "$OUT/bench-${GPUS}gpu$suffix.txt"
+  }
   # shellcheck disable=SC2086
-  timeout "$budget" "${launcher[@]}" "$BUILD_DIR/bench/weave-bench" --backend cuda --dtype bf16 --preset tp \
-    --json "$OUT/bench-${GPUS}gpu.json" ${BENCH_ARGS:-} 2>&1 | tee "$OUT/bench-${GPUS}gpu.txt" || say "weave-bench failed or ran out of time"
+  bench_tp "" ${BENCH_ARGS:-} || say "weave-bench failed or ran out of time"
   # A second benchmark run with other options (e.g. 16-bit partial sums).
   if [ -n "${BENCH_SECOND_ARGS:-}" ]; then
     # shellcheck disable=SC2086
-    timeout "$budget" "${launcher[@]}" "$BUILD_DIR/bench/weave-bench" --backend cuda --dtype bf16 --preset tp \
-      --json "$OUT/bench-${GPUS}gpu-second.json" $BENCH_SECOND_ARGS 2>&1 | tee "$OUT/bench-${GPUS}gpu-second.txt" ||
-      say "second weave-bench run failed or ran out of time"
+    bench_tp -second $BENCH_SECOND_ARGS || say "second weave-bench run failed or ran out of time"
   fi
   # One traced execute of the default plan (AG-GEMM 8192^3), merged over ranks.
   timeout 120 "${launcher[@]}" "$BUILD_DIR/bench/weave-bench" --backend cuda --dtype bf16 --ops ag \
@@ -175,6 +179,7 @@ run_bench() {
   fi
 }
 
+# --- Tests ---------------------------------------------------------------------
 # One test at a time: each uses every GPU it needs.
 CTEST_RC=0
 if [ "${GPU_TESTS:-1}" = 1 ]; then
