@@ -3,18 +3,18 @@
 ! status codes come back as integer(c_int). The public module `weave` wraps
 ! these; users do not call them directly.
 module weave_c_api
-  use, intrinsic :: iso_c_binding, only: c_ptr, c_int, c_int64_t, c_double, c_char, c_size_t, &
+  use, intrinsic :: iso_c_binding, only: c_ptr, c_int, c_int64_t, c_char, c_size_t, &
                                          c_associated, c_f_pointer
   use weave_types, only: weave_matrix_desc_t, weave_plan_desc_t, weave_execute_args_t, weave_plan_info_t
   implicit none
   private
-  public :: c_weave_status_string, c_weave_last_error, c_weave_get_version, c_weave_build_features
+  public :: c_weave_status_string, c_weave_get_version, c_weave_build_features
   public :: c_weave_grid_create_fortran, c_weave_grid_destroy, c_weave_grid_shape, c_weave_grid_coords
   public :: c_weave_grid_group, c_weave_grid_group_comm_fortran
   public :: c_weave_matrix_create, c_weave_matrix_destroy, c_weave_matrix_local_shape
   public :: c_weave_matrix_local_offset, c_weave_matrix_ld, c_weave_matrix_local_elements
   public :: c_weave_plan_create, c_weave_plan_destroy, c_weave_plan_describe, c_weave_plan_get_info
-  public :: c_weave_execute, c_weave_execute_ex, c_weave_plan_write_trace
+  public :: c_weave_execute_ex, c_weave_plan_write_trace
   public :: c_weave_fortran_set_error, c_weave_fortran_clear_error, c_weave_fortran_last_error
   public :: fortran_string, c_string
 
@@ -25,11 +25,6 @@ module weave_c_api
       integer(c_int), value :: status
       type(c_ptr) :: text
     end function c_weave_status_string
-
-    function c_weave_last_error() bind(C, name="weave_last_error") result(text)
-      import :: c_ptr
-      type(c_ptr) :: text
-    end function c_weave_last_error
 
     function c_weave_get_version(major, minor, patch) bind(C, name="weave_get_version") result(status)
       import :: c_int
@@ -167,16 +162,6 @@ module weave_c_api
       type(weave_plan_info_t), intent(out) :: info
       integer(c_int) :: status
     end function c_weave_plan_get_info
-
-    function c_weave_execute(plan, alpha, a, b, beta, c, bias, stream) bind(C, name="weave_execute") result(status)
-      import :: c_int, c_double, c_ptr
-      type(c_ptr), value :: plan
-      real(c_double), value :: alpha
-      type(c_ptr), value :: a, b
-      real(c_double), value :: beta
-      type(c_ptr), value :: c, bias, stream
-      integer(c_int) :: status
-    end function c_weave_execute
 
     function c_weave_execute_ex(plan, args) bind(C, name="weave_execute_ex") result(status)
       import :: c_int, c_ptr, weave_execute_args_t

@@ -50,20 +50,16 @@ namespace weave {
 
 namespace kokkos_detail {
 
-// The Weave element type of a View's value type.
-template <class T>
+// The Weave element type of a View's value type: the types weave::dtype_of
+// names, and Kokkos's 16-bit types below.
+template <class T, class = void>
 struct element_type {
   static constexpr bool supported = false;
 };
-template <>
-struct element_type<float> {
+template <class T>
+struct element_type<T, std::void_t<decltype(dtype_of<T>::value)>> {
   static constexpr bool supported = true;
-  static constexpr weave_dtype_t value = WEAVE_FLOAT32;
-};
-template <>
-struct element_type<double> {
-  static constexpr bool supported = true;
-  static constexpr weave_dtype_t value = WEAVE_FLOAT64;
+  static constexpr weave_dtype_t value = dtype_of<T>::value;
 };
 // 16-bit types exist on the CUDA backend only; in host-only Kokkos builds
 // half_t may be float itself.
@@ -422,7 +418,6 @@ class KokkosPlan {
     b_operand_ = capture("B", b);
     c_operand_ = capture("C", c);
     if (bias) bias_operand_ = capture("bias", *bias);
-    bias_operand_.name = "bias";
     a_.emplace(grid, std::move(a));
     b_.emplace(grid, std::move(b));
     c_.emplace(grid, std::move(c));
