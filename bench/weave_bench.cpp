@@ -23,6 +23,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -90,7 +91,8 @@ struct Options {
   std::string transport = "auto", algorithm = "auto", direction = "auto";
   int chunks = 0, streams = 0;
   // Extra Weave plans to time next to the default one, each
-  // "transport/direction/chunks" (e.g. "nccl/bidirectional/2").
+  // "transport/direction/chunks[/algorithm]" (e.g. "nccl/bidirectional/2",
+  // "copy_engine/auto/4/direct"); the algorithm defaults to ring.
   std::vector<std::string> variants;
   std::string trace;
   bool reduce_in_output_type = false;
@@ -102,6 +104,56 @@ weave_dtype_t parse_dtype(const std::string& t) {
   if (t == "f16") return WEAVE_FLOAT16;
   if (t == "bf16") return WEAVE_BFLOAT16;
   throw std::runtime_error("unknown dtype " + t);
+}
+
+weave_algorithm_t parse_algorithm(const std::string& a) {
+  if (a == "auto") return WEAVE_ALGORITHM_AUTO;
+  if (a == "ring") return WEAVE_ALGORITHM_RING;
+  if (a == "sequential") return WEAVE_ALGORITHM_SEQUENTIAL;
+  if (a == "direct") return WEAVE_ALGORITHM_DIRECT;
+  throw std::runtime_error("unknown algorithm " + a + " (auto, ring, sequential, direct)");
+}
+
+weave_transport_t parse_transport(const std::string& t) {
+  if (t == "auto") return WEAVE_TRANSPORT_AUTO;
+  if (t == "mpi") return WEAVE_TRANSPORT_MPI;
+  if (t == "nccl") return WEAVE_TRANSPORT_NCCL;
+  if (t == "ucx") return WEAVE_TRANSPORT_UCX;
+  if (t == "copy_engine") return WEAVE_TRANSPORT_COPY_ENGINE;
+  throw std::runtime_error("unknown transport " + t + " (auto, mpi, nccl, ucx, copy_engine)");
+}
+
+weave_direction_t parse_direction(const std::string& d) {
+  if (d == "auto") return WEAVE_DIRECTION_AUTO;
+  if (d == "forward") return WEAVE_DIRECTION_FORWARD;
+  if (d == "backward") return WEAVE_DIRECTION_BACKWARD;
+  if (d == "bidirectional") return WEAVE_DIRECTION_BIDIRECTIONAL;
+  throw std::runtime_error("unknown direction " + d + " (auto, forward, backward, bidirectional)");
+}
+
+// A plan to time: the default one, or one of --variants.
+struct PlanChoice {
+  std::string label = "default";
+  weave_algorithm_t algorithm = WEAVE_ALGORITHM_AUTO;
+  weave_transport_t transport = WEAVE_TRANSPORT_AUTO;
+  weave_direction_t direction = WEAVE_DIRECTION_AUTO;
+  int chunks = 0;
+};
+
+// "transport/direction/chunks[/algorithm]"; every name checked.
+PlanChoice parse_variant(const std::string& text) {
+  std::vector<std::string> parts;
+  std::istringstream in(text);
+  for (std::string part; std::getline(in, part, '/');) parts.push_back(part);
+  if (parts.size() < 3 || parts.size() > 4)
+    throw std::runtime_error("variant " + text + " is not transport/direction/chunks[/algorithm]");
+  PlanChoice v;
+  v.label = text;
+  v.transport = parse_transport(parts[0]);
+  v.direction = parse_direction(parts[1]);
+  v.chunks = std::stoi(parts[2]);
+  v.algorithm = parse_algorithm(parts.size() == 4 ? parts[3] : "ring");
+  return v;
 }
 
 weave_operation_t parse_op(const std::string& op) {
@@ -163,24 +215,27 @@ class Case {
     m_counts_ = m_counts;
   }
 
-  weave::Plan plan(const weave::Grid& grid, const Options& o, weave_algorithm_t algorithm,
-                   const std::string& transport, const std::string& direction, int chunks) const {
+  // `reduce_in_output_type`: WEAVE_FLAG_REDUCE_IN_OUTPUT_TYPE.
+  weave::Plan plan(const weave::Grid& grid, const Options& o, const PlanChoice& choice,
+                   bool reduce_in_output_type) const {
     weave::PlanDesc d(op_, *a_, *b_, *c_);
-    d.ops(WEAVE_OP_N, WEAVE_OP_T).algorithm(algorithm).chunks_per_shard(chunks).compute_streams(o.streams);
-    if (transport != "auto")
-      d.transport(transport == "mpi" ? WEAVE_TRANSPORT_MPI
-                  : transport == "nccl" ? WEAVE_TRANSPORT_NCCL
-                  : transport == "ucx" ? WEAVE_TRANSPORT_UCX
-                                       : WEAVE_TRANSPORT_COPY_ENGINE);
-    if (direction != "auto")
-      d.direction(direction == "forward" ? WEAVE_DIRECTION_FORWARD
-                  : direction == "backward" ? WEAVE_DIRECTION_BACKWARD
-                                            : WEAVE_DIRECTION_BIDIRECTIONAL);
+    d.ops(WEAVE_OP_N, WEAVE_OP_T)
+        .algorithm(choice.algorithm)
+        .transport(choice.transport)
+        .direction(choice.direction)
+        .chunks_per_shard(choice.chunks)
+        .compute_streams(o.streams);
     int flags = WEAVE_FLAG_NO_EXECUTE_CHECK;  // measure the operation, not the argument check
     if (!o.trace.empty()) flags |= WEAVE_FLAG_TRACE;
-    if (o.reduce_in_output_type) flags |= WEAVE_FLAG_REDUCE_IN_OUTPUT_TYPE;
+    if (reduce_in_output_type) flags |= WEAVE_FLAG_REDUCE_IN_OUTPUT_TYPE;
     d.flags(flags);
     return weave::Plan(grid, d);
+  }
+
+  // Whether a plan moves partial sums in C's type rather than the
+  // accumulation type (AG-GEMM always moves A in its own type).
+  bool moves_output_type(const weave::Plan& plan, bool reduce_in_output_type) const {
+    return op_ == WEAVE_AG_GEMM || reduce_in_output_type || plan.info().algorithm == WEAVE_ALGORITHM_DIRECT;
   }
 
   void execute(const weave::Plan& plan, bench::Timer& timer) { execute(plan, timer, a_buf_, b_buf_, c_buf_); }
@@ -208,16 +263,17 @@ class Case {
     execute(plan, timer, gemm_a_buf_, gemm_b_buf_, gemm_c_buf_);
   }
 
-  // The bytes the communication moves, and the collective that moves them alone.
-  bench::Collective collective(bool reduce_in_output_type) const {
+  // The bytes the communication moves, and the collective that moves them
+  // alone: partial sums in C's type or in the accumulation type.
+  bench::Collective collective(bool output_type) const {
     bench::Collective c;
     if (op_ == WEAVE_AG_GEMM) {
       c.kind = bench::Collective::AllGather;
       c.dtype = dtype_;
       for (int64_t count : m_counts_) c.counts.push_back(count * shape_.k);
     } else {
-      // Partial sums travel in the accumulation type (float32 for 16-bit types).
-      c.dtype = (dtype_ == WEAVE_FLOAT16 || dtype_ == WEAVE_BFLOAT16) && !reduce_in_output_type ? WEAVE_FLOAT32 : dtype_;
+      // The accumulation type is float32 for 16-bit types.
+      c.dtype = (dtype_ == WEAVE_FLOAT16 || dtype_ == WEAVE_BFLOAT16) && !output_type ? WEAVE_FLOAT32 : dtype_;
       c.kind = op_ == WEAVE_GEMM_RS ? bench::Collective::ReduceScatter : bench::Collective::AllReduce;
       if (op_ == WEAVE_GEMM_RS)
         for (int64_t count : m_counts_) c.counts.push_back(count * shape_.n);
@@ -291,11 +347,12 @@ int main(int argc, char** argv) {
   app.add_option("--warmup", o.warmup, "untimed iterations first");
   app.add_option("--json", o.json, "write all results as JSON to this file (rank 0)");
   app.add_option("--transport", o.transport, "auto, mpi, nccl, ucx, copy_engine");
-  app.add_option("--algorithm", o.algorithm, "auto, ring, sequential (for the weave column)");
+  app.add_option("--algorithm", o.algorithm, "auto, ring, sequential, direct (for the weave column)");
   app.add_option("--direction", o.direction, "auto, forward, backward, bidirectional");
   app.add_option("--chunks", o.chunks, "chunks per shard (0: automatic)");
   app.add_option("--variants", o.variants,
-                 "more plans to time, each transport/direction/chunks, e.g. nccl/bidirectional/2")
+                 "more plans to time, each transport/direction/chunks[/algorithm], e.g. nccl/bidirectional/2, "
+                 "copy_engine/auto/4/direct")
       ->delimiter(',');
   app.add_option("--streams", o.streams, "compute streams (0: automatic)");
   app.add_option("--trace", o.trace, "write the trace of the last weave execute to this path (%r = rank)");
@@ -318,9 +375,14 @@ int main(int argc, char** argv) {
     for (const std::string& s : o.shapes) shapes.push_back(parse_shape(s));
     if (shapes.empty()) shapes = preset_shapes(device ? "tp" : "host");
     const weave_dtype_t t = parse_dtype(o.dtype);
-    const weave_algorithm_t algorithm = o.algorithm == "ring"         ? WEAVE_ALGORITHM_RING
-                                        : o.algorithm == "sequential" ? WEAVE_ALGORITHM_SEQUENTIAL
-                                                                      : WEAVE_ALGORITHM_AUTO;
+    PlanChoice default_choice;  // from the command line
+    default_choice.algorithm = parse_algorithm(o.algorithm);
+    default_choice.transport = parse_transport(o.transport);
+    default_choice.direction = parse_direction(o.direction);
+    default_choice.chunks = o.chunks;
+    std::vector<PlanChoice> variants;
+    for (const std::string& v : o.variants) variants.push_back(parse_variant(v));
+    const bool sixteen_bit = t == WEAVE_FLOAT16 || t == WEAVE_BFLOAT16;
     weave::Grid grid(MPI_COMM_WORLD);
     weave::Grid self(MPI_COMM_SELF);
     bench::Timer timer(device);
@@ -339,31 +401,33 @@ int main(int argc, char** argv) {
         Case c(grid, op, shape, t, device);
         std::unique_ptr<weave::Plan> gemm = c.local_gemm_plan(self);
         const double gemm_ms = measure(o, timer, [&] { c.execute_local_gemm(*gemm, timer); });
-        const bench::Collective coll = c.collective(o.reduce_in_output_type);
+        // The communication alone and the sequential baseline move the
+        // bytes the default plan moves: partial sums in C's type when it
+        // does (the direct algorithm, or --reduce-in-output-type).
+        weave::Plan weave_default = c.plan(grid, o, default_choice, o.reduce_in_output_type);
+        const bool output_type = c.moves_output_type(weave_default, o.reduce_in_output_type);
+        const bench::Collective coll = c.collective(output_type);
         comm.prepare(coll);
         const double comm_ms = measure(o, timer, [&] { comm.run(coll, timer.stream()); });
-        weave::Plan sequential = c.plan(grid, o, WEAVE_ALGORITHM_SEQUENTIAL, o.transport, "auto", 0);
+        PlanChoice sequential_choice;
+        sequential_choice.algorithm = WEAVE_ALGORITHM_SEQUENTIAL;
+        sequential_choice.transport = default_choice.transport;
+        weave::Plan sequential =
+            c.plan(grid, o, sequential_choice, output_type && sixteen_bit && op != WEAVE_AG_GEMM);
         const double sequential_ms = measure(o, timer, [&] { c.execute(sequential, timer); });
         double flops = c.local_flops(), max_flops = 0;
         MPI_Allreduce(&flops, &max_flops, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
         const double limit = std::max(gemm_ms, comm_ms);
 
         // The default plan (options from the command line), then the variants.
-        std::vector<std::string> labels = {"default"};
-        for (const std::string& v : o.variants) labels.push_back(v);
-        for (const std::string& label : labels) {
-          std::string transport = o.transport, direction = o.direction;
-          int chunks = o.chunks;
-          if (label != "default") {
-            std::istringstream parts(label);
-            std::string chunk_text;
-            std::getline(parts, transport, '/');
-            std::getline(parts, direction, '/');
-            std::getline(parts, chunk_text, '/');
-            chunks = chunk_text.empty() ? 0 : std::stoi(chunk_text);
-          }
-          weave::Plan plan = c.plan(grid, o, label == "default" ? algorithm : WEAVE_ALGORITHM_RING, transport,
-                                    direction, chunks);
+        std::vector<PlanChoice> choices = {default_choice};
+        choices.insert(choices.end(), variants.begin(), variants.end());
+        for (const PlanChoice& choice : choices) {
+          const std::string& label = choice.label;
+          if (choice.algorithm == WEAVE_ALGORITHM_DIRECT && op == WEAVE_AG_GEMM) continue;  // reductions only
+          std::optional<weave::Plan> variant_plan;
+          if (label != "default") variant_plan.emplace(c.plan(grid, o, choice, o.reduce_in_output_type));
+          const weave::Plan& plan = variant_plan ? *variant_plan : weave_default;
           const double weave_ms = measure(o, timer, [&] { c.execute(plan, timer); });
           if (!o.trace.empty() && label == "default") {
             timer.synchronize();

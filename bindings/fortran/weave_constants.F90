@@ -74,6 +74,7 @@ module weave_constants
   integer(c_int), parameter :: WEAVE_ALGORITHM_AUTO = 0
   integer(c_int), parameter :: WEAVE_ALGORITHM_RING = 1
   integer(c_int), parameter :: WEAVE_ALGORITHM_SEQUENTIAL = 2
+  integer(c_int), parameter :: WEAVE_ALGORITHM_DIRECT = 3
 
   ! weave_backend_t
   integer(c_int), parameter :: WEAVE_BACKEND_AUTO = 0

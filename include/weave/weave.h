@@ -131,7 +131,9 @@ typedef enum weave_operation_t {
 typedef enum weave_algorithm_t {
   WEAVE_ALGORITHM_AUTO = 0,
   WEAVE_ALGORITHM_RING = 1,        /* overlapped ring: chunk s+1 travels while chunk s is multiplied */
-  WEAVE_ALGORITHM_SEQUENTIAL = 2   /* one collective, then one GEMM (or GEMM then collective) */
+  WEAVE_ALGORITHM_SEQUENTIAL = 2,  /* one collective, then one GEMM (or GEMM then collective) */
+  WEAVE_ALGORITHM_DIRECT = 3       /* GEMM-RS/GEMM-AR: each rank sends every other rank its product for
+                                      that rank's rows, in C's type; the owner sums in float32 */
 } weave_algorithm_t;
 
 typedef enum weave_backend_t {

@@ -213,9 +213,11 @@ std::string Plan::describe() const {
   std::string where = p.group == WEAVE_GROUP_GRID ? std::string("the grid")
                                                   : str(group_name(p.group), " ", p.group_index);
   std::string algorithm = str(plan::algorithm_name(s.algorithm));
-  if (s.algorithm == plan::Algorithm::Ring)
-    algorithm += str(" ", plan::direction_name(s.direction), ", ", s.chunks_per_shard, " chunk",
-                     s.chunks_per_shard > 1 ? "s" : "", "/shard");
+  const std::string chunks = str(s.chunks_per_shard, " chunk", s.chunks_per_shard > 1 ? "s" : "", "/shard");
+  if (s.algorithm == plan::Algorithm::Ring) algorithm += str(" ", plan::direction_name(s.direction), ", ", chunks);
+  if (s.algorithm == plan::Algorithm::Direct)
+    algorithm += str(", ", chunks, ", products travel as ", dtype_name(p.dtype), ", summed in ",
+                     dtype_name(accumulation_type(p.dtype)));
   std::string splits;
   if (p.operation == Operation::AgGemm)
     splits = str("M counts ", format_counts(p.m_split.counts()), ", N counts ", format_counts(p.n_split.counts()));

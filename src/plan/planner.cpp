@@ -161,25 +161,42 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
 
   // Algorithm.
   const int P = problem.group_size;
+  const bool reduction = problem.operation != Operation::AgGemm;
   weave_algorithm_t algorithm = desc.algorithm;
   if (algorithm == WEAVE_ALGORITHM_AUTO) {
     weave_algorithm_t from_env = WEAVE_ALGORITHM_AUTO;
     if (env_choice<weave_algorithm_t>(env, "WEAVE_ALGORITHM",
-                                      {{"ring", WEAVE_ALGORITHM_RING}, {"sequential", WEAVE_ALGORITHM_SEQUENTIAL}},
+                                      {{"ring", WEAVE_ALGORITHM_RING},
+                                       {"sequential", WEAVE_ALGORITHM_SEQUENTIAL},
+                                       {"direct", WEAVE_ALGORITHM_DIRECT}},
                                       &from_env)) {
       algorithm = from_env;
       notes += " algorithm from WEAVE_ALGORITHM;";
+      if (algorithm == WEAVE_ALGORITHM_DIRECT && !reduction) {
+        // One variable for a whole program: it applies to the reductions.
+        algorithm = WEAVE_ALGORITHM_RING;
+        notes += " ring chosen: WEAVE_ALGORITHM=direct applies to GEMM-RS and GEMM-AR only;";
+      }
     } else {
       algorithm = WEAVE_ALGORITHM_RING;
       const double flops = local_flops(problem);
       if (r.backend == Backend::Cuda && problem.group_size > 1 && flops < kDeviceOverlapMinFlops) {
         algorithm = WEAVE_ALGORITHM_SEQUENTIAL;
         notes += str(" sequential chosen: ", flops / 1e9, " GFLOP per rank is too little for overlap to pay;");
+      } else if (reduction && P > 1 && r.transport == Transport::CopyEngine) {
+        // Measured (doc/performance.md): over copy engines the direct
+        // algorithm beats the ring, whose hops wait on one another.
+        algorithm = WEAVE_ALGORITHM_DIRECT;
+        notes += " direct chosen: reductions over copy engines;";
       }
     }
   }
-  if (algorithm != WEAVE_ALGORITHM_RING && algorithm != WEAVE_ALGORITHM_SEQUENTIAL)
+  if (algorithm != WEAVE_ALGORITHM_RING && algorithm != WEAVE_ALGORITHM_SEQUENTIAL &&
+      algorithm != WEAVE_ALGORITHM_DIRECT)
     fail(WEAVE_ERROR_INVALID_VALUE, "algorithm = ", static_cast<int>(desc.algorithm), " is not a weave_algorithm_t");
+  if (algorithm == WEAVE_ALGORITHM_DIRECT && !reduction)
+    fail(WEAVE_ERROR_UNSUPPORTED, "WEAVE_ALGORITHM_DIRECT is for GEMM-RS and GEMM-AR; AG-GEMM runs the ring or "
+         "the sequential algorithm");
   r.schedule.algorithm = static_cast<Algorithm>(algorithm);
   if (P == 1) {
     r.schedule.algorithm = Algorithm::Sequential;
@@ -204,13 +221,21 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
   if (direction < WEAVE_DIRECTION_FORWARD || direction > WEAVE_DIRECTION_BIDIRECTIONAL)
     fail(WEAVE_ERROR_INVALID_VALUE, "direction = ", static_cast<int>(desc.direction), " is not a weave_direction_t");
   r.schedule.direction = static_cast<Direction>(direction);
+  if (r.schedule.algorithm == Algorithm::Direct) {
+    // Step s sends to rank r+s and receives from r-s: there is no ring to turn.
+    if (desc.direction != WEAVE_DIRECTION_AUTO && desc.direction != WEAVE_DIRECTION_FORWARD)
+      fail(WEAVE_ERROR_UNSUPPORTED, "direction = ", static_cast<int>(desc.direction),
+           " is for rings; the direct algorithm sends to every rank at once (leave direction automatic)");
+    r.schedule.direction = Direction::Forward;
+  }
 
   if (desc.chunks_per_shard < 0)
     fail(WEAVE_ERROR_INVALID_VALUE, "chunks_per_shard = ", desc.chunks_per_shard, " is negative");
   int chunks = desc.chunks_per_shard;
   // A bidirectional reduction ring sends half of every shard each way, so it
   // needs two chunks at least; AG-GEMM sends whole shards either way.
-  const bool halves = r.schedule.direction == Direction::Bidirectional && problem.operation != Operation::AgGemm;
+  const bool halves =
+      r.schedule.direction == Direction::Bidirectional && reduction && r.schedule.algorithm == Algorithm::Ring;
   if (chunks == 0) {
     chunks = static_cast<int>(env_integer(env, "WEAVE_CHUNKS", 0, 1));
     if (chunks == 0) chunks = default_chunks(problem, r.backend);

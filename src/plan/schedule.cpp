@@ -46,7 +46,14 @@ const char* step_kind_name(StepKind k) {
   return "?";
 }
 
-const char* algorithm_name(Algorithm a) { return a == Algorithm::Ring ? "ring" : "sequential"; }
+const char* algorithm_name(Algorithm a) {
+  switch (a) {
+    case Algorithm::Ring: return "ring";
+    case Algorithm::Sequential: return "sequential";
+    case Algorithm::Direct: return "direct";
+  }
+  return "?";
+}
 
 const char* direction_name(Direction d) {
   switch (d) {

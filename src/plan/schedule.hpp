@@ -114,7 +114,11 @@ struct Step {
   bool is_comm() const { return lane == kCommLane; }
 };
 
-enum class Algorithm : int { Ring = WEAVE_ALGORITHM_RING, Sequential = WEAVE_ALGORITHM_SEQUENTIAL };
+enum class Algorithm : int {
+  Ring = WEAVE_ALGORITHM_RING,
+  Sequential = WEAVE_ALGORITHM_SEQUENTIAL,
+  Direct = WEAVE_ALGORITHM_DIRECT
+};
 enum class Direction : int {
   Forward = WEAVE_DIRECTION_FORWARD,
   Backward = WEAVE_DIRECTION_BACKWARD,

@@ -161,6 +161,11 @@ Schedule build_schedule(const Problem& problem, const ScheduleOptions& options) 
     build_sequential(builder);
     return builder.finish_schedule(algorithm, options.direction, 1);
   }
+  if (algorithm == Algorithm::Direct) {
+    if (problem.operation == Operation::AgGemm) fail(WEAVE_ERROR_INTERNAL, "AG-GEMM has no direct algorithm");
+    build_reduction_direct(builder);
+    return builder.finish_schedule(algorithm, Direction::Forward, options.chunks_per_shard);
+  }
   if (options.direction == Direction::Bidirectional && options.chunks_per_shard < 2 &&
       problem.operation != Operation::AgGemm)
     fail(WEAVE_ERROR_INTERNAL, "a bidirectional reduction ring needs at least two chunks per shard");

@@ -70,7 +70,8 @@ std::vector<DirectionChunks> split_chunks_by_direction(Direction direction, int 
 
 // Algorithm builders (one file each).
 void build_ag_gemm_ring(ScheduleBuilder& b);
-void build_reduction_ring(ScheduleBuilder& b);  // GEMM-RS and GEMM-AR
+void build_reduction_ring(ScheduleBuilder& b);    // GEMM-RS and GEMM-AR
+void build_reduction_direct(ScheduleBuilder& b);  // GEMM-RS and GEMM-AR
 void build_sequential(ScheduleBuilder& b);
 
 }  // namespace weave::internal::plan

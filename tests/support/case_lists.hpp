@@ -67,6 +67,10 @@ inline std::vector<Case> sweep_cases(const CaseListOptions& options, std::mt1993
               c.chunks = c.direction == WEAVE_DIRECTION_BIDIRECTIONAL && op != WEAVE_AG_GEMM ? 2 + counter % 2
                                                                                             : chunk_choices[counter % 3];
               c.algorithm = counter % 6 == 5 ? WEAVE_ALGORITHM_SEQUENTIAL : WEAVE_ALGORITHM_RING;
+              if (op != WEAVE_AG_GEMM && counter % 6 == 2) {  // the direct algorithm has no direction
+                c.algorithm = WEAVE_ALGORITHM_DIRECT;
+                c.direction = WEAVE_DIRECTION_AUTO;
+              }
               c.progress = counter % 3 == 1 ? WEAVE_PROGRESS_THREAD : WEAVE_PROGRESS_TILES;
               c.grid = grids[(counter / 2) % 4];
               c.gathered = op == WEAVE_AG_GEMM && counter % 5 == 0;
@@ -137,7 +141,8 @@ inline std::vector<Case> random_cases(const CaseListOptions& options, std::mt199
   const std::vector<weave_direction_t> directions{WEAVE_DIRECTION_FORWARD, WEAVE_DIRECTION_BACKWARD,
                                                   WEAVE_DIRECTION_BIDIRECTIONAL};
   const std::vector<weave_algorithm_t> algorithms{WEAVE_ALGORITHM_RING, WEAVE_ALGORITHM_RING,
-                                                  WEAVE_ALGORITHM_SEQUENTIAL, WEAVE_ALGORITHM_AUTO};
+                                                  WEAVE_ALGORITHM_SEQUENTIAL, WEAVE_ALGORITHM_AUTO,
+                                                  WEAVE_ALGORITHM_DIRECT};
   const std::vector<GridKind> grids{GridKind::Column1D, GridKind::Row1D, GridKind::Rows2D, GridKind::Columns2D};
   const std::vector<bool> flags{false, true};
   std::uniform_int_distribution<int64_t> size(0, 40);
@@ -165,6 +170,10 @@ inline std::vector<Case> random_cases(const CaseListOptions& options, std::mt199
         std::uniform_int_distribution<int>(
             c.direction == WEAVE_DIRECTION_BIDIRECTIONAL && c.operation != WEAVE_AG_GEMM ? 2 : 1, 4)(rng));
     c.algorithm = pick(algorithms, rng);
+    if (c.algorithm == WEAVE_ALGORITHM_DIRECT) {  // reductions only, no direction
+      if (c.operation == WEAVE_AG_GEMM) c.algorithm = WEAVE_ALGORITHM_RING;
+      else c.direction = WEAVE_DIRECTION_AUTO;
+    }
     c.grid = pick(grids, rng);
     c.gathered = c.operation == WEAVE_AG_GEMM && pick(flags, rng);
     cases.push_back(c);

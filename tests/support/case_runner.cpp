@@ -30,7 +30,7 @@ const char* grid_kind_name(GridKind g) {
 
 std::string Case::name() const {
   static const char* ops[] = {"", "AG-GEMM", "GEMM-RS", "GEMM-AR"};
-  static const char* algs[] = {"auto", "ring", "seq"};
+  static const char* algs[] = {"auto", "ring", "seq", "direct"};
   static const char* dirs[] = {"auto", "fwd", "bwd", "bidir"};
   char text[400];
   std::snprintf(text, sizeof text,
@@ -407,8 +407,10 @@ bool run_case_unguarded(const Case& cs, uint64_t seed) {
       generate(seed + 0x9E3779B97F4A7C15ULL * static_cast<uint64_t>(repeat));
       // A 16-bit C is rounded once: by the step that finishes a reduction
       // (partial sums stay float32), or by AG-GEMM's GEMM, and once more
-      // where AG-GEMM adds the bias afterwards.
-      const int roundings = ag && cs.bias ? 2 : 1;
+      // where AG-GEMM adds the bias afterwards. The direct algorithm rounds
+      // each rank's product to C's type before it travels: one more.
+      const bool direct = info.algorithm == WEAVE_ALGORITHM_DIRECT;
+      const int roundings = (ag && cs.bias) || direct ? 2 : 1;
       ref = reference_product(op_a, op_b, c0, cs.bias ? &bias : nullptr, cs.alpha, cs.beta,
                               accumulation_roundoff(t, cs.allow_tf32), roundings * output_roundoff(t),
                               roundings * output_underflow(t));

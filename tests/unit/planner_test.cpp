@@ -197,7 +197,66 @@ TEST(Planner, DevicePlansTakeComputeStreams) {
             4);
 }
 
+// Device reductions large enough to overlap: over copy engines the direct
+// algorithm, over NCCL the ring; AG-GEMM always the ring.
+TEST(Planner, DeviceReductionsOverCopyEnginesRunDirect) {
+  using weave::internal::Operation;
+  auto large = [](Operation op) {
+    GroupCase g;
+    g.operation = op;
+    g.ranks = 4;
+    g.m = g.n = g.k = 8192;  // 275 GFLOP per rank
+    g.dtype = weave::internal::DType::BF16;
+    weave::internal::Problem p = make_group_problems(g)[0];
+    p.memory = weave::internal::Memory::Device;
+    return p;
+  };
+  const weave_plan_desc_t desc{};
+  Capabilities caps = everything();
+  caps.copy_engine_usable = true;
+  for (Operation op : {Operation::GemmRs, Operation::GemmAr, Operation::AgGemm}) {
+    const Resolved r = resolve_options(desc, large(op), {}, caps);
+    EXPECT_EQ(r.transport, Transport::CopyEngine);
+    if (op == Operation::AgGemm) {
+      EXPECT_EQ(r.schedule.algorithm, Algorithm::Ring);
+      continue;
+    }
+    EXPECT_EQ(r.schedule.algorithm, Algorithm::Direct);
+    EXPECT_EQ(r.schedule.direction, Direction::Forward);  // not the device rings' bidirectional default
+    EXPECT_NE(r.notes.find("direct chosen"), std::string::npos) << r.notes;
+  }
+  caps.copy_engine_usable = false;
+  const Resolved nccl = resolve_options(desc, large(Operation::GemmRs), {}, caps);
+  EXPECT_EQ(nccl.transport, Transport::Nccl);
+  EXPECT_EQ(nccl.schedule.algorithm, Algorithm::Ring);
+}
+
+// One variable for a whole program: WEAVE_ALGORITHM=direct applies to the
+// reductions, and AG-GEMM plans say they run the ring instead.
+TEST(Planner, DirectFromTheEnvironmentAppliesToReductions) {
+  const weave_plan_desc_t desc{};
+  const Environment env{{"WEAVE_ALGORITHM", "direct"}};
+  EXPECT_EQ(resolve_options(desc, host_problem(), env, host_only()).schedule.algorithm, Algorithm::Direct);
+  const Resolved ag = resolve_options(desc, host_problem(weave::internal::Operation::AgGemm), env, host_only());
+  EXPECT_EQ(ag.schedule.algorithm, Algorithm::Ring);
+  EXPECT_NE(ag.notes.find("applies to GEMM-RS and GEMM-AR only"), std::string::npos) << ag.notes;
+}
+
 // --- Requests that cannot be satisfied ------------------------------------
+
+TEST(PlannerErrors, DirectIsForReductionsWithoutARingDirection) {
+  weave_plan_desc_t desc{};
+  desc.algorithm = WEAVE_ALGORITHM_DIRECT;
+  expect_failure(desc, host_problem(weave::internal::Operation::AgGemm), {}, host_only(), WEAVE_ERROR_UNSUPPORTED,
+                 "WEAVE_ALGORITHM_DIRECT is for GEMM-RS and GEMM-AR");
+  desc.direction = WEAVE_DIRECTION_BIDIRECTIONAL;
+  expect_failure(desc, host_problem(), {}, host_only(), WEAVE_ERROR_UNSUPPORTED, "direction = 3 is for rings");
+  desc.direction = WEAVE_DIRECTION_FORWARD;
+  desc.chunks_per_shard = 1;
+  const Resolved r = resolve_options(desc, host_problem(), {}, host_only());
+  EXPECT_EQ(r.schedule.algorithm, Algorithm::Direct);
+  EXPECT_EQ(r.schedule.chunks_per_shard, 1);
+}
 
 TEST(PlannerErrors, BidirectionalWithOneChunk) {
   weave_plan_desc_t desc{};

@@ -132,7 +132,8 @@ std::vector<ScheduleCase> sweep_cases() {
   const Variant variants[] = {{Algorithm::Sequential, Direction::Forward},
                               {Algorithm::Ring, Direction::Forward},
                               {Algorithm::Ring, Direction::Backward},
-                              {Algorithm::Ring, Direction::Bidirectional}};
+                              {Algorithm::Ring, Direction::Bidirectional},
+                              {Algorithm::Direct, Direction::Forward}};
   const Shards patterns[] = {Shards::Balanced, Shards::Uneven, Shards::WithEmpty};
   const std::array<Sizes, 5> sizes = {{{13, 11, 9}, {7, 5, 3}, {20, 3, 8}, {5, 1, 12}, {9, 6, 0}}};
   const DType types[] = {DType::F64, DType::F32, DType::F16};
@@ -144,6 +145,7 @@ std::vector<ScheduleCase> sweep_cases() {
         // Bidirectional reductions need two chunks; AG-GEMM takes any count.
         if (v.direction == Direction::Bidirectional && chunks < 2 && op != Operation::AgGemm) continue;
         if (v.algorithm == Algorithm::Sequential && chunks > 1) continue;  // sequential has no chunks
+        if (v.algorithm == Algorithm::Direct && op == Operation::AgGemm) continue;  // reductions only
         for (int P = 1; P <= 5; ++P)
           for (Shards s : patterns) {
             ScheduleCase c;
@@ -193,12 +195,14 @@ TEST(Schedules, SweepHostAndStreamOrder) {
 }
 
 // Every transpose and storage-order combination with and without bias, for
-// each operation, at 3 ranks (not a power of two), ring and sequential.
+// each operation, at 3 ranks (not a power of two), ring, sequential and
+// (reductions) direct.
 TEST(Schedules, EveryTransposeAndOrder) {
   std::vector<ScheduleCase> cases;
   for (Operation op : {Operation::AgGemm, Operation::GemmRs, Operation::GemmAr})
-    for (Algorithm alg : {Algorithm::Ring, Algorithm::Sequential})
+    for (Algorithm alg : {Algorithm::Ring, Algorithm::Sequential, Algorithm::Direct})
       for (int bits = 0; bits < 64; ++bits) {
+        if (alg == Algorithm::Direct && op == Operation::AgGemm) continue;
         ScheduleCase c;
         GroupCase& g = c.group;
         g.operation = op;
@@ -219,19 +223,24 @@ TEST(Schedules, EveryTransposeAndOrder) {
         c.beta = 0.75;
         cases.push_back(c);
       }
-  run_cases(cases, {Model::DepsOnly}, 2, 384);
+  run_cases(cases, {Model::DepsOnly}, 2, 512);
 }
 
 // Shapes at the edges: K = 0 (C = beta C + bias), fewer rows than ranks and
-// chunks, a single column, every rank but one empty.
+// chunks, a single column, every rank but one empty: rings in each
+// direction, and the direct algorithm for the reductions.
 TEST(Schedules, DegenerateShapes) {
   const std::array<Sizes, 5> sizes = {{{6, 4, 0}, {2, 3, 5}, {1, 1, 1}, {9, 1, 4}, {3, 8, 2}}};
   std::vector<ScheduleCase> cases;
   for (Operation op : {Operation::AgGemm, Operation::GemmRs, Operation::GemmAr})
     for (const Sizes& z : sizes)
-      for (Direction d : {Direction::Forward, Direction::Backward, Direction::Bidirectional})
+      for (int variant = 0; variant < 4; ++variant)
         for (int P : {2, 3, 5}) {
+          const bool direct = variant == 3;
+          if (direct && op == Operation::AgGemm) continue;
+          const Direction d = direct ? Direction::Forward : static_cast<Direction>(WEAVE_DIRECTION_FORWARD + variant);
           ScheduleCase c;
+          c.options.algorithm = direct ? Algorithm::Direct : Algorithm::Ring;
           c.group.operation = op;
           c.group.ranks = P;
           c.group.shards = Shards::WithEmpty;
@@ -245,7 +254,7 @@ TEST(Schedules, DegenerateShapes) {
           c.beta = -0.5;
           cases.push_back(c);
         }
-  run_cases(cases, {Model::DepsOnly, Model::StreamOrdered}, 2, 135);
+  run_cases(cases, {Model::DepsOnly, Model::StreamOrdered}, 2, 165);
 }
 
 // The counting interpretation on its own terms: with beta == 0 C starts as
@@ -254,21 +263,24 @@ TEST(Schedules, DegenerateShapes) {
 TEST(Schedules, BetaZeroWritesEveryElementOnce) {
   std::vector<ScheduleCase> cases;
   for (Operation op : {Operation::AgGemm, Operation::GemmRs, Operation::GemmAr})
-    for (int P : {1, 2, 3, 4, 5})
-      for (int chunks : {1, 2, 3}) {
-        ScheduleCase c;
-        c.group.operation = op;
-        c.group.ranks = P;
-        c.group.shards = Shards::Uneven;
-        c.group.m = 11;
-        c.group.n = 4;
-        c.group.k = 6;
-        c.group.bias = true;
-        c.options.chunks_per_shard = chunks;
-        c.beta = 0.0;
-        cases.push_back(c);
-      }
-  run_cases(cases, {Model::DepsOnly}, 4, 45);
+    for (Algorithm alg : {Algorithm::Ring, Algorithm::Direct})
+      for (int P : {1, 2, 3, 4, 5})
+        for (int chunks : {1, 2, 3}) {
+          if (alg == Algorithm::Direct && op == Operation::AgGemm) continue;
+          ScheduleCase c;
+          c.group.operation = op;
+          c.group.ranks = P;
+          c.group.shards = Shards::Uneven;
+          c.group.m = 11;
+          c.group.n = 4;
+          c.group.k = 6;
+          c.group.bias = true;
+          c.options.algorithm = alg;
+          c.options.chunks_per_shard = chunks;
+          c.beta = 0.0;
+          cases.push_back(c);
+        }
+  run_cases(cases, {Model::DepsOnly}, 4, 75);
 }
 
 // With one partial-sum slot per chain, a reduction ring's receive of step

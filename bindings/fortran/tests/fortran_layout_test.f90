@@ -132,6 +132,7 @@ program fortran_layout_test
   call expect("WEAVE_ALGORITHM_AUTO", int(WEAVE_ALGORITHM_AUTO, c_int64_t))
   call expect("WEAVE_ALGORITHM_RING", int(WEAVE_ALGORITHM_RING, c_int64_t))
   call expect("WEAVE_ALGORITHM_SEQUENTIAL", int(WEAVE_ALGORITHM_SEQUENTIAL, c_int64_t))
+  call expect("WEAVE_ALGORITHM_DIRECT", int(WEAVE_ALGORITHM_DIRECT, c_int64_t))
   call expect("WEAVE_BACKEND_AUTO", int(WEAVE_BACKEND_AUTO, c_int64_t))
   call expect("WEAVE_BACKEND_HOST", int(WEAVE_BACKEND_HOST, c_int64_t))
   call expect("WEAVE_BACKEND_CUDA", int(WEAVE_BACKEND_CUDA, c_int64_t))

@@ -55,6 +55,14 @@ bool visit_type_pair(DType dst, DType src, Visit&& visit) {
     visit(TypePair<__nv_bfloat16, float>{});
     return true;
   }
+  if (src == DType::F16 && dst == DType::F32) {
+    visit(TypePair<float, __half>{});
+    return true;
+  }
+  if (src == DType::BF16 && dst == DType::F32) {
+    visit(TypePair<float, __nv_bfloat16>{});
+    return true;
+  }
   return false;
 }
 

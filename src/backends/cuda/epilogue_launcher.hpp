@@ -1,9 +1,10 @@
 // Runs the shared element-wise functor (kernels/epilogue.hpp) on a CUDA
 // stream: dst = src_scale * src + dst_scale * dst + bias, for every pair of
 // element types a schedule produces on a GPU: (T, T) for f64, f32, f16 and
-// bf16, and (f16, f32), (bf16, f32) where float32 partial sums are rounded
-// once into a 16-bit C. Plain C++ interface, so only the launcher is CUDA
-// source.
+// bf16, (f16, f32), (bf16, f32) where float32 partial sums are rounded once
+// into a 16-bit C, and (f32, f16), (f32, bf16) where the direct algorithm adds
+// a received 16-bit product to a float32 sum. Plain C++ interface, so only
+// the launcher is CUDA source.
 #pragma once
 
 #include <cuda_runtime_api.h>

@@ -1,0 +1,158 @@
+// GEMM-RS and GEMM-AR without a ring: the "direct algorithm" of DESIGN.md
+// section 3.
+//
+// Reduce-scatter phase: at step s = 1 .. P-1 rank r multiplies the rows that
+// rank r+s owns, op(A)[rows of r+s] * op(B), and sends that product straight
+// to r+s, while it receives from r-s that rank's product for its own rows.
+// A transfer depends only on the local GEMM that made it, never on another
+// rank's transfer, so there is no chain of hops whose latencies add up as in
+// the ring. Products travel in C's type: a 16-bit product is rounded once
+// before it travels, which halves the bytes of float32 partial sums and
+// matches the bytes of a reduce-scatter in C's type. The owner sums in the
+// accumulation type (float32 for 16-bit types): its own product, then every
+// received one as it arrives, and finishes once, C_r = sum + beta * C_r + bias
+// (the only place beta and bias enter), rounding once more.
+//
+// Shards are cut into chunks_per_shard chunks. For each chunk the products
+// for the other ranks go first (their transfers start early), the owner's
+// own product last; the sums of chunk j are emitted after the GEMMs of chunk
+// j+1, so a lane does not sit waiting for data while GEMMs could run.
+//
+// GEMM-AR continues with a direct all-gather: after every chunk is finished,
+// each owner sends its finished rows of C to every other rank, which copies
+// them into its C.
+//
+// Every received product has its own workspace slot (no receive waits for a
+// reader), so the workspace holds (P-1) shards of C in C's type per phase.
+#include <algorithm>
+#include <string>
+
+#include "core/error.hpp"
+#include "plan/schedule_builder.hpp"
+
+namespace weave::internal::plan {
+
+void build_reduction_direct(ScheduleBuilder& b) {
+  const Problem& p = b.problem();
+  const ScheduleOptions& o = b.options();
+  const int P = b.P(), r = b.rank(), c = o.chunks_per_shard;
+  const bool all_reduce = p.operation == Operation::GemmAr;
+  const Split pieces = p.m_split.refine(c);  // piece q * c + j: chunk j of rank q's rows of C
+  const DType acc = accumulation_type(p.dtype);
+  const Region b_all = b.whole(kBufferB);
+  auto piece_id = [&](int q, int j) { return q * c + j; };
+  auto rows_of = [&](int id) { return pieces.count(id); };
+  auto label = [&](const std::string& what, int id) {
+    return what + " chunk " + std::to_string(id % c) + " of rank " + std::to_string(id / c) + "'s rows";
+  };
+  auto c_rows_of = [&](int id) {
+    const int64_t row0 = pieces.offset(id) - (all_reduce ? 0 : p.m_split.offset(r));
+    return Region{kBufferC, row0, 0, rows_of(id), p.n};
+  };
+  int64_t max_rows = 0;
+  for (int id = 0; id < P * c; ++id) max_rows = std::max(max_rows, rows_of(id));
+
+  // Products for other ranks are made in a few reused slots: a slot takes
+  // the next product once its previous one has been sent.
+  const int window = std::max(2, std::min((P - 1) * c, o.slot_window));
+  std::vector<int> send_slots;
+  std::vector<int> send_slot_user(static_cast<std::size_t>(window), -1);
+  for (int w = 0; w < window; ++w)
+    send_slots.push_back(b.add_workspace("product slot " + std::to_string(w), max_rows, p.n, p.dtype, Order::RowMajor));
+  int next_send_slot = 0;
+
+  // Per chunk of my rows: the sum, and the receives still to be added to it.
+  std::vector<int> sums(static_cast<std::size_t>(c), -1);
+  std::vector<int> own_gemm(static_cast<std::size_t>(c), -1);
+  std::vector<std::vector<std::pair<Region, int>>> arrived(static_cast<std::size_t>(c));  // (slot, recv step)
+  std::vector<int> finished(static_cast<std::size_t>(c), -1);
+
+  // Sums chunk j's received products into its sum and finishes it into C.
+  auto emit_sum = [&](int j) {
+    const int id = piece_id(r, j);
+    if (rows_of(id) == 0) return;
+    const Region sum{sums[j], 0, 0, rows_of(id), p.n};
+    const int lane = b.next_compute_lane();
+    int last = own_gemm[j];
+    for (const auto& [slot, recv] : arrived[j]) {
+      EpilogueOp add = b.copy(sum, slot);
+      add.dst_scale = Scalar::One;
+      last = b.add_step(add, lane, {last, recv}, label("add received product to", id));
+    }
+    finished[j] = b.add_step(b.finish(c_rows_of(id), sum), lane, {last}, label("finish", id));
+  };
+
+  // Reduce-scatter phase.
+  for (int j = 0; j < c; ++j) {
+    for (int s = 1; s < P; ++s) {
+      const int to = b.mod(r + s), from = b.mod(r - s);
+      const int out_id = piece_id(to, j), in_id = piece_id(r, j);
+      const int batch = b.next_batch();
+      if (rows_of(out_id) > 0) {
+        const int w = next_send_slot++ % window;
+        const Region slot{send_slots[w], 0, 0, rows_of(out_id), p.n};
+        std::vector<int> deps;
+        if (send_slot_user[w] >= 0) deps.push_back(send_slot_user[w]);
+        const Region a_rows = b.op_rows(kBufferA, p.op_a, pieces.offset(out_id), rows_of(out_id));
+        const int gemm = b.add_step(GemmOp{a_rows, p.op_a, b_all, p.op_b, slot, Scalar::Alpha, Scalar::Zero},
+                                    b.next_compute_lane(), deps, label("product for", out_id));
+        send_slot_user[w] =
+            b.add_step(SendOp{slot, to, out_id}, kCommLane, {gemm}, label("send product for", out_id), batch);
+      }
+      if (rows_of(in_id) > 0) {
+        const int slot = b.add_workspace("received product " + std::to_string(s) + " chunk " + std::to_string(j),
+                                         rows_of(in_id), p.n, p.dtype, Order::RowMajor);
+        const Region where{slot, 0, 0, rows_of(in_id), p.n};
+        const int recv = b.add_step(RecvOp{where, from, in_id}, kCommLane, {},
+                                    label("receive product from rank " + std::to_string(from) + " for", in_id), batch);
+        arrived[j].emplace_back(where, recv);
+      }
+    }
+    const int id = piece_id(r, j);
+    if (rows_of(id) > 0) {
+      sums[j] = b.add_workspace("sum chunk " + std::to_string(j), rows_of(id), p.n, acc, Order::RowMajor);
+      const Region a_rows = b.op_rows(kBufferA, p.op_a, pieces.offset(id), rows_of(id));
+      own_gemm[j] = b.add_step(
+          GemmOp{a_rows, p.op_a, b_all, p.op_b, Region{sums[j], 0, 0, rows_of(id), p.n}, Scalar::Alpha, Scalar::Zero},
+          b.next_compute_lane(), {}, label("own product for", id));
+    }
+    if (j > 0) emit_sum(j - 1);
+  }
+  emit_sum(c - 1);
+  if (!all_reduce) return;
+
+  // All-gather phase of GEMM-AR: every owner's finished rows go straight to
+  // every other rank, in the output type.
+  const int tag_base = P * c;
+  for (int j = 0; j < c; ++j) {
+    const int id = piece_id(r, j);
+    Region mine{}, outgoing{};
+    int ready = finished[j];
+    if (rows_of(id) > 0) {
+      mine = c_rows_of(id);
+      outgoing = mine;
+      if (!b.same_bytes_as_tight(mine, Order::RowMajor)) {
+        outgoing =
+            Region{b.add_workspace("finished chunk " + std::to_string(j), rows_of(id), p.n, p.dtype, Order::RowMajor),
+                   0, 0, rows_of(id), p.n};
+        ready = b.add_step(b.copy(outgoing, mine), b.next_compute_lane(), {finished[j]}, label("pack finished", id));
+      }
+    }
+    for (int s = 1; s < P; ++s) {
+      const int to = b.mod(r + s), from = b.mod(r - s);
+      const int in_id = piece_id(from, j);
+      const int batch = b.next_batch();
+      if (rows_of(id) > 0)
+        b.add_step(SendOp{outgoing, to, tag_base + id}, kCommLane, {ready}, label("send finished", id), batch);
+      if (rows_of(in_id) == 0) continue;
+      const Region slot{b.add_workspace("received finished " + std::to_string(s) + " chunk " + std::to_string(j),
+                                        rows_of(in_id), p.n, p.dtype, Order::RowMajor),
+                        0, 0, rows_of(in_id), p.n};
+      const int recv =
+          b.add_step(RecvOp{slot, from, tag_base + in_id}, kCommLane, {}, label("receive finished", in_id), batch);
+      b.add_step(b.copy(c_rows_of(in_id), slot), b.next_compute_lane(), {recv}, label("unpack finished", in_id));
+    }
+  }
+}
+
+}  // namespace weave::internal::plan
