@@ -1,5 +1,5 @@
 // The element-wise kernel of every backend, written once:
-//   dst(i,j) = src_scale * src(i,j) + dst_scale * dst(i,j) + bias(j)
+//   dst(i,j) = src_scale * (src(i,j) + more[0](i,j) + ...) + dst_scale * dst(i,j) + bias(j)
 // It finishes reductions (beta * C and bias enter here, once), adds bias
 // after a GEMM, packs and unpacks chunks, and converts between types and
 // storage orders. One call per element index, in dst's storage order so
@@ -22,6 +22,11 @@ struct EpilogueFunctor {
   const Src* src = nullptr;  // null: no src term
   int64_t src_ld = 1;
   bool src_row_major = false;
+  // Further sources laid out like src (same ld and order), summed with it in
+  // Acc: the direct algorithm adds every rank's product in one pass.
+  static constexpr int kMaxMoreSources = 7;
+  const Src* more[kMaxMoreSources] = {};
+  int more_count = 0;
   const Dst* bias = nullptr;  // null: no bias; one entry per column
   Acc src_scale = 1;
   Acc dst_scale = 0;  // dst is not read when zero (it may hold NaN)
@@ -41,16 +46,30 @@ struct EpilogueFunctor {
 
   // One element by its position along dst's minor and major dimension
   // (GPU launches index both directly, without a division per element).
-  WEAVE_FUNCTION void apply(int64_t minor, int64_t major) const {
+  WEAVE_FUNCTION void apply(int64_t minor, int64_t major) const { store(minor, major, value(minor, major)); }
+
+  // The two halves of apply: GPU launches read several elements before they
+  // write any, so the reads are in flight together.
+  WEAVE_FUNCTION Acc value(int64_t minor, int64_t major) const {
     const int64_t i = dst_row_major ? major : minor;
     const int64_t j = dst_row_major ? minor : major;
     Acc value = 0;
-    if (src) value = src_scale * load_as<Acc>(src[src_row_major ? i * src_ld + j : i + j * src_ld]);
-    Dst& out = dst[dst_row_major ? i * dst_ld + j : i + j * dst_ld];
-    if (dst_scale != Acc(0)) value += dst_scale * load_as<Acc>(out);
+    if (src) {
+      const int64_t at = src_row_major ? i * src_ld + j : i + j * src_ld;
+      Acc sum = load_as<Acc>(src[at]);
+      for (int q = 0; q < more_count; ++q) sum += load_as<Acc>(more[q][at]);
+      value = src_scale * sum;
+    }
+    if (dst_scale != Acc(0)) value += dst_scale * load_as<Acc>(dst[dst_index(i, j)]);
     if (bias) value += load_as<Acc>(bias[j]);
-    out = store_as<Dst>(value);
+    return value;
   }
+  WEAVE_FUNCTION void store(int64_t minor, int64_t major, Acc value) const {
+    const int64_t i = dst_row_major ? major : minor;
+    const int64_t j = dst_row_major ? minor : major;
+    dst[dst_index(i, j)] = store_as<Dst>(value);
+  }
+  WEAVE_FUNCTION int64_t dst_index(int64_t i, int64_t j) const { return dst_row_major ? i * dst_ld + j : i + j * dst_ld; }
 };
 
 }  // namespace weave::internal::kernels

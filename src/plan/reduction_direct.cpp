@@ -8,10 +8,12 @@
 // rank's transfer, so there is no chain of hops whose latencies add up as in
 // the ring. Products travel in C's type: a 16-bit product is rounded once
 // before it travels, which halves the bytes of float32 partial sums and
-// matches the bytes of a reduce-scatter in C's type. The owner sums in the
-// accumulation type (float32 for 16-bit types): its own product, then every
-// received one as it arrives, and finishes once, C_r = sum + beta * C_r + bias
-// (the only place beta and bias enter), rounding once more.
+// matches the bytes of a reduce-scatter in C's type. The owner makes its own
+// product the same way and, once all of a chunk's products are in, sums them
+// in the accumulation type (float32 for 16-bit types) and finishes in the same
+// element-wise pass, C_r = sum + beta * C_r + bias (the only place beta and
+// bias enter), rounding once more. One pass reads each product once: adding
+// them one by one as they arrived cost as much memory traffic as the GEMMs.
 //
 // Shards are cut into chunks_per_shard chunks. For each chunk the products
 // for the other ranks go first (their transfers start early), the owner's
@@ -61,23 +63,48 @@ void build_reduction_direct(ScheduleBuilder& b) {
     send_slots.push_back(b.add_workspace("product slot " + std::to_string(w), max_rows, p.n, p.dtype, Order::RowMajor));
   int next_send_slot = 0;
 
-  // Per chunk of my rows: the sum, and the receives still to be added to it.
-  std::vector<int> sums(static_cast<std::size_t>(c), -1);
+  // Per chunk of my rows: my own product and the received ones (slot and
+  // receive step), summed in one pass once all are in.
+  std::vector<Region> own(static_cast<std::size_t>(c));
   std::vector<int> own_gemm(static_cast<std::size_t>(c), -1);
-  std::vector<std::vector<std::pair<Region, int>>> arrived(static_cast<std::size_t>(c));  // (slot, recv step)
+  std::vector<std::vector<std::pair<Region, int>>> arrived(static_cast<std::size_t>(c));
   std::vector<int> finished(static_cast<std::size_t>(c), -1);
 
-  // Sums chunk j's received products into its sum and finishes it into C.
+  // C's rows of chunk j = sum of the products + beta * C + bias, summed in the
+  // accumulation type: in one pass while the sources fit one element-wise
+  // step, else groups of them into a sum first.
   auto emit_sum = [&](int j) {
     const int id = piece_id(r, j);
     if (rows_of(id) == 0) return;
-    const Region sum{sums[j], 0, 0, rows_of(id), p.n};
     const int lane = b.next_compute_lane();
-    int last = own_gemm[j];
+    std::vector<Region> sources{own[j]};
+    std::vector<int> deps{own_gemm[j]};
     for (const auto& [slot, recv] : arrived[j]) {
-      EpilogueOp add = b.copy(sum, slot);
-      add.dst_scale = Scalar::One;
-      last = b.add_step(add, lane, {last, recv}, label("add received product to", id));
+      sources.push_back(slot);
+      deps.push_back(recv);
+    }
+    const std::size_t per_step = 1 + kMaxMoreSources;
+    auto summed = [&](EpilogueOp e, std::size_t first, std::size_t count) {
+      e.src = sources[first];
+      e.more_src.assign(sources.begin() + static_cast<std::ptrdiff_t>(first) + 1,
+                        sources.begin() + static_cast<std::ptrdiff_t>(first + count));
+      return e;
+    };
+    if (sources.size() <= per_step) {
+      finished[j] = b.add_step(summed(b.finish(c_rows_of(id), own[j]), 0, sources.size()), lane, deps,
+                               label("sum products and finish", id));
+      return;
+    }
+    const Region sum{b.add_workspace("sum chunk " + std::to_string(j), rows_of(id), p.n, acc, Order::RowMajor), 0, 0,
+                     rows_of(id), p.n};
+    int last = -1;
+    for (std::size_t first = 0; first < sources.size(); first += per_step) {
+      EpilogueOp add = b.copy(sum, own[j]);
+      add.dst_scale = first == 0 ? Scalar::Zero : Scalar::One;
+      std::vector<int> after = deps;
+      if (last >= 0) after.push_back(last);
+      last = b.add_step(summed(add, first, std::min(per_step, sources.size() - first)), lane, after,
+                        label("sum products for", id));
     }
     finished[j] = b.add_step(b.finish(c_rows_of(id), sum), lane, {last}, label("finish", id));
   };
@@ -110,11 +137,14 @@ void build_reduction_direct(ScheduleBuilder& b) {
     }
     const int id = piece_id(r, j);
     if (rows_of(id) > 0) {
-      sums[j] = b.add_workspace("sum chunk " + std::to_string(j), rows_of(id), p.n, acc, Order::RowMajor);
+      // Made and rounded like the products for other ranks, so every rank's
+      // product enters the sum the same way.
+      own[j] = Region{
+          b.add_workspace("own product chunk " + std::to_string(j), rows_of(id), p.n, p.dtype, Order::RowMajor), 0, 0,
+          rows_of(id), p.n};
       const Region a_rows = b.op_rows(kBufferA, p.op_a, pieces.offset(id), rows_of(id));
-      own_gemm[j] = b.add_step(
-          GemmOp{a_rows, p.op_a, b_all, p.op_b, Region{sums[j], 0, 0, rows_of(id), p.n}, Scalar::Alpha, Scalar::Zero},
-          b.next_compute_lane(), {}, label("own product for", id));
+      own_gemm[j] = b.add_step(GemmOp{a_rows, p.op_a, b_all, p.op_b, own[j], Scalar::Alpha, Scalar::Zero},
+                               b.next_compute_lane(), {}, label("own product for", id));
     }
     if (j > 0) emit_sum(j - 1);
   }

@@ -113,7 +113,11 @@ std::string format_schedule(const Schedule& s) {
                 << scalar_name(op.beta) << "*C";
           } else if constexpr (std::is_same_v<T, EpilogueOp>) {
             out << format_region(s, op.dst) << " = ";
-            if (op.has_src) out << scalar_name(op.src_scale) << "*" << format_region(s, op.src) << " + ";
+            if (op.has_src) {
+              out << scalar_name(op.src_scale) << "*(" << format_region(s, op.src);
+              for (const Region& more : op.more_src) out << " + " << format_region(s, more);
+              out << ") + ";
+            }
             out << scalar_name(op.dst_scale) << "*dst";
             if (op.has_bias) out << " + bias";
           } else if constexpr (std::is_same_v<T, SendOp>) {

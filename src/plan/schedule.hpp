@@ -59,13 +59,17 @@ struct GemmOp {
 };
 
 // Element-wise, written once for every backend:
-//   dst(i,j) = src_scale * src(i,j) + dst_scale * dst(i,j) + bias(0,j)
+//   dst(i,j) = src_scale * (src(i,j) + more_src[0](i,j) + ...) + dst_scale * dst(i,j) + bias(0,j)
 // dst is not read when dst_scale is Zero. src and dst may differ in type and
-// order (so this also packs, unpacks and converts).
+// order (so this also packs, unpacks and converts); more_src regions are laid
+// out like src (same buffer type, order and leading dimension), at most
+// kMaxMoreSources of them.
+constexpr int kMaxMoreSources = 7;
 struct EpilogueOp {
   Region dst;
   bool has_src = false;
   Region src;
+  std::vector<Region> more_src;
   Scalar src_scale = Scalar::One;
   Scalar dst_scale = Scalar::Zero;
   bool has_bias = false;

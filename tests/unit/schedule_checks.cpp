@@ -108,6 +108,18 @@ void check_step_shapes(const Schedule& s, int rank, int i, std::vector<std::stri
               errors.push_back(str(at, ": epilogue src ", region_text(s, op.src), " and dst ",
                                     region_text(s, op.dst), " differ in shape"));
           }
+          if (op.more_src.size() > static_cast<std::size_t>(kMaxMoreSources) || (!op.more_src.empty() && !op.has_src))
+            errors.push_back(str(at, ": ", op.more_src.size(), " more sources (at most ", kMaxMoreSources,
+                                  ", and only with a src)"));
+          for (const Region& more : op.more_src) {
+            check_region(s, more, at, errors);
+            if (!region_ok(s, more) || !region_ok(s, op.src)) continue;
+            const BufferSpec &a = s.buffer(more), &b = s.buffer(op.src);
+            if (more.rows != op.src.rows || more.cols != op.src.cols || a.dtype != b.dtype || a.order != b.order ||
+                a.ld != b.ld)
+              errors.push_back(str(at, ": more source ", region_text(s, more), " is not laid out like src ",
+                                    region_text(s, op.src)));
+          }
           if (op.has_bias) {
             check_region(s, op.bias, at, errors);
             if (op.bias.buffer != kBufferBias || op.bias.rows != 1 || op.bias.cols != op.dst.cols)

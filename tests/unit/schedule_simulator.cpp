@@ -472,8 +472,16 @@ void Simulator::run_epilogue(int r, int step, const EpilogueOp& op) {
       if (op.has_src) {
         const Cell* src = cell(r, op.src, i, j);
         if (!src) return;
-        result.value = src_scale * src->value;
-        result.tag = scaled(src->tag, op.src_scale);
+        double sum = src->value;
+        Tag tag = src->tag;
+        for (const Region& more : op.more_src) {
+          const Cell* term = cell(r, more, i, j);
+          if (!term) return;
+          sum += term->value;
+          tag = tag + term->tag;
+        }
+        result.value = src_scale * sum;
+        result.tag = scaled(tag, op.src_scale);
       }
       const Cell* dst = cell(r, op.dst, i, j);
       if (!dst) return;

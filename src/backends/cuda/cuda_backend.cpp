@@ -207,6 +207,7 @@ void CudaBackend::epilogue(const plan::EpilogueOp& op, int lane, const exec::Bin
     launch.src = src.data;
     launch.src_ld = src.ld;
     launch.src_row_major = src.order == Order::RowMajor;
+    for (const plan::Region& r : op.more_src) launch.more[launch.more_count++] = bindings.resolve(r).data;
   }
   if (op.has_bias) launch.bias = bindings.resolve(op.bias).data;
   launch.src_scale = scalars.value(op.src_scale);

@@ -1,5 +1,5 @@
 // Runs the shared element-wise functor (kernels/epilogue.hpp) on a CUDA
-// stream: dst = src_scale * src + dst_scale * dst + bias, for every pair of
+// stream: dst = src_scale * (src + more...) + dst_scale * dst + bias, for every pair of
 // element types a schedule produces on a GPU: (T, T) for f64, f32, f16 and
 // bf16, (f16, f32), (bf16, f32) where float32 partial sums are rounded once
 // into a 16-bit C, and (f32, f16), (f32, bf16) where the direct algorithm adds
@@ -15,6 +15,8 @@
 
 namespace weave::internal::cuda {
 
+constexpr int kMaxMoreSources = 7;  // as kernels::EpilogueFunctor
+
 struct EpilogueLaunch {
   DType dst_type = DType::F64;
   void* dst = nullptr;
@@ -24,6 +26,8 @@ struct EpilogueLaunch {
   const void* src = nullptr;    // null: no src term
   int64_t src_ld = 1;
   bool src_row_major = false;
+  const void* more[kMaxMoreSources] = {};  // further sources laid out like src, added to it
+  int more_count = 0;
   const void* bias = nullptr;   // null: no bias; dst_type, one entry per column
   double src_scale = 1.0;
   double dst_scale = 0.0;       // dst is not read when zero

@@ -5,6 +5,7 @@
 #include <climits>
 #include <cmath>
 #include <new>
+#include <vector>
 
 #include "backends/host/blas.hpp"
 #include "backends/host/kokkos_runtime.hpp"
@@ -40,9 +41,11 @@ void call_gemm(const kernels::ColumnMajorGemm& g, T alpha, T beta) {
 }
 
 template <class Dst, class Src>
-void launch_epilogue(const exec::MatrixRef& dst, const exec::MatrixRef* src, const exec::MatrixRef* bias,
-                     double src_scale, double dst_scale) {
+void launch_epilogue(const exec::MatrixRef& dst, const exec::MatrixRef* src, const std::vector<const void*>& more,
+                     const exec::MatrixRef* bias, double src_scale, double dst_scale) {
   kernels::EpilogueFunctor<Dst, Src> f;
+  f.more_count = static_cast<int>(more.size());
+  for (int q = 0; q < f.more_count; ++q) f.more[q] = static_cast<const Src*>(more[static_cast<std::size_t>(q)]);
   f.dst = static_cast<Dst*>(dst.data);
   f.dst_ld = dst.ld;
   f.dst_row_major = dst.order == Order::RowMajor;
@@ -117,17 +120,19 @@ void HostBackend::epilogue(const plan::EpilogueOp& op, int, const exec::Bindings
   if (op.has_src) src = bindings.resolve(op.src);
   if (op.has_bias) bias = bindings.resolve(op.bias);
   const exec::MatrixRef* src_ptr = op.has_src ? &src : nullptr;
+  std::vector<const void*> more;
+  for (const plan::Region& r : op.more_src) more.push_back(bindings.resolve(r).data);
   const exec::MatrixRef* bias_ptr = op.has_bias ? &bias : nullptr;
   const double src_scale = scalars.value(op.src_scale), dst_scale = scalars.value(op.dst_scale);
   const DType src_type = op.has_src ? src.dtype : dst.dtype;
   if (dst.dtype == DType::F64 && src_type == DType::F64)
-    launch_epilogue<double, double>(dst, src_ptr, bias_ptr, src_scale, dst_scale);
+    launch_epilogue<double, double>(dst, src_ptr, more, bias_ptr, src_scale, dst_scale);
   else if (dst.dtype == DType::F32 && src_type == DType::F32)
-    launch_epilogue<float, float>(dst, src_ptr, bias_ptr, src_scale, dst_scale);
+    launch_epilogue<float, float>(dst, src_ptr, more, bias_ptr, src_scale, dst_scale);
   else if (dst.dtype == DType::F64 && src_type == DType::F32)
-    launch_epilogue<double, float>(dst, src_ptr, bias_ptr, src_scale, dst_scale);
+    launch_epilogue<double, float>(dst, src_ptr, more, bias_ptr, src_scale, dst_scale);
   else if (dst.dtype == DType::F32 && src_type == DType::F64)
-    launch_epilogue<float, double>(dst, src_ptr, bias_ptr, src_scale, dst_scale);
+    launch_epilogue<float, double>(dst, src_ptr, more, bias_ptr, src_scale, dst_scale);
   else
     fail(WEAVE_ERROR_UNSUPPORTED_TYPE, "the host backend handles f32 and f64, not ", dtype_name(dst.dtype));
 }
