@@ -67,11 +67,16 @@ double local_flops(const Problem& p) {
 }
 
 // Chunks per shard when the caller leaves it to Weave. AG-GEMM: one chunk
-// (whole shards; more chunks made measured device AG-GEMMs slower). Host
-// reductions: two. Device reductions: two, or four when a chunk's partial
-// sums would exceed kDeviceReductionChunkBytes.
-int default_chunks(const Problem& p, Backend backend) {
+// (whole shards; more chunks made measured device AG-GEMMs slower). Direct
+// reductions: one, or two from kDirectTwoChunkBytes of a rank's product
+// shard. Host ring reductions: two. Device ring reductions: two, or four when
+// a chunk's partial sums would exceed kDeviceReductionChunkBytes.
+int default_chunks(const Problem& p, Backend backend, Algorithm algorithm) {
   if (p.operation == Operation::AgGemm) return 1;
+  if (algorithm == Algorithm::Direct) {
+    const double shard = static_cast<double>(p.m) / p.group_size * static_cast<double>(p.n) * dtype_size(p.dtype);
+    return shard < kDirectTwoChunkBytes ? 1 : 2;
+  }
   if (backend != Backend::Cuda) return 2;  // host reductions: two chunks pipeline best (doc/performance.md)
   const double rows_per_chunk = static_cast<double>(p.m) / p.group_size / 2.0;
   const double bytes = rows_per_chunk * static_cast<double>(p.n) * static_cast<double>(dtype_size(accumulation_type(p.dtype)));
@@ -180,10 +185,12 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
     } else {
       algorithm = WEAVE_ALGORITHM_RING;
       const double flops = local_flops(problem);
-      if (r.backend == Backend::Cuda && problem.group_size > 1 && flops < kDeviceOverlapMinFlops) {
+      const bool direct = reduction && P > 1 && r.transport == Transport::CopyEngine;
+      const double min_flops = direct ? kDirectMinFlops : kDeviceOverlapMinFlops;
+      if (r.backend == Backend::Cuda && problem.group_size > 1 && flops < min_flops) {
         algorithm = WEAVE_ALGORITHM_SEQUENTIAL;
         notes += str(" sequential chosen: ", flops / 1e9, " GFLOP per rank is too little for overlap to pay;");
-      } else if (reduction && P > 1 && r.transport == Transport::CopyEngine) {
+      } else if (direct) {
         // Measured (doc/performance.md): over copy engines the direct
         // algorithm beats the ring, whose hops wait on one another.
         algorithm = WEAVE_ALGORITHM_DIRECT;
@@ -238,7 +245,7 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
       r.schedule.direction == Direction::Bidirectional && reduction && r.schedule.algorithm == Algorithm::Ring;
   if (chunks == 0) {
     chunks = static_cast<int>(env_integer(env, "WEAVE_CHUNKS", 0, 1));
-    if (chunks == 0) chunks = default_chunks(problem, r.backend);
+    if (chunks == 0) chunks = default_chunks(problem, r.backend, r.schedule.algorithm);
   }
   if (halves && chunks < 2) {
     if (desc.chunks_per_shard > 0)

@@ -201,11 +201,12 @@ TEST(Planner, DevicePlansTakeComputeStreams) {
 // algorithm, over NCCL the ring; AG-GEMM always the ring.
 TEST(Planner, DeviceReductionsOverCopyEnginesRunDirect) {
   using weave::internal::Operation;
-  auto large = [](Operation op) {
+  auto large = [](Operation op, int64_t m = 8192) {
     GroupCase g;
     g.operation = op;
     g.ranks = 4;
-    g.m = g.n = g.k = 8192;  // 275 GFLOP per rank
+    g.m = m;
+    g.n = g.k = 8192;  // m = 8192: 275 GFLOP per rank
     g.dtype = weave::internal::DType::BF16;
     weave::internal::Problem p = make_group_problems(g)[0];
     p.memory = weave::internal::Memory::Device;
@@ -223,7 +224,12 @@ TEST(Planner, DeviceReductionsOverCopyEnginesRunDirect) {
     }
     EXPECT_EQ(r.schedule.algorithm, Algorithm::Direct);
     EXPECT_EQ(r.schedule.direction, Direction::Forward);  // not the device rings' bidirectional default
+    EXPECT_EQ(r.schedule.chunks_per_shard, 2);            // a 32 MiB product shard
     EXPECT_NE(r.notes.find("direct chosen"), std::string::npos) << r.notes;
+    // 16 MiB product shards travel whole; 34 GFLOP per rank still overlap.
+    EXPECT_EQ(resolve_options(desc, large(op, 4096), {}, caps).schedule.chunks_per_shard, 1);
+    EXPECT_EQ(resolve_options(desc, large(op, 1024), {}, caps).schedule.algorithm, Algorithm::Direct);
+    EXPECT_EQ(resolve_options(desc, large(op, 512), {}, caps).schedule.algorithm, Algorithm::Sequential);
   }
   caps.copy_engine_usable = false;
   const Resolved nccl = resolve_options(desc, large(Operation::GemmRs), {}, caps);
