@@ -186,8 +186,7 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
       algorithm = WEAVE_ALGORITHM_RING;
       const double flops = local_flops(problem);
       const bool direct = reduction && P > 1 && r.transport == Transport::CopyEngine;
-      const double min_flops = direct ? kDirectMinFlops : kDeviceOverlapMinFlops;
-      if (r.backend == Backend::Cuda && problem.group_size > 1 && flops < min_flops) {
+      if (r.backend == Backend::Cuda && problem.group_size > 1 && flops < kDeviceOverlapMinFlops) {
         algorithm = WEAVE_ALGORITHM_SEQUENTIAL;
         notes += str(" sequential chosen: ", flops / 1e9, " GFLOP per rank is too little for overlap to pay;");
       } else if (direct) {

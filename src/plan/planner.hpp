@@ -50,9 +50,6 @@ struct Capabilities {
 // Below this many flops per rank a device plan runs sequentially: the ring's
 // per-step costs outweigh what overlap hides (measured: doc/performance.md).
 constexpr double kDeviceOverlapMinFlops = 64e9;
-// Direct reductions over copy engines overlap from this many flops per rank
-// (measured to beat the sequential plan at 34 GFLOP; smaller not measured).
-constexpr double kDirectMinFlops = 32e9;
 // Direct reductions cut shards in two from this many bytes of a rank's
 // product shard in C's type, else send whole shards (measured:
 // doc/performance.md).
