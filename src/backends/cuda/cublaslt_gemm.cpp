@@ -161,6 +161,10 @@ CublasLtGemm::Algorithm CublasLtGemm::choose(const std::array<uint32_t, kOperand
   preference.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, alignment[kRight]);
   preference.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, alignment[kOut]);
   preference.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, alignment[kOut]);
+  // Split-K partial sums only in the compute type: the in-place and
+  // output-type schemes add them up in C's type, rounding a 16-bit C more
+  // than once (seen on H200 as a bf16 result more than half a unit off).
+  preference.set(CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, static_cast<uint32_t>(CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE));
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
   const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(handle_, desc_, layouts_[kLeft], layouts_[kRight],
