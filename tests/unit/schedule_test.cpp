@@ -283,6 +283,30 @@ TEST(Schedules, BetaZeroWritesEveryElementOnce) {
   run_cases(cases, {Model::DepsOnly}, 4, 75);
 }
 
+// The direct algorithm sums at most 1 + kMaxMoreSources products in one
+// element-wise pass; with more ranks it sums groups into a float32 sum first.
+TEST(Schedules, DirectWithMoreRanksThanOnePassSums) {
+  std::vector<ScheduleCase> cases;
+  for (Operation op : {Operation::GemmRs, Operation::GemmAr})
+    for (int P : {8, 9, 17})
+      for (int chunks : {1, 2}) {
+        ScheduleCase c;
+        c.group.operation = op;
+        c.group.ranks = P;
+        c.group.shards = Shards::WithEmpty;
+        c.group.m = 2 * P + 3;
+        c.group.n = 5;
+        c.group.k = P + 4;
+        c.group.bias = true;
+        c.group.dtype = DType::F32;
+        c.options.algorithm = Algorithm::Direct;
+        c.options.chunks_per_shard = chunks;
+        c.beta = 0.5;
+        cases.push_back(c);
+      }
+  run_cases(cases, {Model::DepsOnly, Model::StreamOrdered}, 2, 12);
+}
+
 // With one partial-sum slot per chain, a reduction ring's receive of step
 // s+1 must wait for the send of step s out of the same slot, yet both sit in
 // one batch, which the executor issues only when all its deps are done: the
