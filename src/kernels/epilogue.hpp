@@ -12,6 +12,10 @@
 
 namespace weave::internal::kernels {
 
+// Sources an element-wise step may sum besides src: the direct algorithm
+// adds every rank's product in one pass (schedules split larger sums).
+constexpr int kMaxMoreSources = 7;
+
 template <class Dst, class Src>
 struct EpilogueFunctor {
   using Acc = typename Arithmetic<Dst>::type;
@@ -22,9 +26,7 @@ struct EpilogueFunctor {
   const Src* src = nullptr;  // null: no src term
   int64_t src_ld = 1;
   bool src_row_major = false;
-  // Further sources laid out like src (same ld and order), summed with it in
-  // Acc: the direct algorithm adds every rank's product in one pass.
-  static constexpr int kMaxMoreSources = 7;
+  // Further sources laid out like src (same ld and order), summed with it in Acc.
   const Src* more[kMaxMoreSources] = {};
   int more_count = 0;
   const Dst* bias = nullptr;  // null: no bias; one entry per column
@@ -53,23 +55,25 @@ struct EpilogueFunctor {
   WEAVE_FUNCTION Acc value(int64_t minor, int64_t major) const {
     const int64_t i = dst_row_major ? major : minor;
     const int64_t j = dst_row_major ? minor : major;
-    Acc value = 0;
+    Acc result = 0;
     if (src) {
       const int64_t at = src_row_major ? i * src_ld + j : i + j * src_ld;
       Acc sum = load_as<Acc>(src[at]);
       for (int q = 0; q < more_count; ++q) sum += load_as<Acc>(more[q][at]);
-      value = src_scale * sum;
+      result = src_scale * sum;
     }
-    if (dst_scale != Acc(0)) value += dst_scale * load_as<Acc>(dst[dst_index(i, j)]);
-    if (bias) value += load_as<Acc>(bias[j]);
-    return value;
+    if (dst_scale != Acc(0)) result += dst_scale * load_as<Acc>(dst[dst_index(i, j)]);
+    if (bias) result += load_as<Acc>(bias[j]);
+    return result;
   }
   WEAVE_FUNCTION void store(int64_t minor, int64_t major, Acc value) const {
     const int64_t i = dst_row_major ? major : minor;
     const int64_t j = dst_row_major ? minor : major;
     dst[dst_index(i, j)] = store_as<Dst>(value);
   }
-  WEAVE_FUNCTION int64_t dst_index(int64_t i, int64_t j) const { return dst_row_major ? i * dst_ld + j : i + j * dst_ld; }
+  WEAVE_FUNCTION int64_t dst_index(int64_t i, int64_t j) const {
+    return dst_row_major ? i * dst_ld + j : i + j * dst_ld;
+  }
 };
 
 }  // namespace weave::internal::kernels

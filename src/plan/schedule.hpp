@@ -12,6 +12,7 @@
 #include "core/dtype.hpp"
 #include "core/matrix.hpp"
 #include "core/problem.hpp"
+#include "kernels/epilogue.hpp"
 
 namespace weave::internal::plan {
 
@@ -63,8 +64,8 @@ struct GemmOp {
 // dst is not read when dst_scale is Zero. src and dst may differ in type and
 // order (so this also packs, unpacks and converts); more_src regions are laid
 // out like src (same buffer type, order and leading dimension), at most
-// kMaxMoreSources of them.
-constexpr int kMaxMoreSources = 7;
+// kMaxMoreSources of them (what the shared kernel takes).
+using kernels::kMaxMoreSources;
 struct EpilogueOp {
   Region dst;
   bool has_src = false;

@@ -45,8 +45,6 @@ __global__ void epilogue_kernel(kernels::EpilogueFunctor<Dst, Src> functor) {
     }
 }
 
-static_assert(kMaxMoreSources == kernels::EpilogueFunctor<float, float>::kMaxMoreSources);
-
 template <class Dst, class Src>
 struct TypePair {
   using dst = Dst;

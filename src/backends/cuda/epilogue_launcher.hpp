@@ -2,9 +2,9 @@
 // stream: dst = src_scale * (src + more...) + dst_scale * dst + bias, for every pair of
 // element types a schedule produces on a GPU: (T, T) for f64, f32, f16 and
 // bf16, (f16, f32), (bf16, f32) where float32 partial sums are rounded once
-// into a 16-bit C, and (f32, f16), (f32, bf16) where the direct algorithm adds
-// a received 16-bit product to a float32 sum. Plain C++ interface, so only
-// the launcher is CUDA source.
+// into a 16-bit C, and (f32, f16), (f32, bf16) where the direct algorithm
+// sums 16-bit products into a float32 sum first (more products than one pass
+// takes). Plain C++ interface, so only the launcher is CUDA source.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -12,10 +12,9 @@
 #include <cstdint>
 
 #include "core/dtype.hpp"
+#include "kernels/epilogue.hpp"
 
 namespace weave::internal::cuda {
-
-constexpr int kMaxMoreSources = 7;  // as kernels::EpilogueFunctor
 
 struct EpilogueLaunch {
   DType dst_type = DType::F64;
@@ -26,7 +25,7 @@ struct EpilogueLaunch {
   const void* src = nullptr;    // null: no src term
   int64_t src_ld = 1;
   bool src_row_major = false;
-  const void* more[kMaxMoreSources] = {};  // further sources laid out like src, added to it
+  const void* more[kernels::kMaxMoreSources] = {};  // further sources laid out like src, added to it
   int more_count = 0;
   const void* bias = nullptr;   // null: no bias; dst_type, one entry per column
   double src_scale = 1.0;

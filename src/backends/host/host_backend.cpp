@@ -2,10 +2,10 @@
 
 #include <Kokkos_Core.hpp>
 #include <algorithm>
+#include <array>
 #include <climits>
 #include <cmath>
 #include <new>
-#include <vector>
 
 #include "backends/host/blas.hpp"
 #include "backends/host/kokkos_runtime.hpp"
@@ -40,12 +40,18 @@ void call_gemm(const kernels::ColumnMajorGemm& g, T alpha, T beta) {
     dgemm_(&ta, &tb, &m, &n, &k, &alpha, a, &lda, b, &ldb, &beta, c, &ldc, 1, 1);
 }
 
+// Further sources, resolved without allocating (execute allocates nothing).
+struct MoreSources {
+  std::array<const void*, kernels::kMaxMoreSources> data{};
+  int count = 0;
+};
+
 template <class Dst, class Src>
-void launch_epilogue(const exec::MatrixRef& dst, const exec::MatrixRef* src, const std::vector<const void*>& more,
+void launch_epilogue(const exec::MatrixRef& dst, const exec::MatrixRef* src, const MoreSources& more,
                      const exec::MatrixRef* bias, double src_scale, double dst_scale) {
   kernels::EpilogueFunctor<Dst, Src> f;
-  f.more_count = static_cast<int>(more.size());
-  for (int q = 0; q < f.more_count; ++q) f.more[q] = static_cast<const Src*>(more[static_cast<std::size_t>(q)]);
+  f.more_count = more.count;
+  for (int q = 0; q < more.count; ++q) f.more[q] = static_cast<const Src*>(more.data[static_cast<std::size_t>(q)]);
   f.dst = static_cast<Dst*>(dst.data);
   f.dst_ld = dst.ld;
   f.dst_row_major = dst.order == Order::RowMajor;
@@ -120,8 +126,9 @@ void HostBackend::epilogue(const plan::EpilogueOp& op, int, const exec::Bindings
   if (op.has_src) src = bindings.resolve(op.src);
   if (op.has_bias) bias = bindings.resolve(op.bias);
   const exec::MatrixRef* src_ptr = op.has_src ? &src : nullptr;
-  std::vector<const void*> more;
-  for (const plan::Region& r : op.more_src) more.push_back(bindings.resolve(r).data);
+  MoreSources more;
+  for (const plan::Region& r : op.more_src)
+    more.data.at(static_cast<std::size_t>(more.count++)) = bindings.resolve(r).data;
   const exec::MatrixRef* bias_ptr = op.has_bias ? &bias : nullptr;
   const double src_scale = scalars.value(op.src_scale), dst_scale = scalars.value(op.dst_scale);
   const DType src_type = op.has_src ? src.dtype : dst.dtype;
