@@ -59,7 +59,12 @@ struct EpilogueFunctor {
     if (src) {
       const int64_t at = src_row_major ? i * src_ld + j : i + j * src_ld;
       Acc sum = load_as<Acc>(src[at]);
-      for (int q = 0; q < more_count; ++q) sum += load_as<Acc>(more[q][at]);
+      // A loop of constant length: a GPU keeps `more` in parameter space
+      // (indexing it with a run-time bound would copy it to local memory).
+      for (int q = 0; q < kMaxMoreSources; ++q) {
+        if (q >= more_count) break;
+        sum += load_as<Acc>(more[q][at]);
+      }
       result = src_scale * sum;
     }
     if (dst_scale != Acc(0)) result += dst_scale * load_as<Acc>(dst[dst_index(i, j)]);

@@ -207,6 +207,9 @@ void CudaBackend::epilogue(const plan::EpilogueOp& op, int lane, const exec::Bin
     launch.src = src.data;
     launch.src_ld = src.ld;
     launch.src_row_major = src.order == Order::RowMajor;
+    if (op.more_src.size() > static_cast<std::size_t>(kernels::kMaxMoreSources))
+      fail(WEAVE_ERROR_INTERNAL, "element-wise step with ", op.more_src.size() + 1, " sources; the kernel sums at most ",
+           kernels::kMaxMoreSources + 1);
     for (const plan::Region& r : op.more_src) launch.more[launch.more_count++] = bindings.resolve(r).data;
   }
   if (op.has_bias) launch.bias = bindings.resolve(op.bias).data;
