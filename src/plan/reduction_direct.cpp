@@ -15,14 +15,18 @@
 // bias enter), rounding once more. One pass reads each product once: adding
 // them one by one as they arrived cost as much memory traffic as the GEMMs.
 //
-// Shards are cut into chunks_per_shard chunks. For each chunk the products
-// for the other ranks go first (their transfers start early), the owner's
-// own product last; the sums of chunk j are emitted after the GEMMs of chunk
+// Shards are cut into chunks_per_shard chunks. The products for the other
+// ranks come first, every chunk's before any of the owner's own products:
+// a transfer can only start once its product is made, and the own products
+// are needed only by the final sums, which wait for the last transfer
+// anyway (a trace with the own product of chunk 0 made between the chunks'
+// remote products showed the comm stream idle, waiting for chunk 1's first
+// product). The sum of chunk j is emitted after the own product of chunk
 // j+1, so a lane does not sit waiting for data while GEMMs could run.
 //
 // GEMM-AR continues with a direct all-gather: after every chunk is finished,
-// each owner sends its finished rows of C to every other rank, which copies
-// them into its C.
+// each owner sends its finished rows of C to every other rank at once, which
+// copies them into its C.
 //
 // Every received product has its own workspace slot (no receive waits for a
 // reader), so the workspace holds (P-1) shards of C in C's type per phase.
@@ -135,6 +139,8 @@ void build_reduction_direct(ScheduleBuilder& b) {
         arrived[j].emplace_back(where, recv);
       }
     }
+  }
+  for (int j = 0; j < c; ++j) {
     const int id = piece_id(r, j);
     if (rows_of(id) > 0) {
       // Made and rounded like the products for other ranks, so every rank's
@@ -168,10 +174,14 @@ void build_reduction_direct(ScheduleBuilder& b) {
         ready = b.add_step(b.copy(outgoing, mine), b.next_compute_lane(), {finished[j]}, label("pack finished", id));
       }
     }
+    // One batch per chunk: the copies to every peer run at once. The copy
+    // engines' bandwidth is shared, so this moves the bytes no faster, but
+    // a batch per peer paid each batch's fixed cost (about 20 us in a
+    // trace) in turn, and nothing here waits for one particular peer.
+    const int batch = b.next_batch();
     for (int s = 1; s < P; ++s) {
       const int to = b.mod(r + s), from = b.mod(r - s);
       const int in_id = piece_id(from, j);
-      const int batch = b.next_batch();
       if (rows_of(id) > 0)
         b.add_step(SendOp{outgoing, to, tag_base + id}, kCommLane, {ready}, label("send finished", id), batch);
       if (rows_of(in_id) == 0) continue;
