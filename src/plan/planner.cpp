@@ -211,6 +211,7 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
 
   // Direction and chunks.
   weave_direction_t direction = desc.direction;
+  bool direction_chosen_here = false;  // neither the caller nor the environment named one
   if (direction == WEAVE_DIRECTION_AUTO) {
     weave_direction_t from_env = WEAVE_DIRECTION_AUTO;
     if (env_choice<weave_direction_t>(env, "WEAVE_DIRECTION",
@@ -219,10 +220,12 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
                                        {"bidirectional", WEAVE_DIRECTION_BIDIRECTIONAL}},
                                       &from_env))
       direction = from_env;
-    else
+    else {
       // Device rings run both ways: AG-GEMM sends each shard the short way
       // round, reductions send half of every shard each way.
       direction = r.backend == Backend::Cuda ? WEAVE_DIRECTION_BIDIRECTIONAL : WEAVE_DIRECTION_FORWARD;
+      direction_chosen_here = true;
+    }
   }
   if (direction < WEAVE_DIRECTION_FORWARD || direction > WEAVE_DIRECTION_BIDIRECTIONAL)
     fail(WEAVE_ERROR_INVALID_VALUE, "direction = ", static_cast<int>(desc.direction), " is not a weave_direction_t");
@@ -240,14 +243,22 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
   int chunks = desc.chunks_per_shard;
   // A bidirectional reduction ring sends half of every shard each way, so it
   // needs two chunks at least; AG-GEMM sends whole shards either way.
-  const bool halves =
+  bool halves =
       r.schedule.direction == Direction::Bidirectional && reduction && r.schedule.algorithm == Algorithm::Ring;
+  const bool chunks_asked_for = chunks > 0;
   if (chunks == 0) {
     chunks = static_cast<int>(env_integer(env, "WEAVE_CHUNKS", 0, 1));
     if (chunks == 0) chunks = default_chunks(problem, r.backend, r.schedule.algorithm);
   }
+  if (halves && chunks < 2 && direction_chosen_here) {
+    // Whole shards were asked for (argument or WEAVE_CHUNKS) and the
+    // direction was left to us: a forward ring honours both.
+    r.schedule.direction = Direction::Forward;
+    halves = false;
+    notes += " forward ring: one chunk per shard was asked for, and a bidirectional ring needs two;";
+  }
   if (halves && chunks < 2) {
-    if (desc.chunks_per_shard > 0)
+    if (chunks_asked_for)
       fail(WEAVE_ERROR_UNSUPPORTED, "a bidirectional GEMM-RS/GEMM-AR ring sends half of every shard each way and "
            "needs chunks_per_shard >= 2, got ", desc.chunks_per_shard);
     chunks = 2;

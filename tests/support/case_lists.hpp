@@ -112,6 +112,31 @@ inline std::vector<Case> sweep_cases(const CaseListOptions& options, std::mt1993
       c.algorithm = WEAVE_ALGORITHM_RING;
       cases.push_back(c);
     }
+  // Rows that are whole 16-byte vectors in every type (N a multiple of 8,
+  // tight leading dimensions): the CUDA backend's element-wise steps take
+  // its vector kernel here (the sizes above take the scalar one). Row-major
+  // C as tensor-parallel codes store it, and column-major C, where the
+  // vector runs down a column and bias is one value per column.
+  for (weave_operation_t op : operations)
+    for (weave_dtype_t t : options.types)
+      for (int variant = 0; variant < 4; ++variant) {
+        Case c;
+        c.operation = op;
+        c.dtype = t;
+        c.m = 64;
+        c.n = 24;
+        c.k = 16;
+        c.op_b = WEAVE_OP_T;
+        c.order_a = c.order_b = WEAVE_ORDER_ROW_MAJOR;
+        c.order_c = variant == 3 ? WEAVE_ORDER_COLUMN_MAJOR : WEAVE_ORDER_ROW_MAJOR;
+        c.shards = variant == 2 ? Shards::Uneven : Shards::Balanced;
+        c.bias = variant != 1;
+        c.beta = variant % 2 ? -0.75 : 0.0;
+        c.chunks = 1 + variant % 2;  // one chunk: a device reduction ring then runs forward
+        c.algorithm = op != WEAVE_AG_GEMM && variant < 2 ? WEAVE_ALGORITHM_DIRECT : WEAVE_ALGORITHM_RING;
+        c.gathered = op == WEAVE_AG_GEMM && variant == 1;
+        cases.push_back(c);
+      }
   // Device float32 with TF32 tensor cores allowed (looser tolerance).
   const bool f32 = std::find(options.types.begin(), options.types.end(), WEAVE_FLOAT32) != options.types.end();
   if (options.memory == WEAVE_MEMORY_DEVICE && f32)

@@ -171,6 +171,28 @@ TEST(Planner, BidirectionalDefaultsToTwoChunks) {
   EXPECT_EQ(r.schedule.chunks_per_shard, 2);
 }
 
+TEST(Planner, AutomaticDirectionHonoursOneChunkPerShard) {
+  // A device reduction ring runs both ways by default, which needs two
+  // chunks; one chunk asked for (argument or environment) makes it forward.
+  weave::internal::Problem p = host_problem(weave::internal::Operation::GemmRs);
+  p.memory = weave::internal::Memory::Device;
+  weave_plan_desc_t desc{};
+  desc.algorithm = WEAVE_ALGORITHM_RING;
+  desc.transport = WEAVE_TRANSPORT_NCCL;
+  desc.chunks_per_shard = 1;
+  const Resolved asked = resolve_options(desc, p, {}, everything());
+  EXPECT_EQ(asked.schedule.direction, Direction::Forward);
+  EXPECT_EQ(asked.schedule.chunks_per_shard, 1);
+  EXPECT_NE(asked.notes.find("forward ring"), std::string::npos) << asked.notes;
+  desc.chunks_per_shard = 0;
+  const Resolved from_env = resolve_options(desc, p, {{"WEAVE_CHUNKS", "1"}}, everything());
+  EXPECT_EQ(from_env.schedule.direction, Direction::Forward);
+  EXPECT_EQ(from_env.schedule.chunks_per_shard, 1);
+  const Resolved automatic = resolve_options(desc, p, {}, everything());
+  EXPECT_EQ(automatic.schedule.direction, Direction::Bidirectional);
+  EXPECT_GE(automatic.schedule.chunks_per_shard, 2);
+}
+
 TEST(Planner, TimeoutZeroInTheEnvironmentMeansForever) {
   const weave_plan_desc_t desc{};
   EXPECT_LT(resolve_options(desc, host_problem(), {{"WEAVE_TIMEOUT", "0"}}, host_only()).timeout.count(), 0);
