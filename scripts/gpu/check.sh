@@ -27,6 +27,12 @@
 #   BENCH_SECOND_ARGS  if set, a second weave-bench run with these arguments
 #   BENCH_TIMEOUT    seconds the benchmark may take (default 300)
 #   TORCH_PEERS      0 to skip PyTorch's fused operations (default 1)
+#   TRACES           traced executes of the default plan, each op:MxKxN
+#                    (default "ag:8192x8192x8192"), one merged Chrome trace each
+#   PEER_COPY        0 to skip timing GPU-to-GPU copies alone (bench/peer_copy.py,
+#                    needs PyTorch and 2 GPUs; default 1)
+#   BENCH_TABLE      0 to skip weave-bench's table (the traces and PyTorch's
+#                    operations still run; default 1)
 #
 # Exit status: 0 when every gpu test passed; 1 when a step or a test failed;
 # 2 when tests were skipped although GPUs are present (the skip reason is in
@@ -157,18 +163,31 @@ run_bench() {
     timeout "$budget" "${launcher[@]}" "$BUILD_DIR/bench/weave-bench" --backend cuda --dtype bf16 --preset tp \
       --json "$OUT/bench-${GPUS}gpu$suffix.json" "$@" 2>&1 | tee "$OUT/bench-${GPUS}gpu$suffix.txt"
   }
-  # shellcheck disable=SC2086
-  bench_tp "" ${BENCH_ARGS:-} || say "weave-bench failed or ran out of time"
+  if [ "${BENCH_TABLE:-1}" = 1 ]; then
+    # shellcheck disable=SC2086
+    bench_tp "" ${BENCH_ARGS:-} || say "weave-bench failed or ran out of time"
+  fi
   # A second benchmark run with other options (e.g. 16-bit partial sums).
   if [ -n "${BENCH_SECOND_ARGS:-}" ]; then
     # shellcheck disable=SC2086
     bench_tp -second $BENCH_SECOND_ARGS || say "second weave-bench run failed or ran out of time"
   fi
-  # One traced execute of the default plan (AG-GEMM 8192^3), merged over ranks.
-  timeout 120 "${launcher[@]}" "$BUILD_DIR/bench/weave-bench" --backend cuda --dtype bf16 --ops ag \
-    --shape 8192x8192x8192 --iterations 3 --warmup 2 --trace "$OUT/trace-rank%r.json" >/dev/null 2>&1 &&
-    python3 "$ROOT/bench/merge_traces.py" "$OUT"/trace-rank*.json -o "$OUT/trace-ag-gemm-${GPUS}gpu.json" &&
-    rm -f "$OUT"/trace-rank*.json || say "trace run failed"
+  # One traced execute of the default plan per entry of TRACES, merged over ranks.
+  local entry op shape
+  for entry in ${TRACES:-ag:8192x8192x8192}; do
+    op=${entry%%:*}
+    shape=${entry#*:}
+    rm -f "$OUT"/trace-rank*.json
+    timeout 120 "${launcher[@]}" "$BUILD_DIR/bench/weave-bench" --backend cuda --dtype bf16 --ops "$op" \
+      --shape "$shape" --iterations 5 --warmup 2 --trace "$OUT/trace-rank%r.json" 2>&1 | sed "s/^/[trace $entry] /" &&
+      python3 "$ROOT/bench/merge_traces.py" "$OUT"/trace-rank*.json -o "$OUT/trace-$op-$shape-${GPUS}gpu.json" &&
+      rm -f "$OUT"/trace-rank*.json || say "trace run $entry failed"
+  done
+  # The copy engines alone (one copy to one peer, two to two peers at once),
+  # to compare with the transfer times in the traces.
+  if [ "${PEER_COPY:-1}" = 1 ] && [ "$GPUS" -ge 2 ] && python3 -c "import torch" >/dev/null 2>&1; then
+    timeout 120 python3 "$ROOT/bench/peer_copy.py" 2>&1 | sed 's/^/[peer-copy] /' || say "peer_copy.py failed"
+  fi
   if [ "${TORCH_PEERS:-1}" != 1 ]; then
     say "PyTorch peers skipped (TORCH_PEERS=0)"
   elif python3 -c "import torch.distributed._symmetric_memory" >/dev/null 2>&1; then
