@@ -211,9 +211,7 @@ void CopyEngineTransport::exchange_tables(const plan::Schedule& schedule) {
     const int peer = static_cast<int>(mine.peer);
     const Entry* match = find_entry(all_sends, send_displs, peer, mine.tag);
     if (!match) fail(WEAVE_ERROR_INTERNAL, "group rank ", peer, " has no send with tag ", mine.tag, " to ", rank_);
-    Incoming in{peer, flags_ + mine.flag, peer_flags_[peer] + match->flag, receive_steps[i]->deps.empty()};
-    if (in.clear_at_start && mine.bytes > 0) clear_at_start_.push_back(in.clear_flag);
-    incoming_[receive_steps[i]] = in;
+    incoming_[receive_steps[i]] = Incoming{peer, flags_ + mine.flag, peer_flags_[peer] + match->flag};
   }
 }
 
@@ -261,12 +259,6 @@ void CopyEngineTransport::enqueue(const std::vector<const plan::Step*>& batch, c
                                   void* stream_pointer) {
   cuda::DeviceGuard guard(device_);
   const cudaStream_t stream = static_cast<cudaStream_t>(stream_pointer);
-  // The first batch of an execute first tells every sender whose receive
-  // slot is free from the start (see the header).
-  if (!cleared_at_start_) {
-    for (uint32_t* flag : clear_at_start_) signals_.write(stream, flag, 1);
-    cleared_at_start_ = true;
-  }
   std::vector<const plan::Step*> collectives;
   bool forked = false;
   std::vector<int> joined;
@@ -295,9 +287,8 @@ void CopyEngineTransport::enqueue(const std::vector<const plan::Step*>& batch, c
         const Incoming& in = incoming_.at(step);
         if (bindings.schedule->bytes(std::get<plan::RecvOp>(step->op).dst) == 0) break;
         // My slot is free (the executor ordered this after the receive's
-        // dependencies): tell the sender, unless that was done at the start,
-        // then wait for its data.
-        if (!in.clear_at_start) signals_.write(stream, in.clear_flag, 1);
+        // dependencies): tell the sender, then wait for its data.
+        signals_.write(stream, in.clear_flag, 1);
         signals_.wait_equal(stream, in.data_flag, 1);
         signals_.write(stream, in.data_flag, 0);
         break;

@@ -9,11 +9,6 @@
 //             "clear to send" into the sender's flag, then waits for "data";
 //   sender:   waits for "clear to send", copies, writes "data" into the
 //             receiver's flag.
-// A receive into a slot that no step of the execute uses before it (no
-// dependencies: every receive of AG-GEMM and of the direct algorithm) is
-// cleared at the start of the execute, all at once, since its slot is free
-// from then on: the sender's copy waits only for its own data, never for
-// the receiver's communication stream to reach the receive.
 // Every flag is reset by the rank that waited for it, so the same sequence
 // works on every execute and in a replayed CUDA graph. Sends run on one copy
 // stream per receiver, so the two directions of a bidirectional ring move at
@@ -45,7 +40,6 @@ class CopyEngineTransport final : public Transport {
   std::string name() const override;
   bool stream_ordered() const override { return true; }
   void enqueue(const std::vector<const plan::Step*>& batch, const exec::Bindings& bindings, void* stream) override;
-  void begin_execute() override { cleared_at_start_ = false; }
 
  private:
   struct Outgoing {      // one of my send steps
@@ -59,7 +53,6 @@ class CopyEngineTransport final : public Transport {
     int peer = 0;
     uint32_t* data_flag = nullptr;   // mine
     uint32_t* clear_flag = nullptr;  // in the peer's flags
-    bool clear_at_start = false;     // the slot is free from the start of every execute
   };
 
   void exchange_tables(const plan::Schedule& schedule);
@@ -73,8 +66,6 @@ class CopyEngineTransport final : public Transport {
   std::vector<uint32_t*> peer_flags_;
   std::map<const plan::Step*, Outgoing> outgoing_;
   std::map<const plan::Step*, Incoming> incoming_;
-  std::vector<uint32_t*> clear_at_start_;  // the peers' clear flags of those receives
-  bool cleared_at_start_ = false;          // written in this execute already
   std::map<int, cudaStream_t> copy_streams_;  // per receiving peer
   std::map<int, cudaEvent_t> copy_done_;
   cudaEvent_t fork_ = nullptr;
