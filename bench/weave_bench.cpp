@@ -8,7 +8,8 @@
 //   weave       Weave's plan with the requested (default: automatic) options,
 // and prints weave/sequential and weave/max(gemm, comm), the distance to the
 // physical limit of overlap (1.0). Times are medians over iterations of the
-// slowest rank, after warm-up, on random data. --json writes every number.
+// slowest rank, after warm-up, on random data; within every iteration the
+// measured things take turns. --json writes every number.
 //
 //   mpirun -np 4 weave_bench --backend cuda --dtype bf16 --preset tp --json out.json
 #include <mpi.h>
@@ -19,6 +20,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -91,8 +93,10 @@ struct Options {
   std::string transport = "auto", algorithm = "auto", direction = "auto";
   int chunks = 0, streams = 0;
   // Extra Weave plans to time next to the default one, each
-  // "transport/direction/chunks[/algorithm]" (e.g. "nccl/bidirectional/2",
-  // "copy_engine/auto/4/direct"); the algorithm defaults to ring.
+  // "transport/direction/chunks[/algorithm[/streams]]" (e.g.
+  // "nccl/bidirectional/2", "copy_engine/auto/4/direct",
+  // "auto/auto/0/auto/2"); the algorithm defaults to ring, the compute
+  // streams to --streams.
   std::vector<std::string> variants;
   std::string trace;
   bool reduce_in_output_type = false;
@@ -138,21 +142,23 @@ struct PlanChoice {
   weave_transport_t transport = WEAVE_TRANSPORT_AUTO;
   weave_direction_t direction = WEAVE_DIRECTION_AUTO;
   int chunks = 0;
+  int streams = -1;  // compute streams; -1: --streams
 };
 
-// "transport/direction/chunks[/algorithm]"; every name checked.
+// "transport/direction/chunks[/algorithm[/streams]]"; every name checked.
 PlanChoice parse_variant(const std::string& text) {
   std::vector<std::string> parts;
   std::istringstream in(text);
   for (std::string part; std::getline(in, part, '/');) parts.push_back(part);
-  if (parts.size() < 3 || parts.size() > 4)
-    throw std::runtime_error("variant " + text + " is not transport/direction/chunks[/algorithm]");
+  if (parts.size() < 3 || parts.size() > 5)
+    throw std::runtime_error("variant " + text + " is not transport/direction/chunks[/algorithm[/streams]]");
   PlanChoice v;
   v.label = text;
   v.transport = parse_transport(parts[0]);
   v.direction = parse_direction(parts[1]);
   v.chunks = std::stoi(parts[2]);
-  v.algorithm = parse_algorithm(parts.size() == 4 ? parts[3] : "ring");
+  v.algorithm = parse_algorithm(parts.size() >= 4 ? parts[3] : "ring");
+  if (parts.size() == 5) v.streams = std::stoi(parts[4]);
   return v;
 }
 
@@ -224,7 +230,7 @@ class Case {
         .transport(choice.transport)
         .direction(choice.direction)
         .chunks_per_shard(choice.chunks)
-        .compute_streams(o.streams);
+        .compute_streams(choice.streams >= 0 ? choice.streams : o.streams);
     int flags = WEAVE_FLAG_NO_EXECUTE_CHECK;  // measure the operation, not the argument check
     if (!o.trace.empty()) flags |= WEAVE_FLAG_TRACE;
     if (reduce_in_output_type) flags |= WEAVE_FLAG_REDUCE_IN_OUTPUT_TYPE;
@@ -312,20 +318,27 @@ class Case {
   std::vector<int64_t> m_counts_;
 };
 
-// Median over iterations of the slowest rank's time of `body`.
-template <class Body>
-double measure(const Options& o, bench::Timer& timer, Body&& body) {
-  std::vector<double> samples;
-  for (int it = -o.warmup; it < o.iterations; ++it) {
-    timer.synchronize();
-    MPI_Barrier(MPI_COMM_WORLD);
-    timer.start();
-    body();
-    double ms = timer.stop_ms(), slowest = 0;
-    MPI_Allreduce(&ms, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    if (it >= 0) samples.push_back(slowest);
-  }
-  return median(samples);
+// Medians over iterations of the slowest rank's time of each body. The
+// bodies take turns within every iteration, so a drift of the machine during
+// the run (GPU clocks that fall as the chips heat up) touches all of them
+// alike: measured one after the other, two identical plans differed by 10%
+// on 4 H200s, the later one slower.
+std::vector<double> measure_in_turn(const Options& o, bench::Timer& timer,
+                                    const std::vector<std::function<void()>>& bodies) {
+  std::vector<std::vector<double>> samples(bodies.size());
+  for (int it = -o.warmup; it < o.iterations; ++it)
+    for (std::size_t b = 0; b < bodies.size(); ++b) {
+      timer.synchronize();
+      MPI_Barrier(MPI_COMM_WORLD);
+      timer.start();
+      bodies[b]();
+      double ms = timer.stop_ms(), slowest = 0;
+      MPI_Allreduce(&ms, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+      if (it >= 0) samples[b].push_back(slowest);
+    }
+  std::vector<double> medians;
+  for (auto& s : samples) medians.push_back(median(std::move(s)));
+  return medians;
 }
 
 }  // namespace
@@ -351,8 +364,8 @@ int main(int argc, char** argv) {
   app.add_option("--direction", o.direction, "auto, forward, backward, bidirectional");
   app.add_option("--chunks", o.chunks, "chunks per shard (0: automatic)");
   app.add_option("--variants", o.variants,
-                 "more plans to time, each transport/direction/chunks[/algorithm], e.g. nccl/bidirectional/2, "
-                 "copy_engine/auto/4/direct")
+                 "more plans to time, each transport/direction/chunks[/algorithm[/streams]], e.g. "
+                 "nccl/bidirectional/2, copy_engine/auto/4/direct, auto/auto/0/auto/2")
       ->delimiter(',');
   app.add_option("--streams", o.streams, "compute streams (0: automatic)");
   app.add_option("--trace", o.trace, "write the trace of the last weave execute to this path (%r = rank)");
@@ -400,7 +413,6 @@ int main(int argc, char** argv) {
         const weave_operation_t op = parse_op(op_text);
         Case c(grid, op, shape, t, device);
         std::unique_ptr<weave::Plan> gemm = c.local_gemm_plan(self);
-        const double gemm_ms = measure(o, timer, [&] { c.execute_local_gemm(*gemm, timer); });
         // The communication alone and the sequential baseline move the
         // bytes the default plan moves: partial sums in C's type when it
         // does (the direct algorithm, or --reduce-in-output-type).
@@ -408,31 +420,44 @@ int main(int argc, char** argv) {
         const bool output_type = c.moves_output_type(weave_default, o.reduce_in_output_type);
         const bench::Collective coll = c.collective(output_type);
         comm.prepare(coll);
-        const double comm_ms = measure(o, timer, [&] { comm.run(coll, timer.stream()); });
         PlanChoice sequential_choice;
         sequential_choice.algorithm = WEAVE_ALGORITHM_SEQUENTIAL;
         sequential_choice.transport = default_choice.transport;
         weave::Plan sequential =
             c.plan(grid, o, sequential_choice, output_type && sixteen_bit && op != WEAVE_AG_GEMM);
-        const double sequential_ms = measure(o, timer, [&] { c.execute(sequential, timer); });
         double flops = c.local_flops(), max_flops = 0;
         MPI_Allreduce(&flops, &max_flops, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-        const double limit = std::max(gemm_ms, comm_ms);
 
         // The default plan (options from the command line), then the variants.
         std::vector<PlanChoice> choices = {default_choice};
-        choices.insert(choices.end(), variants.begin(), variants.end());
-        for (const PlanChoice& choice : choices) {
-          const std::string& label = choice.label;
+        std::vector<std::unique_ptr<weave::Plan>> variant_plans;  // null: the default plan
+        variant_plans.push_back(nullptr);
+        for (const PlanChoice& choice : variants) {
           if (choice.algorithm == WEAVE_ALGORITHM_DIRECT && op == WEAVE_AG_GEMM) continue;  // reductions only
-          std::optional<weave::Plan> variant_plan;
-          if (label != "default") variant_plan.emplace(c.plan(grid, o, choice, o.reduce_in_output_type));
-          const weave::Plan& plan = variant_plan ? *variant_plan : weave_default;
-          const double weave_ms = measure(o, timer, [&] { c.execute(plan, timer); });
-          if (!o.trace.empty() && label == "default") {
-            timer.synchronize();
-            plan.write_trace(o.trace);
-          }
+          choices.push_back(choice);
+          variant_plans.push_back(std::make_unique<weave::Plan>(c.plan(grid, o, choice, o.reduce_in_output_type)));
+        }
+        auto plan_of = [&](std::size_t i) -> const weave::Plan& {
+          return variant_plans[i] ? *variant_plans[i] : weave_default;
+        };
+        std::vector<std::function<void()>> bodies = {
+            [&] { c.execute_local_gemm(*gemm, timer); },
+            [&] { comm.run(coll, timer.stream()); },
+            [&] { c.execute(sequential, timer); },
+        };
+        for (std::size_t i = 0; i < choices.size(); ++i) bodies.push_back([&, i] { c.execute(plan_of(i), timer); });
+        const std::vector<double> ms = measure_in_turn(o, timer, bodies);
+        const double gemm_ms = ms[0], comm_ms = ms[1], sequential_ms = ms[2];
+        const double limit = std::max(gemm_ms, comm_ms);
+        if (!o.trace.empty()) {  // the default plan's last execute
+          timer.synchronize();
+          weave_default.write_trace(o.trace);
+        }
+
+        for (std::size_t i = 0; i < choices.size(); ++i) {
+          const std::string& label = choices[i].label;
+          const weave::Plan& plan = plan_of(i);
+          const double weave_ms = ms[3 + i];
           const double tflops = max_flops / (weave_ms * 1e-3) / 1e12;
           const std::string shown = label == "default" ? shape.label() : shape.label() + " " + label;
           if (g_rank == 0) {
