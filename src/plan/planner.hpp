@@ -52,8 +52,9 @@ struct Capabilities {
 constexpr double kDeviceOverlapMinFlops = 64e9;
 // Direct reductions cut shards in two from this many bytes of a rank's
 // product shard in C's type, else send whole shards (measured:
-// doc/performance.md).
-constexpr double kDirectTwoChunkBytes = 32.0 * 1024 * 1024;
+// doc/performance.md; whole 32 MiB shards won once the sums ran at vector
+// speed).
+constexpr double kDirectTwoChunkBytes = 64.0 * 1024 * 1024;
 // Partial-sum chunks of device reduction rings stay below this many bytes
 // (chunks per shard 2, or 4 above it; measured: doc/performance.md).
 constexpr double kDeviceReductionChunkBytes = 128.0 * 1024 * 1024;

@@ -249,11 +249,12 @@ TEST(Planner, DeviceReductionsOverCopyEnginesRunDirect) {
     }
     EXPECT_EQ(r.schedule.algorithm, Algorithm::Direct);
     EXPECT_EQ(r.schedule.direction, Direction::Forward);  // not the device rings' bidirectional default
-    EXPECT_EQ(r.schedule.chunks_per_shard, 2);            // a 32 MiB product shard
+    EXPECT_EQ(r.schedule.chunks_per_shard, 1);            // a 32 MiB product shard travels whole
     EXPECT_NE(r.notes.find("direct chosen"), std::string::npos) << r.notes;
-    // 16 MiB product shards travel whole; 34 GFLOP per rank run sequentially
-    // (the direct algorithm lost to a reduce-scatter in C's type there).
-    EXPECT_EQ(resolve_options(desc, large(op, 4096), {}, caps).schedule.chunks_per_shard, 1);
+    // 64 MiB product shards travel in two chunks; 34 GFLOP per rank run
+    // sequentially (the direct algorithm lost to a reduce-scatter in C's
+    // type there).
+    EXPECT_EQ(resolve_options(desc, large(op, 16384), {}, caps).schedule.chunks_per_shard, 2);
     EXPECT_EQ(resolve_options(desc, large(op, 1024), {}, caps).schedule.algorithm, Algorithm::Sequential);
   }
   caps.copy_engine_usable = false;
