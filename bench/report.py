@@ -6,6 +6,11 @@ Prints a Markdown table per file: for each operation and shape the GEMM
 alone, the communication alone, the sequential plan and Weave's default plan
 (ms), Weave / sequential, Weave / max(GEMM, communication), and PyTorch's
 fused operation where it was measured. The plot shows the two ratios per shape.
+
+--weave-from OP=VARIANT takes the Weave column of operation OP (e.g. AG-GEMM)
+from the variant VARIANT of the same run (weave-bench --variants) instead of
+the default plan: for a default changed after the run, when the run measured
+the new default as a variant.
 """
 
 import argparse
@@ -23,6 +28,8 @@ def main():
     parser.add_argument("--torch", help="torch_peers.py JSON of the same machine")
     parser.add_argument("--png", help="write a plot of the ratios here")
     parser.add_argument("--title", default="")
+    parser.add_argument("--weave-from", action="append", default=[], metavar="OP=VARIANT",
+                        help="the Weave column of OP from this variant of the same run")
     args = parser.parse_args()
 
     bench = load(args.bench)
@@ -31,7 +38,18 @@ def main():
         for r in load(args.torch)["results"]:
             if "fused_ms" in r:
                 torch_times[(r["op"], r["shape"])] = r["fused_ms"]
-    rows = [r for r in bench["results"] if r.get("variant", "default") == "default"]
+    substitute = dict(item.split("=", 1) for item in args.weave_from)
+    by_key = {(r["op"], r["shape"], r.get("variant", "default")): r for r in bench["results"]}
+    rows = []
+    for r in bench["results"]:
+        if r.get("variant", "default") != "default":
+            continue
+        variant = substitute.get(r["op"])
+        if variant:
+            if (r["op"], r["shape"], variant) not in by_key:
+                raise SystemExit(f"{r['op']} {r['shape']}: no variant {variant} in {args.bench}")
+            r = by_key[(r["op"], r["shape"], variant)]
+        rows.append(r)
 
     columns = ["op", "shape (M x K x N)", "GEMM ms", "comm ms", "sequential ms", "Weave ms", "Weave/seq", "Weave/max"]
     if torch_times:
