@@ -66,7 +66,8 @@ __device__ Vector<T, V> load_vector(const T* at) {
 }
 
 // The same arithmetic as the functor's value() and store(), in the same
-// order (so results are identical bit for bit), for V neighbouring elements
+// order (sources summed first to last, then beta * dst, then bias), for V
+// neighbouring elements
 // along dst's contiguous dimension at once. Used when src is stored in the
 // same order as dst and every row (or column) start is aligned to V
 // elements: then each source is read with one 16-byte load per thread, all
