@@ -307,6 +307,50 @@ TEST(Schedules, DirectWithMoreRanksThanOnePassSums) {
   run_cases(cases, {Model::DepsOnly, Model::StreamOrdered}, 2, 12);
 }
 
+// A transfer can start only once its product is made, and the owner's own
+// products are needed only by the final sums: the direct algorithm emits
+// (so puts on the compute streams) every product that is sent before any
+// product that is not.
+TEST(Schedules, DirectMakesProductsForOthersBeforeItsOwn) {
+  using weave::internal::plan::StepKind;
+  for (Operation op : {Operation::GemmRs, Operation::GemmAr})
+    for (int P : {2, 3, 4})
+      for (int chunks : {1, 2, 3}) {
+        GroupCase g;
+        g.operation = op;
+        g.ranks = P;
+        g.m = 4 * P * chunks;
+        g.n = 3;
+        g.k = 2 * P;
+        g.dtype = DType::F32;
+        ScheduleOptions o;
+        o.algorithm = Algorithm::Direct;
+        o.chunks_per_shard = chunks;
+        o.compute_lanes = 2;
+        for (const weave::internal::Problem& p : make_group_problems(g)) {
+          const weave::internal::plan::Schedule s = weave::internal::plan::build_schedule(p, o);
+          std::vector<bool> sent(s.steps.size(), false);
+          for (const auto& step : s.steps)
+            if (step.kind() == StepKind::Send)
+              for (int d : step.deps) sent[d] = true;
+          int last_sent = -1, first_own = static_cast<int>(s.steps.size()), sent_count = 0, own_count = 0;
+          for (int i = 0; i < static_cast<int>(s.steps.size()); ++i) {
+            if (s.steps[i].kind() != StepKind::Gemm) continue;
+            if (sent[i]) {
+              last_sent = i;
+              ++sent_count;
+            } else {
+              first_own = std::min(first_own, i);
+              ++own_count;
+            }
+          }
+          EXPECT_EQ(sent_count, (P - 1) * chunks) << "P=" << P << " chunks=" << chunks << " rank " << p.group_rank;
+          EXPECT_EQ(own_count, chunks) << "P=" << P << " chunks=" << chunks << " rank " << p.group_rank;
+          EXPECT_LT(last_sent, first_own) << "P=" << P << " chunks=" << chunks << " rank " << p.group_rank;
+        }
+      }
+}
+
 // With one partial-sum slot per chain, a reduction ring's receive of step
 // s+1 must wait for the send of step s out of the same slot, yet both sit in
 // one batch, which the executor issues only when all its deps are done: the
