@@ -11,6 +11,7 @@
 # variable or an environment variable), which may also point at the NCCL of
 # a Python wheel (nvidia/nccl, which ships only libnccl.so.2).
 include(CheckLanguage)
+include(WeaveFindTransports)
 set(WEAVE_CUDA_FOUND_DEFAULT OFF)
 set(WEAVE_NCCL_FOUND_DEFAULT OFF)
 
@@ -20,12 +21,7 @@ if(NOT DEFINED WEAVE_ENABLE_CUDA OR WEAVE_ENABLE_CUDA)
     find_package(CUDAToolkit QUIET)
     if(CUDAToolkit_FOUND)
       set(WEAVE_CUDA_FOUND_DEFAULT ON)
-      find_path(WEAVE_NCCL_INCLUDE_DIR nccl.h
-                HINTS ${NCCL_HOME} ENV NCCL_HOME ${CUDAToolkit_INCLUDE_DIRS}
-                PATH_SUFFIXES include)
-      find_library(WEAVE_NCCL_LIBRARY NAMES nccl libnccl.so.2
-                   HINTS ${NCCL_HOME} ENV NCCL_HOME ${CUDAToolkit_LIBRARY_DIR}
-                   PATH_SUFFIXES lib lib64)
+      weave_find_nccl(WEAVE_NCCL_INCLUDE_DIR WEAVE_NCCL_LIBRARY)
       if(WEAVE_NCCL_INCLUDE_DIR AND WEAVE_NCCL_LIBRARY)
         set(WEAVE_NCCL_FOUND_DEFAULT ON)
       endif()

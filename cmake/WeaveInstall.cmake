@@ -3,7 +3,8 @@
 #   include/weave/fortran/*.mod         the Fortran modules (WEAVE_ENABLE_FORTRAN)
 #   lib/libweave.so (or .a)             the library; lib/libweave_fortran.* likewise
 #   lib/cmake/Weave/                    WeaveConfig.cmake, WeaveConfigVersion.cmake,
-#                                       the exported targets, WeaveKokkos.cmake
+#                                       the exported targets, WeaveKokkos.cmake,
+#                                       WeaveFindTransports.cmake
 #   lib/pkgconfig/weave.pc              (and weave-fortran.pc)
 # Included from the top-level CMakeLists.txt after every target exists.
 include(CMakePackageConfigHelpers)
@@ -49,6 +50,7 @@ install(FILES
   "${PROJECT_BINARY_DIR}/package/WeaveConfig.cmake"
   "${PROJECT_BINARY_DIR}/package/WeaveConfigVersion.cmake"
   "${PROJECT_SOURCE_DIR}/cmake/WeaveKokkos.cmake"
+  "${PROJECT_SOURCE_DIR}/cmake/WeaveFindTransports.cmake"
   DESTINATION ${WEAVE_INSTALL_CMAKEDIR})
 
 # --- pkg-config ----------------------------------------------------------------

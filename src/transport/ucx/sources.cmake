@@ -1,25 +1,14 @@
 # UCX transport (included from src/CMakeLists.txt). Needs UCX >= 1.10
 # (ucp_context_query's memory types, ucp_request_param_t memory types).
 if(WEAVE_ENABLE_UCX)
-  # The top level looked for UCX's CMake package (for the option's default).
-  if(TARGET ucx::ucp AND TARGET ucx::ucs)
-    set(_weave_ucx_libraries ucx::ucp ucx::ucs)
-    set(_weave_ucx_version "${ucx_VERSION}")
-  else()
-    # UCX installs without CMake files (older or hand-built ones) ship ucx.pc.
-    # GLOBAL: the installation (cmake/WeaveInstall.cmake, at the top level)
-    # follows the library's link dependencies to write weave.pc.
-    find_package(PkgConfig QUIET)
-    if(PkgConfig_FOUND)
-      pkg_check_modules(WEAVE_UCX QUIET IMPORTED_TARGET GLOBAL ucx>=1.10)
-    endif()
-    if(NOT TARGET PkgConfig::WEAVE_UCX)
-      message(FATAL_ERROR "WEAVE_ENABLE_UCX=ON but UCX >= 1.10 was not found (neither ucx-config.cmake nor ucx.pc); "
-                          "install it (Debian: libucx-dev) and point CMAKE_PREFIX_PATH or PKG_CONFIG_PATH at it, "
-                          "or configure with -DWEAVE_ENABLE_UCX=OFF")
-    endif()
-    set(_weave_ucx_libraries PkgConfig::WEAVE_UCX)
-    set(_weave_ucx_version "${WEAVE_UCX_VERSION}")
+  # cmake/WeaveFindTransports.cmake, as the installed WeaveConfig.cmake does.
+  # GLOBAL: the installation (cmake/WeaveInstall.cmake, at the top level)
+  # follows the library's link dependencies to write weave.pc.
+  weave_find_ucx(_weave_ucx_libraries _weave_ucx_version GLOBAL)
+  if(NOT _weave_ucx_libraries)
+    message(FATAL_ERROR "WEAVE_ENABLE_UCX=ON but UCX >= 1.10 was not found (neither ucx-config.cmake nor ucx.pc); "
+                        "install it (Debian: libucx-dev) and point CMAKE_PREFIX_PATH or PKG_CONFIG_PATH at it, "
+                        "or configure with -DWEAVE_ENABLE_UCX=OFF")
   endif()
   message(STATUS "Weave: UCX transport with UCX ${_weave_ucx_version}")
   target_sources(weave_objects PRIVATE
