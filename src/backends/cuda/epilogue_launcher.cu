@@ -138,17 +138,16 @@ bool aligned(const void* pointer, std::size_t bytes) {
 // Whether the vector kernel applies: src (if any) in dst's order, whole
 // vectors per line, and every line of every operand starting on a vector.
 template <class Dst, class Src>
-bool vector_kernel_applies(const EpilogueLaunch& launch, const kernels::EpilogueFunctor<Dst, Src>& f) {
+bool vector_kernel_applies(const kernels::EpilogueFunctor<Dst, Src>& f) {
   constexpr int V = kVectorWidth<Dst, Src>;
   const std::size_t dst_vector = sizeof(Dst) * V, src_vector = sizeof(Src) * V;
-  if (f.minor_extent() % V != 0 || f.dst_ld % V != 0 || !aligned(launch.dst, dst_vector)) return false;
-  if (launch.src) {
-    if (launch.src_row_major != launch.dst_row_major || f.src_ld % V != 0 || !aligned(launch.src, src_vector))
-      return false;
-    for (int q = 0; q < launch.more_count; ++q)
-      if (!aligned(launch.more[q], src_vector)) return false;
+  if (f.minor_extent() % V != 0 || f.dst_ld % V != 0 || !aligned(f.dst, dst_vector)) return false;
+  if (f.src) {
+    if (f.src_row_major != f.dst_row_major || f.src_ld % V != 0 || !aligned(f.src, src_vector)) return false;
+    for (int q = 0; q < f.more_count; ++q)
+      if (!aligned(f.more[q], src_vector)) return false;
   }
-  return !launch.bias || !launch.dst_row_major || aligned(launch.bias, dst_vector);
+  return !f.bias || !f.dst_row_major || aligned(f.bias, dst_vector);
 }
 
 template <class Dst, class Src>
@@ -231,7 +230,7 @@ void launch_epilogue(const EpilogueLaunch& launch, cudaStream_t stream) {
     functor.dst_scale = static_cast<Acc>(launch.dst_scale);
     functor.rows = launch.rows;
     functor.cols = launch.cols;
-    if (vector_kernel_applies(launch, functor)) {
+    if (vector_kernel_applies(functor)) {
       constexpr int V = kVectorWidth<Dst, Src>;
       const int64_t vectors = functor.minor_extent() / V * functor.major_extent();
       const auto blocks =
