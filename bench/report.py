@@ -1,11 +1,14 @@
-"""Tables and a plot from weave-bench JSON (and, optionally, torch_peers.py JSON).
+"""Tables and a plot from weave-bench JSON (and, optionally, the peers' JSON).
 
-  python3 bench/report.py bench-4gpu.json --torch torch-4gpu.json --png overlap-4gpu.png
+  python3 bench/report.py bench-4gpu.json --torch torch-4gpu.json --cublasmp cublasmp-4gpu.json \
+      --png overlap-4gpu.png
 
 Prints a Markdown table per file: for each operation and shape the GEMM
 alone, the communication alone, the sequential plan and Weave's default plan
-(ms), Weave / sequential, Weave / max(GEMM, communication), and PyTorch's
-fused operation where it was measured. The plot shows the two ratios per shape.
+(ms), Weave / sequential, Weave / max(GEMM, communication), and the peers'
+fused operations where they were measured (PyTorch: bench/torch_peers.py;
+cuBLASMp: weave-bench-cublasmp, "wrong" where its result failed the check).
+The plot shows the two ratios per shape.
 
 --weave-from OP=VARIANT takes the Weave column of operation OP (e.g. AG-GEMM)
 from the variant VARIANT of the same run (weave-bench --variants) instead of
@@ -26,6 +29,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("bench")
     parser.add_argument("--torch", help="torch_peers.py JSON of the same machine")
+    parser.add_argument("--cublasmp", help="weave-bench-cublasmp JSON of the same machine")
     parser.add_argument("--png", help="write a plot of the ratios here")
     parser.add_argument("--title", default="")
     parser.add_argument("--weave-from", action="append", default=[], metavar="OP=VARIANT",
@@ -33,11 +37,16 @@ def main():
     args = parser.parse_args()
 
     bench = load(args.bench)
-    torch_times = {}
-    if args.torch:
-        for r in load(args.torch)["results"]:
-            if "fused_ms" in r:
-                torch_times[(r["op"], r["shape"])] = r["fused_ms"]
+    peers = []  # (column title, {(op, shape): cell})
+    for title, path in (("PyTorch fused ms", args.torch), ("cuBLASMp ms", args.cublasmp)):
+        if path:
+            cells = {}
+            for r in load(path)["results"]:
+                if "error" in r and "fused_ms" in r:
+                    cells[(r["op"], r["shape"])] = "wrong"
+                elif "fused_ms" in r:
+                    cells[(r["op"], r["shape"])] = f"{r['fused_ms']:.3f}"
+            peers.append((title, cells))
     substitute = dict(item.split("=", 1) for item in args.weave_from)
     by_key = {(r["op"], r["shape"], r.get("variant", "default")): r for r in bench["results"]}
     rows = []
@@ -52,8 +61,7 @@ def main():
         rows.append(r)
 
     columns = ["op", "shape (M x K x N)", "GEMM ms", "comm ms", "sequential ms", "Weave ms", "Weave/seq", "Weave/max"]
-    if torch_times:
-        columns.append("PyTorch fused ms")
+    columns += [title for title, _ in peers]
     columns.append("plan")
     print("| " + " | ".join(columns) + " |")
     print("|" + "---|" * len(columns))
@@ -61,9 +69,7 @@ def main():
         plan = r["describe_weave"].split(": ", 1)[1].split(";")[0] if ": " in r["describe_weave"] else ""
         cells = [r["op"], r["shape"], f"{r['gemm_ms']:.3f}", f"{r['comm_ms']:.3f}", f"{r['sequential_ms']:.3f}",
                  f"{r['weave_ms']:.3f}", f"{r['weave_over_sequential']:.3f}", f"{r['weave_over_limit']:.3f}"]
-        if torch_times:
-            t = torch_times.get((r["op"], r["shape"]))
-            cells.append(f"{t:.3f}" if t else "n/a")
+        cells += [peer.get((r["op"], r["shape"]), "n/a") for _, peer in peers]
         cells.append(plan)
         print("| " + " | ".join(cells) + " |")
 

@@ -33,33 +33,16 @@
 #include <vector>
 
 #include "bench_device.hpp"
+#include "shapes.hpp"
 #include "weave/weave.hpp"
 
 namespace {
 
 int g_rank = 0, g_size = 1;
 
-struct Shape {
-  int64_t m = 0, k = 0, n = 0;
-  bool uneven = false;  // rank shard sizes differing by about 10%
-  std::string label() const {
-    std::ostringstream out;
-    out << m << "x" << k << "x" << n << (uneven ? " uneven" : "");
-    return out.str();
-  }
-};
-
-Shape parse_shape(const std::string& text) {
-  Shape s;
-  char x1 = 0, x2 = 0;
-  std::istringstream in(text);
-  in >> s.m >> x1 >> s.k >> x2 >> s.n;
-  if (!in || x1 != 'x' || x2 != 'x') throw std::runtime_error("shape must look like MxKxN, got " + text);
-  std::string rest;
-  in >> rest;
-  s.uneven = rest == "uneven" || text.find(":uneven") != std::string::npos;
-  return s;
-}
+using bench::parse_shape;
+using bench::preset_shapes;
+using bench::Shape;
 
 // Counts over the ranks: balanced, or ~10% apart (rank r gets weight 1 + 0.1 r,
 // normalised), in multiples of `quantum` where possible.
@@ -171,16 +154,6 @@ weave_operation_t parse_op(const std::string& op) {
 
 const char* op_name(weave_operation_t op) {
   return op == WEAVE_AG_GEMM ? "AG-GEMM" : op == WEAVE_GEMM_RS ? "GEMM-RS" : "GEMM-AR";
-}
-
-std::vector<Shape> preset_shapes(const std::string& preset) {
-  if (preset == "tp")  // tensor-parallel layers (global M x K x N)
-    return {parse_shape("4096x8192x8192"), parse_shape("8192x8192x8192"), parse_shape("16384x8192x28672"),
-            parse_shape("16384x16384x16384"), parse_shape("8192x8192x8192:uneven"), parse_shape("1024x8192x8192")};
-  if (preset == "host")  // shapes where communication and GEMM take similar time on a CPU node
-    return {parse_shape("4096x256x1024"), parse_shape("8192x128x2048"), parse_shape("4096x256x1024:uneven")};
-  if (preset == "small") return {parse_shape("512x256x384"), parse_shape("512x256x384:uneven")};
-  throw std::runtime_error("unknown preset " + preset + " (tp, host, small)");
 }
 
 // One operation on one shape: matrices, buffers and the plans.

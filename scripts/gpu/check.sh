@@ -33,6 +33,14 @@
 #                    needs PyTorch and 2 GPUs; default 1)
 #   BENCH_TABLE      0 to skip weave-bench's table (the traces and PyTorch's
 #                    operations still run; default 1)
+#   CUBLASMP_PEER    0 to skip NVIDIA cuBLASMp's tensor-parallel matmuls
+#                    (weave-bench-cublasmp; default 1). Runs where .deps/peers/
+#                    holds an nvidia-cublasmp-cu13 wheel (pip download --no-deps
+#                    nvidia-cublasmp-cu13==0.7.0.125 -d .deps/peers: 0.7 is the
+#                    last release for NCCL 2.28; 0.8 and later want NCCL >= 2.29).
+#                    cuBLASMp 0.7 loads NVSHMEM 3: from NVSHMEM_LIB, else the
+#                    PyTorch environment's, else .deps/peers/nvshmem-host.tar.xz
+#                    (lib/libnvshmem_host.so.3 and lib/nvshmem_bootstrap_uid.so.3).
 #
 # Exit status: 0 when every gpu test passed; 1 when a step or a test failed;
 # 2 when tests were skipped although GPUs are present (the skip reason is in
@@ -111,6 +119,25 @@ say "dependencies unpacked into $DEPS_ROOT"
 # The unpacked libraries, NCCL and CUDA, for the linker and for the tests.
 export LD_LIBRARY_PATH="$LIBDIR:$LIBDIR/openblas-pthread:$NCCL_HOME/lib:$CUDA_HOME/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
+# --- cuBLASMp, a peer measured by the benchmark (optional) ------------------------
+PEERS="$ROOT/.deps/peers"
+CUBLASMP_ARGS=()
+CUBLASMP_LIBS=""
+if [ "${CUBLASMP_PEER:-1}" = 1 ] && [ "${GPU_BENCH:-1}" = 1 ] && ls "$PEERS"/nvidia_cublasmp_cu13-*.whl >/dev/null 2>&1; then
+  wheel=$(ls "$PEERS"/nvidia_cublasmp_cu13-*.whl | tail -n 1)
+  python3 -m zipfile -e "$wheel" "$PEERS/root" || die "cannot unpack $wheel"
+  CUBLASMP_ARGS=(-DWEAVE_BENCH_CUBLASMP_ROOT="$PEERS/root/nvidia/cublasmp/cu13")
+  CUBLASMP_LIBS="$PEERS/root/nvidia/cublasmp/cu13/lib"
+  NVSHMEM_LIB=${NVSHMEM_LIB:-$(dirname "$NCCL_HOME")/nvshmem/lib}
+  if ! ls "$NVSHMEM_LIB"/libnvshmem_host.so.3 >/dev/null 2>&1 && [ -f "$PEERS/nvshmem-host.tar.xz" ]; then
+    python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' \
+      "$PEERS/nvshmem-host.tar.xz" "$PEERS/root/nvshmem" || die "cannot unpack nvshmem-host.tar.xz"
+    NVSHMEM_LIB="$PEERS/root/nvshmem/lib"
+  fi
+  ls "$NVSHMEM_LIB"/libnvshmem_host.so.3 >/dev/null 2>&1 && CUBLASMP_LIBS="$CUBLASMP_LIBS:$NVSHMEM_LIB"
+  say "cuBLASMp peer from $(basename "$wheel"); libraries: $CUBLASMP_LIBS"
+fi
+
 # --- Configure and build ---------------------------------------------------------
 # Every rank gets the variables above (Open MPI: -x) and may run as root.
 FORWARDED=(NCCL_NVLS_ENABLE TORCH_SYMM_MEM_DISABLE_MULTICAST NVSHMEM_DISABLE_NVLS LD_LIBRARY_PATH)
@@ -132,6 +159,7 @@ if ! cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja \
   -DBLAS_LIBRARIES="$BLAS_LIBRARY" \
   -DWEAVE_GPU_TEST_MAX_RANKS="$MAX_RANKS" \
   -DMPIEXEC_PREFLAGS="$PREFLAGS" \
+  "${CUBLASMP_ARGS[@]}" \
   >"$OUT/configure.log" 2>&1; then
   tail -n 30 "$OUT/configure.log" >&2
   die "configure failed (full log: $OUT/configure.log)"
@@ -195,6 +223,13 @@ run_bench() {
       --json "$OUT/torch-${GPUS}gpu.json" 2>&1 | tee "$OUT/torch-${GPUS}gpu.txt" || say "PyTorch peers failed or ran out of time"
   else
     say "PyTorch with symmetric memory not found: no peer measurements"
+  fi
+  if [ -x "$BUILD_DIR/bench/weave-bench-cublasmp" ] && [ -n "$CUBLASMP_LIBS" ]; then
+    LD_LIBRARY_PATH="$CUBLASMP_LIBS:$LD_LIBRARY_PATH" timeout "$budget" "${launcher[@]}" \
+      "$BUILD_DIR/bench/weave-bench-cublasmp" --json "$OUT/cublasmp-${GPUS}gpu.json" 2>&1 |
+      tee "$OUT/cublasmp-${GPUS}gpu.txt" || say "cuBLASMp peer failed or ran out of time"
+  elif [ "${CUBLASMP_PEER:-1}" = 1 ]; then
+    say "no cuBLASMp wheel in .deps/peers: no cuBLASMp measurements"
   fi
 }
 
