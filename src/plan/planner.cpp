@@ -68,14 +68,16 @@ double local_flops(const Problem& p) {
 
 // Chunks per shard when the caller leaves it to Weave. AG-GEMM: one chunk
 // (whole shards; more chunks made measured device AG-GEMMs slower). Direct
-// reductions: one, or two from kDirectTwoChunkBytes of a rank's product
-// shard. Host ring reductions: two. Device ring reductions: two, or four when
+// reductions: one, two from kDirectTwoChunkBytes of a rank's product shard,
+// four from kDirectFourChunkBytes (GEMM-AR over two ranks: four from
+// kDirectPairAllReduceFourChunkBytes). Host ring reductions: two. Device ring reductions: two, or four when
 // a chunk's partial sums would exceed kDeviceReductionChunkBytes.
 int default_chunks(const Problem& p, Backend backend, Algorithm algorithm) {
   if (p.operation == Operation::AgGemm) return 1;
   if (algorithm == Algorithm::Direct) {
     const double shard = static_cast<double>(p.m) / p.group_size * static_cast<double>(p.n) * dtype_size(p.dtype);
-    return shard < kDirectTwoChunkBytes ? 1 : 2;
+    if (p.operation == Operation::GemmAr && p.group_size == 2 && shard >= kDirectPairAllReduceFourChunkBytes) return 4;
+    return shard < kDirectTwoChunkBytes ? 1 : shard < kDirectFourChunkBytes ? 2 : 4;
   }
   if (backend != Backend::Cuda) return 2;  // host reductions: two chunks pipeline best (doc/performance.md)
   const double rows_per_chunk = static_cast<double>(p.m) / p.group_size / 2.0;

@@ -51,10 +51,17 @@ struct Capabilities {
 // per-step costs outweigh what overlap hides (measured: doc/performance.md).
 constexpr double kDeviceOverlapMinFlops = 64e9;
 // Direct reductions cut shards in two from this many bytes of a rank's
-// product shard in C's type, else send whole shards (measured:
-// doc/performance.md; whole 32 MiB shards won once the sums ran at vector
-// speed).
+// product shard in C's type, in four from kDirectFourChunkBytes, else send
+// whole shards (measured: doc/performance.md; whole 32 MiB shards won once
+// the sums ran at vector speed; from 128 MiB four chunks shorten the wait for
+// the first product and for the last sum, GEMM-AR by 5-6% on 4 H200s).
 constexpr double kDirectTwoChunkBytes = 64.0 * 1024 * 1024;
+constexpr double kDirectFourChunkBytes = 128.0 * 1024 * 1024;
+// GEMM-AR over two ranks cuts shards in four from this many bytes: with one
+// peer a chunk costs two transfers, not 2 (P - 1), and four chunks let the
+// all-gather half start sooner (2 H200s: 6-9% faster on 32 and 64 MiB
+// shards; on 4 H200s four chunks of a 32 MiB shard were 37% slower).
+constexpr double kDirectPairAllReduceFourChunkBytes = 32.0 * 1024 * 1024;
 // Partial-sum chunks of device reduction rings stay below this many bytes
 // (chunks per shard 2, or 4 above it; measured: doc/performance.md).
 constexpr double kDeviceReductionChunkBytes = 128.0 * 1024 * 1024;

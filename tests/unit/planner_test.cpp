@@ -223,10 +223,10 @@ TEST(Planner, DevicePlansTakeComputeStreams) {
 // algorithm, over NCCL the ring; AG-GEMM always the ring.
 TEST(Planner, DeviceReductionsOverCopyEnginesRunDirect) {
   using weave::internal::Operation;
-  auto large = [](Operation op, int64_t m = 8192) {
+  auto large = [](Operation op, int64_t m = 8192, int ranks = 4) {
     GroupCase g;
     g.operation = op;
-    g.ranks = 4;
+    g.ranks = ranks;
     g.m = m;
     g.n = g.k = 8192;  // m = 8192: 275 GFLOP per rank
     g.dtype = weave::internal::DType::BF16;
@@ -248,10 +248,17 @@ TEST(Planner, DeviceReductionsOverCopyEnginesRunDirect) {
     EXPECT_EQ(r.schedule.direction, Direction::Forward);  // not the device rings' bidirectional default
     EXPECT_EQ(r.schedule.chunks_per_shard, 1);            // a 32 MiB product shard travels whole
     EXPECT_NE(r.notes.find("direct chosen"), std::string::npos) << r.notes;
-    // 64 MiB product shards travel in two chunks; 34 GFLOP per rank run
-    // sequentially (the direct algorithm lost to a reduce-scatter in C's
-    // type there).
+    // 64 MiB product shards travel in two chunks, 128 MiB ones in four; 34
+    // GFLOP per rank run sequentially (the direct algorithm lost to a
+    // reduce-scatter in C's type there).
     EXPECT_EQ(resolve_options(desc, large(op, 16384), {}, caps).schedule.chunks_per_shard, 2);
+    EXPECT_EQ(resolve_options(desc, large(op, 32768 - 4), {}, caps).schedule.chunks_per_shard, 2);
+    EXPECT_EQ(resolve_options(desc, large(op, 32768), {}, caps).schedule.chunks_per_shard, 4);
+    // Over two ranks GEMM-AR cuts a 32 MiB product shard in four, GEMM-RS
+    // sends it whole.
+    const int pair_chunks = op == Operation::GemmAr ? 4 : 1;
+    EXPECT_EQ(resolve_options(desc, large(op, 4096, 2), {}, caps).schedule.chunks_per_shard, pair_chunks);
+    EXPECT_EQ(resolve_options(desc, large(op, 4096 - 8, 2), {}, caps).schedule.chunks_per_shard, 1);
     EXPECT_EQ(resolve_options(desc, large(op, 1024), {}, caps).schedule.algorithm, Algorithm::Sequential);
   }
   caps.copy_engine_usable = false;
