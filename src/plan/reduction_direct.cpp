@@ -24,18 +24,9 @@
 // product). The sum of chunk j is emitted after the own product of chunk
 // j+1, so a lane does not sit waiting for data while GEMMs could run.
 //
-// GEMM-AR continues with a direct all-gather: each owner sends its finished
-// rows of C to every other rank, which copies them into its C. With up to
-// two chunks, or two ranks, that follows the reduce-scatter phase. With more
-// chunks over more ranks, chunk j's all-gather starts as soon as chunk j is
-// finished instead of after every chunk's reduce-scatter: the owner makes its own product of chunk j right
-// after the products for others of chunk j+1, sums it and sends it on the
-// communication stream between the reduce-scatter transfers of chunks j+1
-// and j+2. A trace of the previous order (every all-gather transfer after
-// every reduce-scatter one) showed the GEMMs done and the all-gather half
-// still to move, with nothing left to hide behind. The copies of received
-// finished rows into C are emitted one chunk later still, so that a compute
-// stream does not wait for a transfer while products could be made.
+// GEMM-AR continues with a direct all-gather: after every chunk is finished,
+// each owner sends its finished rows of C to every other rank, which copies
+// them into its C.
 //
 // Every received product has its own workspace slot (no receive waits for a
 // reader), so the workspace holds (P-1) shards of C in C's type per phase.
@@ -122,9 +113,8 @@ void build_reduction_direct(ScheduleBuilder& b) {
     finished[j] = b.add_step(b.finish(c_rows_of(id), sum), lane, {last}, label("finish", id));
   };
 
-  // Reduce-scatter phase of chunk j: the products for the other ranks, each
-  // sent as soon as it is made, and the receives of theirs for my rows.
-  auto emit_remote = [&](int j) {
+  // Reduce-scatter phase.
+  for (int j = 0; j < c; ++j) {
     for (int s = 1; s < P; ++s) {
       const int to = b.mod(r + s), from = b.mod(r - s);
       const int out_id = piece_id(to, j), in_id = piece_id(r, j);
@@ -149,35 +139,28 @@ void build_reduction_direct(ScheduleBuilder& b) {
         arrived[j].emplace_back(where, recv);
       }
     }
-  };
-  // My own product of chunk j, made and rounded like the products for other
-  // ranks, so every rank's product enters the sum the same way.
-  auto emit_own = [&](int j) {
+  }
+  for (int j = 0; j < c; ++j) {
     const int id = piece_id(r, j);
-    if (rows_of(id) == 0) return;
-    own[j] = Region{
-        b.add_workspace("own product chunk " + std::to_string(j), rows_of(id), p.n, p.dtype, Order::RowMajor), 0, 0,
-        rows_of(id), p.n};
-    const Region a_rows = b.op_rows(kBufferA, p.op_a, pieces.offset(id), rows_of(id));
-    own_gemm[j] = b.add_step(GemmOp{a_rows, p.op_a, b_all, p.op_b, own[j], Scalar::Alpha, Scalar::Zero},
-                             b.next_compute_lane(), {}, label("own product for", id));
-  };
+    if (rows_of(id) > 0) {
+      // Made and rounded like the products for other ranks, so every rank's
+      // product enters the sum the same way.
+      own[j] = Region{
+          b.add_workspace("own product chunk " + std::to_string(j), rows_of(id), p.n, p.dtype, Order::RowMajor), 0, 0,
+          rows_of(id), p.n};
+      const Region a_rows = b.op_rows(kBufferA, p.op_a, pieces.offset(id), rows_of(id));
+      own_gemm[j] = b.add_step(GemmOp{a_rows, p.op_a, b_all, p.op_b, own[j], Scalar::Alpha, Scalar::Zero},
+                               b.next_compute_lane(), {}, label("own product for", id));
+    }
+    if (j > 0) emit_sum(j - 1);
+  }
+  emit_sum(c - 1);
+  if (!all_reduce) return;
 
-  // All-gather phase of GEMM-AR for chunk j: my finished rows go straight to
-  // every other rank, in the output type; theirs arrive in workspace slots
-  // and are copied into C right after each receive (`unpack_now`) or later
-  // by emit_unpacks(j).
+  // All-gather phase of GEMM-AR: every owner's finished rows go straight to
+  // every other rank, in the output type.
   const int tag_base = P * c;
-  struct Unpack {
-    Region to, from;
-    int recv;
-    int id;
-  };
-  std::vector<std::vector<Unpack>> unpacks(static_cast<std::size_t>(c));
-  auto emit_unpack = [&](const Unpack& u) {
-    b.add_step(b.copy(u.to, u.from), b.next_compute_lane(), {u.recv}, label("unpack finished", u.id));
-  };
-  auto emit_gather = [&](int j, bool unpack_now) {
+  for (int j = 0; j < c; ++j) {
     const int id = piece_id(r, j);
     Region mine{}, outgoing{};
     int ready = finished[j];
@@ -205,46 +188,9 @@ void build_reduction_direct(ScheduleBuilder& b) {
                         0, 0, rows_of(in_id), p.n};
       const int recv =
           b.add_step(RecvOp{slot, from, tag_base + in_id}, kCommLane, {}, label("receive finished", in_id), batch);
-      const Unpack u{c_rows_of(in_id), slot, recv, in_id};
-      if (unpack_now)
-        emit_unpack(u);
-      else
-        unpacks[j].push_back(u);
+      b.add_step(b.copy(c_rows_of(in_id), slot), b.next_compute_lane(), {recv}, label("unpack finished", in_id));
     }
-  };
-  auto emit_unpacks = [&](int j) {
-    for (const Unpack& u : unpacks[j]) emit_unpack(u);
-  };
-
-  // GEMM-AR over two ranks keeps this order too: interleaved, it measured
-  // 1-3% slower on 2 H200s (every shape from 32 MiB), while on 4 it made
-  // 16384^3 7% faster (see doc/performance.md).
-  if (!all_reduce || c <= 2 || P <= 2) {
-    // Every product for other ranks first, then the owner's own ones: a
-    // transfer can only start once its product is made. The sum of chunk j
-    // follows the own product of chunk j+1.
-    for (int j = 0; j < c; ++j) emit_remote(j);
-    for (int j = 0; j < c; ++j) {
-      emit_own(j);
-      if (j > 0) emit_sum(j - 1);
-    }
-    emit_sum(c - 1);
-    if (!all_reduce) return;
-    for (int j = 0; j < c; ++j) emit_gather(j, true);
-    return;
   }
-  // GEMM-AR with chunks: chunk j's all-gather between the reduce-scatter
-  // transfers of chunks j+1 and j+2 (see the top of the file).
-  emit_remote(0);
-  emit_remote(1);
-  for (int j = 0; j < c; ++j) {
-    emit_own(j);
-    emit_sum(j);
-    emit_gather(j, false);
-    if (j + 2 < c) emit_remote(j + 2);
-    if (j > 0) emit_unpacks(j - 1);
-  }
-  emit_unpacks(c - 1);
 }
 
 }  // namespace weave::internal::plan

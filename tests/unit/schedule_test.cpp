@@ -310,16 +310,12 @@ TEST(Schedules, DirectWithMoreRanksThanOnePassSums) {
 // A transfer can start only once its product is made, and the owner's own
 // products are needed only by the final sums: the direct algorithm emits
 // (so puts on the compute streams) every product that is sent before any
-// product that is not. GEMM-AR with more than two chunks over more than two
-// ranks is the exception by design: chunk j's all-gather goes out between the reduce-scatter
-// transfers of chunks j+1 and j+2, so its own product comes right after the
-// products for others of chunk j+1.
+// product that is not.
 TEST(Schedules, DirectMakesProductsForOthersBeforeItsOwn) {
-  using weave::internal::plan::SendOp;
   using weave::internal::plan::StepKind;
   for (Operation op : {Operation::GemmRs, Operation::GemmAr})
     for (int P : {2, 3, 4})
-      for (int chunks : {1, 2, 3, 4}) {
+      for (int chunks : {1, 2, 3}) {
         GroupCase g;
         g.operation = op;
         g.ranks = P;
@@ -331,63 +327,26 @@ TEST(Schedules, DirectMakesProductsForOthersBeforeItsOwn) {
         o.algorithm = Algorithm::Direct;
         o.chunks_per_shard = chunks;
         o.compute_lanes = 2;
-        const bool interleaved = op == Operation::GemmAr && chunks > 2 && P > 2;
         for (const weave::internal::Problem& p : make_group_problems(g)) {
-          const std::string where =
-              "P=" + std::to_string(P) + " chunks=" + std::to_string(chunks) + " rank " + std::to_string(p.group_rank);
           const weave::internal::plan::Schedule s = weave::internal::plan::build_schedule(p, o);
-          // Sends carry the piece id (q * chunks + j) as their tag; the
-          // all-gather's tags start at P * chunks.
-          std::vector<int> sent_chunk(s.steps.size(), -1);
-          std::vector<int> first_gather(static_cast<std::size_t>(chunks), -1);
-          std::vector<int> last_rs(static_cast<std::size_t>(chunks), -1);
-          for (int i = 0; i < static_cast<int>(s.steps.size()); ++i) {
-            if (s.steps[i].kind() != StepKind::Send) continue;
-            const int tag = std::get<SendOp>(s.steps[i].op).tag;
-            const int chunk = tag % (P * chunks) % chunks;
-            if (tag >= P * chunks) {
-              if (first_gather[chunk] < 0) first_gather[chunk] = i;
-            } else {
-              last_rs[chunk] = i;
-              for (int d : s.steps[i].deps) sent_chunk[d] = chunk;
-            }
-          }
-          int sent_count = 0, own_count = 0, last_sent = -1, first_own = static_cast<int>(s.steps.size());
-          std::vector<int> last_remote(static_cast<std::size_t>(chunks), -1), own_at;
+          std::vector<bool> sent(s.steps.size(), false);
+          for (const auto& step : s.steps)
+            if (step.kind() == StepKind::Send)
+              for (int d : step.deps) sent[d] = true;
+          int last_sent = -1, first_own = static_cast<int>(s.steps.size()), sent_count = 0, own_count = 0;
           for (int i = 0; i < static_cast<int>(s.steps.size()); ++i) {
             if (s.steps[i].kind() != StepKind::Gemm) continue;
-            if (sent_chunk[i] >= 0) {
-              ++sent_count;
+            if (sent[i]) {
               last_sent = i;
-              last_remote[sent_chunk[i]] = i;
+              ++sent_count;
             } else {
-              ++own_count;
               first_own = std::min(first_own, i);
-              own_at.push_back(i);
+              ++own_count;
             }
           }
-          EXPECT_EQ(sent_count, (P - 1) * chunks) << where;
-          ASSERT_EQ(own_count, chunks) << where;
-          if (!interleaved) {
-            EXPECT_LT(last_sent, first_own) << where;
-            continue;
-          }
-          for (int j = 0; j < chunks; ++j) {
-            const int next = std::min(j + 1, chunks - 1);
-            // Own product of chunk j after every product for others of
-            // chunks up to j+1, before those of chunk j+2.
-            EXPECT_GT(own_at[j], last_remote[next]) << where << " chunk " << j;
-            if (j + 2 < chunks) {
-              EXPECT_LT(own_at[j], last_remote[j + 2]) << where << " chunk " << j;
-            }
-            // Chunk j's all-gather after the reduce-scatter sends of chunk
-            // j+1 and before those of chunk j+2.
-            ASSERT_GE(first_gather[j], 0) << where;
-            EXPECT_GT(first_gather[j], last_rs[next]) << where << " chunk " << j;
-            if (j + 2 < chunks) {
-              EXPECT_LT(first_gather[j], last_rs[j + 2]) << where << " chunk " << j;
-            }
-          }
+          EXPECT_EQ(sent_count, (P - 1) * chunks) << "P=" << P << " chunks=" << chunks << " rank " << p.group_rank;
+          EXPECT_EQ(own_count, chunks) << "P=" << P << " chunks=" << chunks << " rank " << p.group_rank;
+          EXPECT_LT(last_sent, first_own) << "P=" << P << " chunks=" << chunks << " rank " << p.group_rank;
         }
       }
 }
