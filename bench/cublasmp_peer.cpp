@@ -124,7 +124,8 @@ class Workspace {
     free_ = reinterpret_cast<void (*)(void*)>(dlsym(RTLD_DEFAULT, "nvshmem_free"));
     if (!nvshmem_malloc || !free_) throw std::runtime_error("nvshmem_malloc not found in the loaded NVSHMEM");
     data_ = nvshmem_malloc(bytes_);
-    if (!data_) throw std::runtime_error("nvshmem_malloc(" + std::to_string(bytes_) + ") failed: raise NVSHMEM_SYMMETRIC_SIZE");
+    if (!data_)
+      throw std::runtime_error("nvshmem_malloc(" + std::to_string(bytes_) + ") failed: raise NVSHMEM_SYMMETRIC_SIZE");
 #endif
   }
   Workspace(const Workspace&) = delete;

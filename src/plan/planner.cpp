@@ -70,8 +70,9 @@ double local_flops(const Problem& p) {
 // (whole shards; more chunks made measured device AG-GEMMs slower). Direct
 // reductions: one, two from kDirectTwoChunkBytes of a rank's product shard,
 // four from kDirectFourChunkBytes (GEMM-AR over two ranks: four from
-// kDirectPairAllReduceFourChunkBytes). Host ring reductions: two. Device ring reductions: two, or four when
-// a chunk's partial sums would exceed kDeviceReductionChunkBytes.
+// kDirectPairAllReduceFourChunkBytes). Host ring reductions: two. Device
+// ring reductions: two, or four when a chunk's partial sums would exceed
+// kDeviceReductionChunkBytes.
 int default_chunks(const Problem& p, Backend backend, Algorithm algorithm) {
   if (p.operation == Operation::AgGemm) return 1;
   if (algorithm == Algorithm::Direct) {
