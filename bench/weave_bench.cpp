@@ -19,6 +19,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -76,10 +77,10 @@ struct Options {
   std::string transport = "auto", algorithm = "auto", direction = "auto";
   int chunks = 0, streams = 0;
   // Extra Weave plans to time next to the default one, each
-  // "transport/direction/chunks[/algorithm[/streams]]" (e.g.
-  // "nccl/bidirectional/2", "copy_engine/auto/4/direct",
-  // "auto/auto/0/auto/2"); the algorithm defaults to ring, the compute
-  // streams to --streams.
+  // "transport/direction/chunks[/algorithm[/streams[/WEAVE_NAME=VALUE+...]]]"
+  // (e.g. "nccl/bidirectional/2", "copy_engine/auto/4/direct",
+  // "auto/auto/0/auto/2", "auto/auto/0/auto/0/WEAVE_COMM_PRIORITY=normal");
+  // the algorithm defaults to ring, the compute streams to --streams.
   std::vector<std::string> variants;
   std::string trace;
   bool reduce_in_output_type = false;
@@ -126,22 +127,61 @@ struct PlanChoice {
   weave_direction_t direction = WEAVE_DIRECTION_AUTO;
   int chunks = 0;
   int streams = -1;  // compute streams; -1: --streams
+  // Environment variables set while this plan is created (Weave reads its
+  // WEAVE_* variables then), e.g. WEAVE_COMM_PRIORITY=normal.
+  std::vector<std::pair<std::string, std::string>> environment;
 };
 
-// "transport/direction/chunks[/algorithm[/streams]]"; every name checked.
+// Sets variables for its lifetime, then restores what was there.
+class ScopedEnvironment {
+ public:
+  explicit ScopedEnvironment(const std::vector<std::pair<std::string, std::string>>& variables) {
+    for (const auto& [name, value] : variables) {
+      const char* old = std::getenv(name.c_str());
+      saved_.push_back({name, old ? std::optional<std::string>(old) : std::nullopt});
+      setenv(name.c_str(), value.c_str(), 1);
+    }
+  }
+  ~ScopedEnvironment() {
+    for (auto it = saved_.rbegin(); it != saved_.rend(); ++it) {
+      if (it->second)
+        setenv(it->first.c_str(), it->second->c_str(), 1);
+      else
+        unsetenv(it->first.c_str());
+    }
+  }
+  ScopedEnvironment(const ScopedEnvironment&) = delete;
+  ScopedEnvironment& operator=(const ScopedEnvironment&) = delete;
+
+ private:
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
+};
+
+// "transport/direction/chunks[/algorithm[/streams[/NAME=VALUE+...]]]"; every
+// name checked.
 PlanChoice parse_variant(const std::string& text) {
   std::vector<std::string> parts;
   std::istringstream in(text);
   for (std::string part; std::getline(in, part, '/');) parts.push_back(part);
-  if (parts.size() < 3 || parts.size() > 5)
-    throw std::runtime_error("variant " + text + " is not transport/direction/chunks[/algorithm[/streams]]");
+  if (parts.size() < 3 || parts.size() > 6)
+    throw std::runtime_error("variant " + text +
+                             " is not transport/direction/chunks[/algorithm[/streams[/NAME=VALUE+...]]]");
   PlanChoice v;
   v.label = text;
   v.transport = parse_transport(parts[0]);
   v.direction = parse_direction(parts[1]);
   v.chunks = std::stoi(parts[2]);
   v.algorithm = parse_algorithm(parts.size() >= 4 ? parts[3] : "ring");
-  if (parts.size() == 5) v.streams = std::stoi(parts[4]);
+  if (parts.size() >= 5) v.streams = std::stoi(parts[4]);
+  if (parts.size() == 6) {
+    std::istringstream assignments(parts[5]);
+    for (std::string assignment; std::getline(assignments, assignment, '+');) {
+      const std::size_t equals = assignment.find('=');
+      if (equals == std::string::npos || equals == 0 || assignment.compare(0, 6, "WEAVE_") != 0)
+        throw std::runtime_error("variant " + text + ": " + assignment + " is not WEAVE_NAME=VALUE");
+      v.environment.emplace_back(assignment.substr(0, equals), assignment.substr(equals + 1));
+    }
+  }
   return v;
 }
 
@@ -208,6 +248,7 @@ class Case {
     if (!o.trace.empty()) flags |= WEAVE_FLAG_TRACE;
     if (reduce_in_output_type) flags |= WEAVE_FLAG_REDUCE_IN_OUTPUT_TYPE;
     d.flags(flags);
+    const ScopedEnvironment environment(choice.environment);
     return weave::Plan(grid, d);
   }
 
@@ -337,8 +378,9 @@ int main(int argc, char** argv) {
   app.add_option("--direction", o.direction, "auto, forward, backward, bidirectional");
   app.add_option("--chunks", o.chunks, "chunks per shard (0: automatic)");
   app.add_option("--variants", o.variants,
-                 "more plans to time, each transport/direction/chunks[/algorithm[/streams]], e.g. "
-                 "nccl/bidirectional/2, copy_engine/auto/4/direct, auto/auto/0/auto/2")
+                 "more plans to time, each transport/direction/chunks[/algorithm[/streams[/WEAVE_NAME=VALUE+...]]], "
+                 "e.g. nccl/bidirectional/2, copy_engine/auto/4/direct, auto/auto/0/auto/2, "
+                 "auto/auto/0/auto/0/WEAVE_COMM_PRIORITY=normal (variables set while that plan is created)")
       ->delimiter(',');
   app.add_option("--streams", o.streams, "compute streams (0: automatic)");
   app.add_option("--trace", o.trace, "write the trace of the last weave execute to this path (%r = rank)");

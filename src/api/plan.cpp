@@ -142,6 +142,7 @@ std::unique_ptr<Plan> Plan::create(const std::shared_ptr<GridState>& grid, const
       cuda::CudaBackendOptions options;
       options.allow_tf32 = (r.flags & WEAVE_FLAG_ALLOW_TF32) != 0;
       options.trace = (r.flags & WEAVE_FLAG_TRACE) != 0;
+      options.comm_high_priority = r.comm_high_priority;
       plan->backend_ = cuda::make_cuda_backend(plan->schedule_, plan->problem_, options);
     } else {
       plan->backend_ = std::make_unique<host::HostBackend>(static_cast<std::size_t>(plan->schedule_.workspace_bytes),
@@ -169,7 +170,7 @@ std::unique_ptr<Plan> Plan::create(const std::shared_ptr<GridState>& grid, const
         break;
       case plan::Transport::CopyEngine:
         plan->transport_ = transport::make_copy_engine_transport(*grid, plan->group_, plan->schedule_,
-                                                                 plan->backend_->workspace());
+                                                                 plan->backend_->workspace(), r.comm_high_priority);
         break;
     }
   });

@@ -26,7 +26,7 @@ const char* progress_name(ProgressMode p) { return p == ProgressMode::Tiles ? "t
 Environment read_environment() {
   Environment env;
   for (const char* name : {"WEAVE_ALGORITHM", "WEAVE_TRANSPORT", "WEAVE_CHUNKS", "WEAVE_DIRECTION", "WEAVE_PROGRESS",
-                           "WEAVE_TIMEOUT", "WEAVE_COMPUTE_STREAMS"}) {
+                           "WEAVE_TIMEOUT", "WEAVE_COMPUTE_STREAMS", "WEAVE_COMM_PRIORITY"}) {
     const char* value = std::getenv(name);
     if (value && *value) env[name] = value;
   }
@@ -197,6 +197,17 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
         // algorithm beats the ring, whose hops wait on one another.
         algorithm = WEAVE_ALGORITHM_DIRECT;
         notes += " direct chosen: reductions over copy engines;";
+      } else if (r.backend == Backend::Cuda && r.transport == Transport::Nccl && problem.group_size > 1 &&
+                 (reduction || flops < kNcclRingMinFlops)) {
+        // Measured on one node (doc/performance.md): NCCL's kernels take SMs
+        // from the GEMMs, and no reduction ring over NCCL beat the
+        // sequential plan; AG-GEMM's ring did only from about 1 TFLOP per
+        // rank. Not measured across nodes: WEAVE_ALGORITHM=ring asks for it.
+        algorithm = WEAVE_ALGORITHM_SEQUENTIAL;
+        notes += reduction ? " sequential chosen: over NCCL the reduction rings measured slower than the sequential "
+                             "plan (WEAVE_ALGORITHM=ring overrides);"
+                           : str(" sequential chosen: over NCCL the ring paid only from 1000 GFLOP per rank, this is ",
+                                 flops / 1e9, " (WEAVE_ALGORITHM=ring overrides);");
       }
     }
   }
@@ -279,6 +290,14 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
   if (lanes == 0) lanes = r.backend == Backend::Cuda ? 2 : 1;
   if (r.backend == Backend::Host) lanes = 1;  // one thread issues host work
   r.schedule.compute_lanes = lanes;
+
+  // GPU streams: communication at the device's highest priority by default,
+  // so a transfer's kernels (NCCL's, the copy engines' flag writes) are not
+  // queued behind GEMM blocks; WEAVE_COMM_PRIORITY=normal gives every stream
+  // the default priority.
+  if (env_choice<bool>(env, "WEAVE_COMM_PRIORITY", {{"high", true}, {"normal", false}}, &r.comm_high_priority) &&
+      !r.comm_high_priority && r.backend == Backend::Cuda)
+    notes += " communication streams at normal priority (WEAVE_COMM_PRIORITY);";
 
   r.schedule.gathered_output = (desc.flags & WEAVE_FLAG_GATHERED_OUTPUT) != 0;
   r.schedule.reduce_in_output_type = (desc.flags & WEAVE_FLAG_REDUCE_IN_OUTPUT_TYPE) != 0;

@@ -31,6 +31,7 @@ struct Resolved {
   Transport transport = Transport::Mpi;
   ProgressMode progress = ProgressMode::Tiles;
   std::chrono::milliseconds timeout{300000};
+  bool comm_high_priority = true;  // GPU communication streams above the compute streams
   int flags = 0;
   // Why the automatic choices came out as they did, for describe.
   std::string notes;
@@ -50,6 +51,13 @@ struct Capabilities {
 // Below this many flops per rank a device plan runs sequentially: the ring's
 // per-step costs outweigh what overlap hides (measured: doc/performance.md).
 constexpr double kDeviceOverlapMinFlops = 64e9;
+// Over NCCL, device plans are sequential for GEMM-RS and GEMM-AR and for
+// AG-GEMM below this many flops per rank: on 4 H200s over NCCL the reduction
+// rings took 2.1-2.7 x the time of the sequential plan moving bf16 (and
+// about 1.5-1.9 x the GEMM plus twice that collective, what float32 partial
+// sums would move), AG-GEMM's ring 1.17-1.37 x up to 275 GFLOP per rank and
+// 0.83-0.99 x from 1.9 TFLOP (doc/performance.md).
+constexpr double kNcclRingMinFlops = 1e12;
 // Direct reductions cut shards in two from this many bytes of a rank's
 // product shard in C's type, in four from kDirectFourChunkBytes, else send
 // whole shards (measured: doc/performance.md; whole 32 MiB shards won once

@@ -219,6 +219,19 @@ TEST(Planner, DevicePlansTakeComputeStreams) {
             4);
 }
 
+// Communication streams sit above the compute streams unless
+// WEAVE_COMM_PRIORITY=normal says otherwise; describe says so.
+TEST(Planner, CommunicationPriorityFromTheEnvironment) {
+  const weave_plan_desc_t desc{};
+  EXPECT_TRUE(resolve_options(desc, device_problem(), {}, everything()).comm_high_priority);
+  EXPECT_TRUE(resolve_options(desc, device_problem(), {{"WEAVE_COMM_PRIORITY", "high"}}, everything()).comm_high_priority);
+  const Resolved normal = resolve_options(desc, device_problem(), {{"WEAVE_COMM_PRIORITY", "normal"}}, everything());
+  EXPECT_FALSE(normal.comm_high_priority);
+  EXPECT_NE(normal.notes.find("normal priority"), std::string::npos) << normal.notes;
+  expect_failure(desc, device_problem(), {{"WEAVE_COMM_PRIORITY", "low"}}, everything(), WEAVE_ERROR_INVALID_VALUE,
+                 "WEAVE_COMM_PRIORITY=low");
+}
+
 // Device reductions large enough to overlap: over copy engines the direct
 // algorithm, over NCCL the ring; AG-GEMM always the ring.
 TEST(Planner, DeviceReductionsOverCopyEnginesRunDirect) {
@@ -261,10 +274,23 @@ TEST(Planner, DeviceReductionsOverCopyEnginesRunDirect) {
     EXPECT_EQ(resolve_options(desc, large(op, 4096 - 8, 2), {}, caps).schedule.chunks_per_shard, 1);
     EXPECT_EQ(resolve_options(desc, large(op, 1024), {}, caps).schedule.algorithm, Algorithm::Sequential);
   }
+  // Over NCCL the rings measured slower than the sequential plan for the
+  // reductions, and for AG-GEMM below 1 TFLOP per rank: sequential, said
+  // in describe; WEAVE_ALGORITHM=ring still asks for the ring.
   caps.copy_engine_usable = false;
-  const Resolved nccl = resolve_options(desc, large(Operation::GemmRs), {}, caps);
-  EXPECT_EQ(nccl.transport, Transport::Nccl);
-  EXPECT_EQ(nccl.schedule.algorithm, Algorithm::Ring);
+  for (Operation op : {Operation::GemmRs, Operation::GemmAr, Operation::AgGemm}) {
+    const Resolved nccl = resolve_options(desc, large(op), {}, caps);
+    EXPECT_EQ(nccl.transport, Transport::Nccl);
+    EXPECT_EQ(nccl.schedule.algorithm, Algorithm::Sequential);
+    EXPECT_NE(nccl.notes.find("over NCCL"), std::string::npos) << nccl.notes;
+    EXPECT_EQ(resolve_options(desc, large(op), {{"WEAVE_ALGORITHM", "ring"}}, caps).schedule.algorithm,
+              Algorithm::Ring);
+  }
+  // AG-GEMM from 1 TFLOP per rank (m = 32768: 1.1 TFLOP) runs the ring;
+  // the reductions stay sequential.
+  EXPECT_EQ(resolve_options(desc, large(Operation::AgGemm, 32768), {}, caps).schedule.algorithm, Algorithm::Ring);
+  EXPECT_EQ(resolve_options(desc, large(Operation::GemmRs, 32768), {}, caps).schedule.algorithm,
+            Algorithm::Sequential);
 }
 
 // One variable for a whole program: WEAVE_ALGORITHM=direct applies to the

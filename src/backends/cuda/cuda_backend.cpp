@@ -41,9 +41,11 @@ CudaBackend::CudaBackend(const plan::Schedule& schedule, const CudaBackendOption
 CudaBackend::~CudaBackend() { release(); }
 
 void CudaBackend::create_streams_and_events() {
-  // Larger numbers are lower priorities; communication gets the greatest.
+  // Larger numbers are lower priorities; communication gets the greatest
+  // unless asked otherwise (WEAVE_COMM_PRIORITY=normal).
   int least = 0, greatest = 0;
   WEAVE_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+  if (!options_.comm_high_priority) greatest = least;
   const std::size_t lanes = static_cast<std::size_t>(schedule_.compute_lanes);
   streams_.assign(lanes + 1, nullptr);
   for (std::size_t lane = 0; lane <= lanes; ++lane)

@@ -13,6 +13,7 @@ namespace weave::internal::cuda {
 struct CudaBackendOptions {
   bool allow_tf32 = false;
   bool trace = false;  // timing events around every step
+  bool comm_high_priority = true;  // the communication stream at the device's highest priority
 };
 
 std::unique_ptr<exec::ComputeBackend> make_cuda_backend(const plan::Schedule& schedule, const Problem& problem,

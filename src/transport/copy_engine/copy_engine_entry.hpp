@@ -10,9 +10,11 @@
 
 namespace weave::internal::transport {
 
-// Collective over the group; `workspace` is the plan's device workspace.
+// Collective over the group; `workspace` is the plan's device workspace;
+// `high_priority`: the copy streams at the device's highest priority.
 std::unique_ptr<Transport> make_copy_engine_transport(GridState& grid, const GroupView& group,
-                                                      const plan::Schedule& schedule, void* workspace);
+                                                      const plan::Schedule& schedule, void* workspace,
+                                                      bool high_priority);
 
 // Whether every rank of the group shares one node with peer access between
 // their GPUs; every rank gets the same answer. Collective over the group.

@@ -4,7 +4,8 @@
 
 namespace weave::internal::transport {
 
-std::unique_ptr<Transport> make_copy_engine_transport(GridState&, const GroupView&, const plan::Schedule&, void*) {
+std::unique_ptr<Transport> make_copy_engine_transport(GridState&, const GroupView&, const plan::Schedule&, void*,
+                                                      bool) {
   fail(WEAVE_ERROR_NOT_COMPILED, "the copy-engine transport is not compiled into this Weave; rebuild with "
        "-DWEAVE_ENABLE_CUDA=ON");
 }

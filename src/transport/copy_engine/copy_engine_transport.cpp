@@ -78,7 +78,7 @@ bool copy_engine_usable(const GroupView& group, std::string* why_not) {
 }
 
 CopyEngineTransport::CopyEngineTransport(GridState& grid, const GroupView& group, const plan::Schedule& schedule,
-                                         void* workspace) {
+                                         void* workspace, bool high_priority) {
   std::string why_not;
   if (!copy_engine_usable(group, &why_not))
     fail(WEAVE_ERROR_UNSUPPORTED, "the copy-engine transport needs every rank of the group on one node with peer "
@@ -130,6 +130,7 @@ CopyEngineTransport::CopyEngineTransport(GridState& grid, const GroupView& group
 
     int least = 0, greatest = 0;
     WEAVE_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    if (!high_priority) greatest = least;
     for (const auto& [step, out] : outgoing_) {
       (void)step;
       if (copy_streams_.count(out.peer)) continue;
@@ -309,8 +310,9 @@ void CopyEngineTransport::enqueue(const std::vector<const plan::Step*>& batch, c
 }
 
 std::unique_ptr<Transport> make_copy_engine_transport(GridState& grid, const GroupView& group,
-                                                      const plan::Schedule& schedule, void* workspace) {
-  return std::make_unique<CopyEngineTransport>(grid, group, schedule, workspace);
+                                                      const plan::Schedule& schedule, void* workspace,
+                                                      bool high_priority) {
+  return std::make_unique<CopyEngineTransport>(grid, group, schedule, workspace, high_priority);
 }
 
 }  // namespace weave::internal::transport

@@ -34,7 +34,8 @@ class CopyEngineTransport final : public Transport {
  public:
   // Collective over the group. `workspace` is the plan's device workspace
   // (cudaMalloc'd, so it can be exported); receive regions must lie in it.
-  CopyEngineTransport(GridState& grid, const GroupView& group, const plan::Schedule& schedule, void* workspace);
+  CopyEngineTransport(GridState& grid, const GroupView& group, const plan::Schedule& schedule, void* workspace,
+                      bool high_priority);
   ~CopyEngineTransport() override;
 
   std::string name() const override;
