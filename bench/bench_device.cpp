@@ -230,6 +230,27 @@ double Timer::stop_ms() {
   return (MPI_Wtime() - host_start_) * 1e3;
 }
 
+std::vector<double> measure_in_turn(int warmup, int iterations, Timer& timer,
+                                    const std::vector<std::function<void()>>& bodies) {
+  std::vector<std::vector<double>> samples(bodies.size());
+  for (int it = -warmup; it < iterations; ++it)
+    for (std::size_t b = 0; b < bodies.size(); ++b) {
+      timer.synchronize();
+      MPI_Barrier(MPI_COMM_WORLD);
+      timer.start();
+      bodies[b]();
+      double ms = timer.stop_ms(), slowest = 0;
+      MPI_Allreduce(&ms, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+      if (it >= 0) samples[b].push_back(slowest);
+    }
+  std::vector<double> medians;
+  for (std::vector<double>& s : samples) {
+    std::sort(s.begin(), s.end());
+    medians.push_back(s.empty() ? 0.0 : s[s.size() / 2]);
+  }
+  return medians;
+}
+
 Communicator::Communicator(MPI_Comm comm, bool device) : comm_(comm), device_(device) {
 #if WEAVE_BENCH_CUDA
   if (device) {

@@ -82,11 +82,6 @@ const char* op_name(Op op) {
   return op == Op::AllGatherGemm ? "AG-GEMM" : op == Op::GemmReduceScatter ? "GEMM-RS" : "GEMM-AR";
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v[v.size() / 2];
-}
-
 float from_bfloat16(uint16_t h) {
   const uint32_t bits = static_cast<uint32_t>(h) << 16;
   float x;
@@ -156,13 +151,13 @@ class Workspace {
 
 // The process grids and handles shared by every measurement.
 struct Context {
-  cudaStream_t stream = nullptr;
   ncclComm_t cublasmp_comm = nullptr, sequential_comm = nullptr;
   cublasMpHandle_t handle = nullptr;
   cublasMpGrid_t column = nullptr;  // g_size x 1: rows split
   cublasMpGrid_t row = nullptr;     // 1 x g_size: columns split
   cublasHandle_t cublas = nullptr;
-  cudaEvent_t start = nullptr, stop = nullptr;
+  bench::Timer timer{true};  // its stream carries everything measured
+  cudaStream_t stream = static_cast<cudaStream_t>(timer.stream());
 };
 
 ncclComm_t new_nccl_comm() {
@@ -279,26 +274,11 @@ Result run_case(Context& ctx, Op op, const Shape& s, int warmup, int iterations)
     }
   };
 
-  // The two take turns within every iteration (see weave-bench).
-  const std::vector<std::function<void()>> bodies = {sequential, fused};
-  std::vector<std::vector<double>> samples(bodies.size());
-  for (int it = -warmup; it < iterations; ++it)
-    for (std::size_t i = 0; i < bodies.size(); ++i) {
-      check(cudaStreamSynchronize(ctx.stream), "cudaStreamSynchronize");
-      MPI_Barrier(MPI_COMM_WORLD);
-      check(cudaEventRecord(ctx.start, ctx.stream), "cudaEventRecord");
-      bodies[i]();
-      check(cudaEventRecord(ctx.stop, ctx.stream), "cudaEventRecord");
-      check(cudaEventSynchronize(ctx.stop), "cudaEventSynchronize");
-      float ms = 0;
-      check(cudaEventElapsedTime(&ms, ctx.start, ctx.stop), "cudaEventElapsedTime");
-      double mine = ms, slowest = 0;
-      MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-      if (it >= 0) samples[i].push_back(slowest);
-    }
+  // The two take turns within every iteration, as weave-bench's columns do.
+  const std::vector<double> ms = bench::measure_in_turn(warmup, iterations, ctx.timer, {sequential, fused});
   Result r;
-  r.sequential_ms = median(samples[0]);
-  r.fused_ms = median(samples[1]);
+  r.sequential_ms = ms[0];
+  r.fused_ms = ms[1];
   // The last fused result against the last sequential one; D is poisoned
   // first so that a call that writes nothing cannot pass.
   check(cudaMemsetAsync(d.data(), 0xFF, static_cast<std::size_t>(d.bytes()), ctx.stream), "cudaMemset");  // NaNs
@@ -349,9 +329,6 @@ int main(int argc, char** argv) {
 #endif
     bench::select_device(true);
     Context ctx;
-    check(cudaStreamCreateWithFlags(&ctx.stream, cudaStreamNonBlocking), "cudaStreamCreate");
-    check(cudaEventCreate(&ctx.start), "cudaEventCreate");
-    check(cudaEventCreate(&ctx.stop), "cudaEventCreate");
     ctx.cublasmp_comm = new_nccl_comm();
     ctx.sequential_comm = new_nccl_comm();
     check(cublasCreate(&ctx.cublas), "cublasCreate");

@@ -61,11 +61,6 @@ std::vector<int64_t> counts_for(int64_t n, bool uneven) {
   return counts;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v[v.size() / 2];
-}
-
 struct Options {
   std::string backend = "host";
   std::string dtype = "f64";
@@ -332,29 +327,6 @@ class Case {
   std::vector<int64_t> m_counts_;
 };
 
-// Medians over iterations of the slowest rank's time of each body. The
-// bodies take turns within every iteration, so a drift of the machine during
-// the run (GPU clocks that fall as the chips heat up) touches all of them
-// alike: measured one after the other, two identical plans differed by 10%
-// on 4 H200s, the later one slower.
-std::vector<double> measure_in_turn(const Options& o, bench::Timer& timer,
-                                    const std::vector<std::function<void()>>& bodies) {
-  std::vector<std::vector<double>> samples(bodies.size());
-  for (int it = -o.warmup; it < o.iterations; ++it)
-    for (std::size_t b = 0; b < bodies.size(); ++b) {
-      timer.synchronize();
-      MPI_Barrier(MPI_COMM_WORLD);
-      timer.start();
-      bodies[b]();
-      double ms = timer.stop_ms(), slowest = 0;
-      MPI_Allreduce(&ms, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-      if (it >= 0) samples[b].push_back(slowest);
-    }
-  std::vector<double> medians;
-  for (auto& s : samples) medians.push_back(median(std::move(s)));
-  return medians;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -461,7 +433,7 @@ int main(int argc, char** argv) {
             [&] { c.execute(sequential, timer); },
         };
         for (std::size_t i = 0; i < choices.size(); ++i) bodies.push_back([&, i] { c.execute(plan_of(i), timer); });
-        const std::vector<double> ms = measure_in_turn(o, timer, bodies);
+        const std::vector<double> ms = bench::measure_in_turn(o.warmup, o.iterations, timer, bodies);
         const double gemm_ms = ms[0], comm_ms = ms[1], sequential_ms = ms[2];
         const double limit = std::max(gemm_ms, comm_ms);
         if (!o.trace.empty()) {  // the default plan's last execute
