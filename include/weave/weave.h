@@ -244,7 +244,9 @@ typedef struct weave_plan_s* weave_plan_t;
 /* One distributed multiplication. Zero-initialise, set operation, a, b, c;
  * every other zero field means "automatic" or "default". Environment
  * variables WEAVE_ALGORITHM, WEAVE_TRANSPORT, WEAVE_CHUNKS, WEAVE_DIRECTION,
- * WEAVE_PROGRESS, WEAVE_TIMEOUT override the automatic choices only. */
+ * WEAVE_PROGRESS, WEAVE_COMPUTE_STREAMS, WEAVE_TIMEOUT override the automatic
+ * choices only; WEAVE_COMM_PRIORITY and WEAVE_SM_MARGIN tune GPU plans (see
+ * doc/api-reference.md). */
 typedef struct weave_plan_desc_t {
   weave_operation_t operation;
   weave_group_t group;          /* the ranks the operation runs over; default: the grid */

@@ -143,6 +143,7 @@ std::unique_ptr<Plan> Plan::create(const std::shared_ptr<GridState>& grid, const
       options.allow_tf32 = (r.flags & WEAVE_FLAG_ALLOW_TF32) != 0;
       options.trace = (r.flags & WEAVE_FLAG_TRACE) != 0;
       options.comm_high_priority = r.comm_high_priority;
+      options.gemm_sm_margin = r.gemm_sm_margin;
       plan->backend_ = cuda::make_cuda_backend(plan->schedule_, plan->problem_, options);
     } else {
       plan->backend_ = std::make_unique<host::HostBackend>(static_cast<std::size_t>(plan->schedule_.workspace_bytes),

@@ -26,7 +26,7 @@ const char* progress_name(ProgressMode p) { return p == ProgressMode::Tiles ? "t
 Environment read_environment() {
   Environment env;
   for (const char* name : {"WEAVE_ALGORITHM", "WEAVE_TRANSPORT", "WEAVE_CHUNKS", "WEAVE_DIRECTION", "WEAVE_PROGRESS",
-                           "WEAVE_TIMEOUT", "WEAVE_COMPUTE_STREAMS", "WEAVE_COMM_PRIORITY"}) {
+                           "WEAVE_TIMEOUT", "WEAVE_COMPUTE_STREAMS", "WEAVE_COMM_PRIORITY", "WEAVE_SM_MARGIN"}) {
     const char* value = std::getenv(name);
     if (value && *value) env[name] = value;
   }
@@ -298,6 +298,17 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
   if (env_choice<bool>(env, "WEAVE_COMM_PRIORITY", {{"high", true}, {"normal", false}}, &r.comm_high_priority) &&
       !r.comm_high_priority && r.backend == Backend::Cuda)
     notes += " communication streams at normal priority (WEAVE_COMM_PRIORITY);";
+
+  // SMs left to communication: a margin sizes the overlapped plans' GEMMs
+  // for fewer SMs, so that kernels beside them (NCCL's, the sums) find free
+  // SMs. None by default, measured on 4 H200s (doc/performance.md): over
+  // copy engines, which move data without SMs, 8 and 16 SMs made the plans
+  // up to 5% and 12% slower; over NCCL, 32 SMs sped the reduction rings by
+  // 11-23%, but they stayed 1.6-2.3 x the sequential plan that NCCL plans
+  // run by default, and slowed the large AG-GEMM rings by up to 16%.
+  r.gemm_sm_margin = static_cast<int>(env_integer(env, "WEAVE_SM_MARGIN", 0, 0));
+  if (r.gemm_sm_margin > 0 && r.backend == Backend::Cuda)
+    notes += str(" GEMMs leave ", r.gemm_sm_margin, " SMs free (WEAVE_SM_MARGIN);");
 
   r.schedule.gathered_output = (desc.flags & WEAVE_FLAG_GATHERED_OUTPUT) != 0;
   r.schedule.reduce_in_output_type = (desc.flags & WEAVE_FLAG_REDUCE_IN_OUTPUT_TYPE) != 0;

@@ -232,6 +232,19 @@ TEST(Planner, CommunicationPriorityFromTheEnvironment) {
                  "WEAVE_COMM_PRIORITY=low");
 }
 
+// WEAVE_SM_MARGIN: SMs the overlapped GEMMs leave free, checked and noted.
+TEST(Planner, SmMarginFromTheEnvironment) {
+  const weave_plan_desc_t desc{};
+  EXPECT_EQ(resolve_options(desc, device_problem(), {}, everything()).gemm_sm_margin, 0);
+  const Resolved margin = resolve_options(desc, device_problem(), {{"WEAVE_SM_MARGIN", "16"}}, everything());
+  EXPECT_EQ(margin.gemm_sm_margin, 16);
+  EXPECT_NE(margin.notes.find("leave 16 SMs free"), std::string::npos) << margin.notes;
+  expect_failure(desc, device_problem(), {{"WEAVE_SM_MARGIN", "-1"}}, everything(), WEAVE_ERROR_INVALID_VALUE,
+                 "WEAVE_SM_MARGIN=-1");
+  expect_failure(desc, device_problem(), {{"WEAVE_SM_MARGIN", "some"}}, everything(), WEAVE_ERROR_INVALID_VALUE,
+                 "WEAVE_SM_MARGIN=some");
+}
+
 // Device reductions large enough to overlap: over copy engines the direct
 // algorithm, over NCCL the ring; AG-GEMM always the ring.
 TEST(Planner, DeviceReductionsOverCopyEnginesRunDirect) {

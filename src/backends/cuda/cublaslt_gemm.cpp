@@ -72,7 +72,7 @@ GemmWork gemm_work(const plan::GemmOp& op) {
 }
 
 CublasLtGemm::CublasLtGemm(cublasLtHandle_t handle, const plan::Schedule& schedule, const plan::GemmOp& op,
-                           bool allow_tf32, std::size_t workspace_bytes)
+                           bool allow_tf32, std::size_t workspace_bytes, int32_t sm_count_target)
     : handle_(handle), op_(op), workspace_bytes_(workspace_bytes) {
   const exec::MatrixRef a = layout_of(schedule, op.a), b = layout_of(schedule, op.b), c = layout_of(schedule, op.c);
   shape_ = kernels::to_column_major(a, op.op_a, b, op.op_b, c);
@@ -109,6 +109,11 @@ CublasLtGemm::CublasLtGemm(cublasLtHandle_t handle, const plan::Schedule& schedu
         cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSA, &trans_left, sizeof trans_left));
     WEAVE_CUBLAS_CHECK(
         cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSB, &trans_right, sizeof trans_right));
+    // Set before the heuristic query, which then picks (and sizes) kernels
+    // for that many SMs.
+    if (sm_count_target > 0)
+      WEAVE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET,
+                                                        &sm_count_target, sizeof sm_count_target));
     // Stored shapes of the column-major operands.
     const uint64_t m = static_cast<uint64_t>(shape_.m), n = static_cast<uint64_t>(shape_.n),
                    k = static_cast<uint64_t>(shape_.k);

@@ -37,9 +37,11 @@ GemmWork gemm_work(const plan::GemmOp& op);
 class CublasLtGemm {
  public:
   // `op` must be GemmWork::Matmul. Each lane's cuBLASLt workspace holds
-  // `workspace_bytes`.
+  // `workspace_bytes`. `sm_count_target` > 0 asks cuBLASLt for a kernel
+  // sized for that many SMs (its persistent kernels then leave the others
+  // free); 0: every SM of the device.
   CublasLtGemm(cublasLtHandle_t handle, const plan::Schedule& schedule, const plan::GemmOp& op, bool allow_tf32,
-               std::size_t workspace_bytes);
+               std::size_t workspace_bytes, int32_t sm_count_target = 0);
   ~CublasLtGemm();
   CublasLtGemm(const CublasLtGemm&) = delete;
   CublasLtGemm& operator=(const CublasLtGemm&) = delete;

@@ -1,5 +1,6 @@
 #include "backends/cuda/cuda_backend.hpp"
 
+#include <algorithm>
 #include <set>
 #include <utility>
 
@@ -27,6 +28,11 @@ CudaBackend::CudaBackend(const plan::Schedule& schedule, const CudaBackendOption
     cudaDeviceProp properties{};
     WEAVE_CUDA_CHECK(cudaGetDeviceProperties(&properties, device_));
     device_name_ = properties.name;
+    device_sms_ = properties.multiProcessorCount;
+    // Only GEMMs that run beside communication leave SMs free: a sequential
+    // schedule runs nothing beside its GEMM.
+    if (options_.gemm_sm_margin > 0 && schedule_.algorithm != plan::Algorithm::Sequential)
+      gemm_sms_ = std::max(1, device_sms_ - options_.gemm_sm_margin);
     create_streams_and_events();
     if (schedule_.workspace_bytes > 0)
       WEAVE_CUDA_CHECK(cudaMalloc(&workspace_, static_cast<std::size_t>(schedule_.workspace_bytes)));
@@ -101,7 +107,7 @@ void CudaBackend::prepare_steps() {
     if (lane_multiplies[lane]) WEAVE_CUDA_CHECK(cudaMalloc(&cublas_workspaces_[lane], kCublasWorkspaceBytes));
   for (const plan::GemmOp* op : matmul_steps)
     prepared_[op].matmul =
-        std::make_unique<CublasLtGemm>(cublas_, schedule_, *op, options_.allow_tf32, kCublasWorkspaceBytes);
+        std::make_unique<CublasLtGemm>(cublas_, schedule_, *op, options_.allow_tf32, kCublasWorkspaceBytes, gemm_sms_);
 }
 
 void CudaBackend::release() noexcept {
@@ -140,7 +146,7 @@ void CudaBackend::release() noexcept {
 
 std::string CudaBackend::name() const {
   return str("cuda (device ", device_, " ", device_name_, ", cuBLASLt", options_.allow_tf32 ? ", TF32 allowed" : "",
-             ")");
+             gemm_sms_ > 0 ? str(", GEMMs sized for ", gemm_sms_, " of ", device_sms_, " SMs") : std::string(), ")");
 }
 
 cudaStream_t CudaBackend::stream(int lane) const {

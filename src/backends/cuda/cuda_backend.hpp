@@ -56,6 +56,8 @@ class CudaBackend final : public exec::ComputeBackend {
   CudaBackendOptions options_;
   int device_ = -1;
   std::string device_name_;
+  int device_sms_ = 0;
+  int gemm_sms_ = 0;  // SMs the GEMMs are sized for; 0: all (no margin)
   // Compute lanes 0..n-1, then the communication lane: all of them start
   // after the caller's stream (fork) and the caller's stream after them (join).
   std::vector<cudaStream_t> streams_;
