@@ -217,7 +217,6 @@ std::string Plan::describe() const {
   std::string algorithm = str(plan::algorithm_name(s.algorithm));
   const std::string chunks = str(s.chunks_per_shard, " chunk", s.chunks_per_shard > 1 ? "s" : "", "/shard");
   if (s.algorithm == plan::Algorithm::Ring) algorithm += str(" ", plan::direction_name(s.direction), ", ", chunks);
-  if (s.last_hop_parts > 1) algorithm += str(", last hop's chunks in ", s.last_hop_parts, " parts");
   if (s.algorithm == plan::Algorithm::Direct)
     algorithm += str(", ", chunks, ", products travel as ", dtype_name(p.dtype), ", summed in ",
                      dtype_name(accumulation_type(p.dtype)));

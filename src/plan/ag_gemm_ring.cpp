@@ -13,10 +13,7 @@
 // Every received chunk has its own place in the gather buffer, so no receive
 // waits for a reader of an earlier chunk, and the buffer ends up holding the
 // whole gathered op(A) (returned to the caller on request).
-#include <algorithm>
-#include <map>
 #include <string>
-#include <utility>
 
 #include "core/error.hpp"
 #include "plan/schedule_builder.hpp"
@@ -45,117 +42,92 @@ void build_ag_gemm_ring(ScheduleBuilder& b) {
     return b.op_rows(kBufferA, p.op_a, pieces.offset(id) - p.m_split.offset(r), pieces.count(id));
   };
 
-  // The multiplication of rows [row0, row0 + rows) of op(A) (already local
-  // in `a_region`), their bias, and their copy into the caller's gathered A.
-  auto multiply = [&](const std::string& what, int64_t row0, int64_t rows, const Region& a_region, int dep) {
+  // The multiplication of one chunk of op(A) (already local in `a_region`),
+  // its bias, and its copy into the caller's gathered A.
+  auto multiply = [&](int id, const Region& a_region, int dep) {
+    const std::string what = "chunk " + std::to_string(id % c) + " of rank " + std::to_string(id / c);
     const int lane = b.next_compute_lane();
-    const Region c_rows{kBufferC, row0, 0, rows, c_all.cols};
+    const Region c_rows{kBufferC, pieces.offset(id), 0, pieces.count(id), c_all.cols};
     if (!c_rows.empty()) {
       GemmOp g{a_region, p.op_a, b_all, p.op_b, c_rows, Scalar::Alpha, Scalar::Beta};
       const int gemm = b.add_step(g, lane, {dep}, "gemm " + what);
       if (p.has_bias) b.add_step(b.add_bias(c_rows), lane, {gemm}, "bias " + what);
     }
     if (o.gathered_output) {
-      const Region out = b.op_rows(kBufferGathered, p.op_a, row0, rows);
+      const Region out = b.op_rows(kBufferGathered, p.op_a, pieces.offset(id), pieces.count(id));
       b.add_step(b.copy(out, a_region), lane, {dep}, "gathered output " + what);
     }
   };
-  auto chunk_name = [&](int id) { return "chunk " + std::to_string(id % c) + " of rank " + std::to_string(id / c); };
 
   // Own chunks: sent straight from A when their bytes already look like a
   // gather-buffer chunk, otherwise packed first.
   std::vector<int> own_send_dep(c, -1);
-  std::vector<bool> own_packed(c, false);
+  std::vector<Region> own_send_region(c);
   for (int j = 0; j < c; ++j) {
     const int id = piece_id(r, j);
-    if (piece_rows(id) == 0 || b.same_bytes_as_tight(own_region(j), gather_order)) continue;
-    own_packed[j] = true;
-    own_send_dep[j] = b.add_step(b.copy(gather_region(id), own_region(j)), 0, {},
+    const Region mine = own_region(j);
+    own_send_region[j] = mine;
+    if (piece_rows(id) == 0 || b.same_bytes_as_tight(mine, gather_order)) continue;
+    own_send_region[j] = gather_region(id);
+    own_send_dep[j] = b.add_step(b.copy(gather_region(id), mine), 0, {},
                                  "pack own chunk " + std::to_string(j));
   }
-  for (int j = 0; j < c; ++j) {
-    const int id = piece_id(r, j);
-    if (piece_rows(id) > 0) multiply(chunk_name(id), pieces.offset(id), piece_rows(id), own_region(j), -1);
-  }
+  for (int j = 0; j < c; ++j)
+    if (piece_rows(piece_id(r, j)) > 0) multiply(piece_id(r, j), own_region(j), -1);
 
   // The two rings (or one). For direction d, the b-th batch sends the b-th
-  // transfer of my list to the next rank and receives the b-th transfer of
-  // the previous rank's list; both lists enumerate (hop, chunk, part) in the
-  // same order, so batches pair up across ranks. At hop h a rank sends the
-  // chunks of the shard it received at hop h - 1 (its own at hop 1).
-  //
-  // The last hop's chunks travel in o.last_hop_parts parts: what arrives
-  // last is all that the final GEMMs wait for, so cutting only those
-  // transfers lets the last GEMM start on half a chunk while the other half
-  // travels, without paying the per-transfer costs on every hop.
-  struct Transfer {
-    int hop, id, part, parts;
-  };
+  // entry of my send list to the next rank and receives the b-th entry of my
+  // receive list from the previous one; the next rank's b-th receive is my
+  // b-th send, so batches pair up across ranks.
   struct Ring {
-    int next, prev, step;
-    std::vector<Transfer> transfers;
-    std::map<int, int> whole_recv;  // piece id -> receive step of a whole (unsplit) chunk
+    int next, prev;
+    std::vector<int> recv_ids;   // in arrival order
+    std::vector<int> recv_step;  // step index per arrival, -1 if empty
   };
   std::vector<Ring> rings;
   const bool both_ways = o.direction == Direction::Bidirectional;
   const int forward_hops = both_ways ? P / 2 : o.direction == Direction::Forward ? P - 1 : 0;
-  const int tail_parts = std::max(1, o.last_hop_parts);
   for (const Direction d : {Direction::Forward, Direction::Backward}) {
     const int hops = d == Direction::Forward ? forward_hops : P - 1 - forward_hops;
     if (hops == 0) continue;
     const int step = d == Direction::Backward ? -1 : 1;
-    Ring ring{b.mod(r + step), b.mod(r - step), step, {}, {}};
-    for (int hop = 1; hop <= hops; ++hop) {
-      const int parts = hop == hops ? tail_parts : 1;
-      for (int j = 0; j < c; ++j)
-        for (int t = 0; t < parts; ++t) ring.transfers.push_back(Transfer{hop, j, t, parts});
-    }
+    Ring ring{b.mod(r + step), b.mod(r - step), {}, {}};
+    for (int hop = 1; hop <= hops; ++hop)
+      for (int j = 0; j < c; ++j) ring.recv_ids.push_back(piece_id(b.mod(r - step * hop), j));
+    ring.recv_step.assign(ring.recv_ids.size(), -1);
     rings.push_back(std::move(ring));
   }
-  // Rows [first, first + count) of part t of a chunk of `rows` rows.
-  auto part_of = [](int64_t rows, int t, int parts) {
-    const Split split = Split::balanced(rows, parts);
-    return std::pair<int64_t, int64_t>{split.offset(t), split.count(t)};
-  };
-  auto tag_of = [&](int id, int t) { return id * tail_parts + t; };
 
   std::size_t batches = 0;
-  for (const Ring& ring : rings) batches = std::max(batches, ring.transfers.size());
+  for (const Ring& ring : rings) batches = std::max(batches, ring.recv_ids.size());
   for (std::size_t n = 0; n < batches; ++n) {
     for (Ring& ring : rings) {
-      if (n >= ring.transfers.size()) continue;
-      const Transfer& tr = ring.transfers[n];
+      if (n >= ring.recv_ids.size()) continue;
       const int batch = b.next_batch();
-      // Send: at hop 1 my own chunk, later the chunk that arrived one hop
-      // earlier (whole: only the last hop is cut in parts).
-      const int send_id = piece_id(b.mod(r - ring.step * (tr.hop - 1)), tr.id);
-      if (piece_rows(send_id) > 0) {
-        const auto [first, count] = part_of(piece_rows(send_id), tr.part, tr.parts);
-        if (count > 0) {
-          if (tr.hop == 1) {
-            const int64_t own_row0 = pieces.offset(send_id) - (own_packed[tr.id] ? 0 : p.m_split.offset(r));
-            const Region src = b.op_rows(own_packed[tr.id] ? gather : kBufferA, p.op_a, own_row0 + first, count);
-            b.add_step(SendOp{src, ring.next, tag_of(send_id, tr.part)}, kCommLane, {own_send_dep[tr.id]},
-                       "send own chunk " + std::to_string(tr.id), batch);
-          } else {
-            const Region src = b.op_rows(gather, p.op_a, pieces.offset(send_id) + first, count);
-            b.add_step(SendOp{src, ring.next, tag_of(send_id, tr.part)}, kCommLane, {ring.whole_recv.at(send_id)},
-                       "forward " + chunk_name(send_id), batch);
-          }
-        }
+      // Send: first my own c chunks, then forward what arrived (all but the
+      // last hop's chunks, which the next rank gets from the other side or
+      // already owns).
+      const std::size_t own = static_cast<std::size_t>(c);
+      if (n < own) {
+        const int j = static_cast<int>(n), id = piece_id(r, j);
+        if (piece_rows(id) > 0)
+          b.add_step(SendOp{own_send_region[j], ring.next, id}, kCommLane, {own_send_dep[j]},
+                     "send own chunk " + std::to_string(j), batch);
+      } else {
+        const std::size_t arrived = n - own;
+        const int id = ring.recv_ids[arrived];
+        if (piece_rows(id) > 0)
+          b.add_step(SendOp{gather_region(id), ring.next, id}, kCommLane, {ring.recv_step[arrived]},
+                     "forward chunk " + std::to_string(id % c) + " of rank " + std::to_string(id / c), batch);
       }
-      const int recv_id = piece_id(b.mod(r - ring.step * tr.hop), tr.id);
-      if (piece_rows(recv_id) == 0) continue;
-      const auto [first, count] = part_of(piece_rows(recv_id), tr.part, tr.parts);
-      if (count == 0) continue;
-      const int64_t row0 = pieces.offset(recv_id) + first;
-      const Region where = b.op_rows(gather, p.op_a, row0, count);
-      const std::string what =
-          chunk_name(recv_id) + (tr.parts > 1 ? " part " + std::to_string(tr.part) : std::string());
-      const int recv =
-          b.add_step(RecvOp{where, ring.prev, tag_of(recv_id, tr.part)}, kCommLane, {}, "receive " + what, batch);
-      if (tr.parts == 1) ring.whole_recv[recv_id] = recv;
-      multiply(what, row0, count, where, recv);
+      const int id = ring.recv_ids[n];
+      if (piece_rows(id) > 0) {
+        ring.recv_step[n] = b.add_step(RecvOp{gather_region(id), ring.prev, id}, kCommLane, {},
+                                       "receive chunk " + std::to_string(id % c) + " of rank " +
+                                           std::to_string(id / c),
+                                       batch);
+        multiply(id, gather_region(id), ring.recv_step[n]);
+      }
     }
   }
 }

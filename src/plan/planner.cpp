@@ -26,8 +26,7 @@ const char* progress_name(ProgressMode p) { return p == ProgressMode::Tiles ? "t
 Environment read_environment() {
   Environment env;
   for (const char* name : {"WEAVE_ALGORITHM", "WEAVE_TRANSPORT", "WEAVE_CHUNKS", "WEAVE_DIRECTION", "WEAVE_PROGRESS",
-                           "WEAVE_TIMEOUT", "WEAVE_COMPUTE_STREAMS", "WEAVE_COMM_PRIORITY", "WEAVE_SM_MARGIN",
-                           "WEAVE_LAST_HOP_PARTS"}) {
+                           "WEAVE_TIMEOUT", "WEAVE_COMPUTE_STREAMS", "WEAVE_COMM_PRIORITY", "WEAVE_SM_MARGIN"}) {
     const char* value = std::getenv(name);
     if (value && *value) env[name] = value;
   }
@@ -279,11 +278,6 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
     chunks = 2;
   }
   r.schedule.chunks_per_shard = chunks;
-
-  // Device AG-GEMM rings may cut only the last hop's chunks finer: the last
-  // GEMMs wait for nothing else (WEAVE_LAST_HOP_PARTS).
-  if (problem.operation == Operation::AgGemm && r.schedule.algorithm == Algorithm::Ring && r.backend == Backend::Cuda)
-    r.schedule.last_hop_parts = static_cast<int>(env_integer(env, "WEAVE_LAST_HOP_PARTS", 1, 1));
 
   if (desc.compute_streams < 0)
     fail(WEAVE_ERROR_INVALID_VALUE, "compute_streams = ", desc.compute_streams, " is negative");

@@ -141,7 +141,6 @@ struct ScheduleOptions {
   bool gathered_output = false;
   bool reduce_in_output_type = false;  // 16-bit partial sums travel in C's type
   int slot_window = 3;        // reused partial-sum slots per chunk chain
-  int last_hop_parts = 1;     // AG-GEMM rings: transfers each last-hop chunk travels in
 };
 
 struct Schedule {
@@ -152,7 +151,6 @@ struct Schedule {
   Algorithm algorithm = Algorithm::Ring;
   Direction direction = Direction::Forward;
   int chunks_per_shard = 1;
-  int last_hop_parts = 1;
   int group_size = 1;
   int group_rank = 0;
 

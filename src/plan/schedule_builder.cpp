@@ -169,15 +169,11 @@ Schedule build_schedule(const Problem& problem, const ScheduleOptions& options) 
   if (options.direction == Direction::Bidirectional && options.chunks_per_shard < 2 &&
       problem.operation != Operation::AgGemm)
     fail(WEAVE_ERROR_INTERNAL, "a bidirectional reduction ring needs at least two chunks per shard");
-  if (options.last_hop_parts < 1) fail(WEAVE_ERROR_INTERNAL, "last_hop_parts < 1");
-  if (problem.operation != Operation::AgGemm) {
+  if (problem.operation == Operation::AgGemm)
+    build_ag_gemm_ring(builder);
+  else
     build_reduction_ring(builder);
-    return builder.finish_schedule(algorithm, options.direction, options.chunks_per_shard);
-  }
-  build_ag_gemm_ring(builder);
-  Schedule schedule = builder.finish_schedule(algorithm, options.direction, options.chunks_per_shard);
-  schedule.last_hop_parts = options.last_hop_parts;
-  return schedule;
+  return builder.finish_schedule(algorithm, options.direction, options.chunks_per_shard);
 }
 
 }  // namespace weave::internal::plan

@@ -245,24 +245,6 @@ TEST(Planner, SmMarginFromTheEnvironment) {
                  "WEAVE_SM_MARGIN=some");
 }
 
-// WEAVE_LAST_HOP_PARTS reaches device AG-GEMM rings only.
-TEST(Planner, LastHopPartsForDeviceAgGemmRings) {
-  using weave::internal::Operation;
-  weave_plan_desc_t desc{};
-  desc.algorithm = WEAVE_ALGORITHM_RING;
-  const Environment three{{"WEAVE_LAST_HOP_PARTS", "3"}};
-  EXPECT_EQ(resolve_options(desc, device_problem(), three, everything()).schedule.last_hop_parts, 3);
-  weave::internal::Problem rs = device_problem();
-  rs.operation = Operation::GemmRs;
-  EXPECT_EQ(resolve_options(desc, rs, three, everything()).schedule.last_hop_parts, 1);
-  EXPECT_EQ(resolve_options(desc, host_problem(Operation::AgGemm), three, host_only()).schedule.last_hop_parts, 1);
-  desc.algorithm = WEAVE_ALGORITHM_SEQUENTIAL;
-  EXPECT_EQ(resolve_options(desc, device_problem(), three, everything()).schedule.last_hop_parts, 1);
-  desc.algorithm = WEAVE_ALGORITHM_RING;
-  expect_failure(desc, device_problem(), {{"WEAVE_LAST_HOP_PARTS", "0"}}, everything(), WEAVE_ERROR_INVALID_VALUE,
-                 "WEAVE_LAST_HOP_PARTS=0");
-}
-
 // Device reductions large enough to overlap: over copy engines the direct
 // algorithm, over NCCL the ring; AG-GEMM always the ring.
 TEST(Planner, DeviceReductionsOverCopyEnginesRunDirect) {

@@ -35,8 +35,7 @@ struct ScheduleCase {
     std::ostringstream out;
     out << group.name() << " | " << weave::internal::plan::algorithm_name(options.algorithm) << " "
         << weave::internal::plan::direction_name(options.direction) << " chunks=" << options.chunks_per_shard
-        << " last_hop_parts=" << options.last_hop_parts << " lanes=" << options.compute_lanes
-        << " window=" << options.slot_window
+        << " lanes=" << options.compute_lanes << " window=" << options.slot_window
         << " gathered=" << options.gathered_output << " reduce_in_output=" << options.reduce_in_output_type
         << " alpha=" << alpha << " beta=" << beta;
     return out.str();
@@ -172,9 +171,6 @@ std::vector<ScheduleCase> sweep_cases() {
             c.options.compute_lanes = 1 + counter % 2;
             c.options.slot_window = 2 + counter % 3;
             c.options.gathered_output = op == Operation::AgGemm && counter % 3 != 0;
-            // AG-GEMM rings: the last hop's chunks whole, in two or in three
-            // parts (more parts than rows leaves some empty).
-            if (op == Operation::AgGemm && v.algorithm == Algorithm::Ring) c.options.last_hop_parts = 1 + counter % 3;
             c.options.reduce_in_output_type = g.dtype != DType::F64 && counter % 2 == 0;
             c.alpha = counter % 3 == 0 ? 1.0 : -1.25;
             c.beta = counter % 2 == 0 ? 0.0 : (counter % 4 == 1 ? 1.0 : 0.5);
@@ -351,52 +347,6 @@ TEST(Schedules, DirectMakesProductsForOthersBeforeItsOwn) {
           EXPECT_EQ(sent_count, (P - 1) * chunks) << "P=" << P << " chunks=" << chunks << " rank " << p.group_rank;
           EXPECT_EQ(own_count, chunks) << "P=" << P << " chunks=" << chunks << " rank " << p.group_rank;
           EXPECT_LT(last_sent, first_own) << "P=" << P << " chunks=" << chunks << " rank " << p.group_rank;
-        }
-      }
-}
-
-// AG-GEMM rings with last_hop_parts: only the last hop's transfers are cut,
-// each into that many parts, and each part gets its own GEMM; the results
-// stay right (simulated in dependency and stream order).
-TEST(Schedules, LastHopPartsCutOnlyTheLastHop) {
-  using weave::internal::plan::StepKind;
-  for (Direction d : {Direction::Forward, Direction::Bidirectional})
-    for (int P : {2, 3, 4})
-      for (int parts : {1, 2, 3}) {
-        ScheduleCase c;
-        c.group.operation = Operation::AgGemm;
-        c.group.ranks = P;
-        c.group.m = 12 * P;
-        c.group.n = 5;
-        c.group.k = 7;
-        c.group.bias = true;
-        c.group.dtype = DType::F32;
-        c.options.direction = d;
-        c.options.chunks_per_shard = 2;
-        c.options.compute_lanes = 2;
-        c.options.last_hop_parts = parts;
-        c.beta = 0.5;
-        int simulations = 0;
-        const std::string failure = run_schedule_case(c, {Model::DepsOnly, Model::StreamOrdered}, 2, &simulations);
-        EXPECT_TRUE(failure.empty()) << c.name() << "\n" << failure;
-        // Hops per ring: forward only P - 1; both ways floor(P/2) forward
-        // and the rest backward. Each ring's last hop carries 2 chunks in
-        // `parts` transfers each, every other hop 2 whole chunks.
-        std::vector<int> hops = d == Direction::Forward ? std::vector<int>{P - 1}
-                                                        : std::vector<int>{P / 2, P - 1 - P / 2};
-        int expected = 0;
-        for (int h : hops)
-          if (h > 0) expected += 2 * (h - 1) + 2 * parts;
-        for (const weave::internal::Problem& p : make_group_problems(c.group)) {
-          const weave::internal::plan::Schedule s = weave::internal::plan::build_schedule(p, c.options);
-          int receives = 0, gemms = 0;
-          for (const auto& step : s.steps) {
-            receives += step.kind() == StepKind::Recv;
-            gemms += step.kind() == StepKind::Gemm;
-          }
-          EXPECT_EQ(receives, expected) << c.name() << " rank " << p.group_rank;
-          EXPECT_EQ(gemms, 2 + expected) << c.name() << " rank " << p.group_rank;  // own 2 chunks + one per receive
-          EXPECT_EQ(s.last_hop_parts, parts);
         }
       }
 }
