@@ -232,13 +232,19 @@ TEST(Planner, CommunicationPriorityFromTheEnvironment) {
                  "WEAVE_COMM_PRIORITY=low");
 }
 
-// WEAVE_SM_MARGIN: SMs the overlapped GEMMs leave free, checked and noted.
+// WEAVE_SM_MARGIN: SMs the overlapped GEMMs leave free, checked and noted;
+// a sequential plan says it does not apply one.
 TEST(Planner, SmMarginFromTheEnvironment) {
-  const weave_plan_desc_t desc{};
+  weave_plan_desc_t desc{};
+  desc.algorithm = WEAVE_ALGORITHM_RING;
   EXPECT_EQ(resolve_options(desc, device_problem(), {}, everything()).gemm_sm_margin, 0);
   const Resolved margin = resolve_options(desc, device_problem(), {{"WEAVE_SM_MARGIN", "16"}}, everything());
   EXPECT_EQ(margin.gemm_sm_margin, 16);
   EXPECT_NE(margin.notes.find("leave 16 SMs free"), std::string::npos) << margin.notes;
+  desc.algorithm = WEAVE_ALGORITHM_SEQUENTIAL;
+  const Resolved sequential = resolve_options(desc, device_problem(), {{"WEAVE_SM_MARGIN", "16"}}, everything());
+  EXPECT_NE(sequential.notes.find("WEAVE_SM_MARGIN not applied"), std::string::npos) << sequential.notes;
+  EXPECT_EQ(sequential.notes.find("SMs free"), std::string::npos) << sequential.notes;
   expect_failure(desc, device_problem(), {{"WEAVE_SM_MARGIN", "-1"}}, everything(), WEAVE_ERROR_INVALID_VALUE,
                  "WEAVE_SM_MARGIN=-1");
   expect_failure(desc, device_problem(), {{"WEAVE_SM_MARGIN", "some"}}, everything(), WEAVE_ERROR_INVALID_VALUE,
