@@ -306,11 +306,16 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
   // up to 5% and 12% slower; over NCCL, 32 SMs sped the reduction rings by
   // 11-23%, but they stayed 1.6-2.3 x the sequential plan that NCCL plans
   // run by default, and slowed the large AG-GEMM rings by up to 16%.
-  r.gemm_sm_margin = static_cast<int>(env_integer(env, "WEAVE_SM_MARGIN", 0, 0));
-  if (r.gemm_sm_margin > 0 && r.backend == Backend::Cuda)
-    notes += r.schedule.algorithm == Algorithm::Sequential
-                 ? std::string(" WEAVE_SM_MARGIN not applied: the sequential plan runs nothing beside its GEMMs;")
-                 : str(" GEMMs leave ", r.gemm_sm_margin, " SMs free (WEAVE_SM_MARGIN);");
+  // A sequential plan runs nothing beside its GEMMs and keeps every SM.
+  const int margin = static_cast<int>(env_integer(env, "WEAVE_SM_MARGIN", 0, 0));
+  if (margin > 0 && r.backend == Backend::Cuda) {
+    if (r.schedule.algorithm == Algorithm::Sequential) {
+      notes += " WEAVE_SM_MARGIN not applied: the sequential plan runs nothing beside its GEMMs;";
+    } else {
+      r.gemm_sm_margin = margin;
+      notes += str(" GEMMs leave ", margin, " SMs free (WEAVE_SM_MARGIN);");
+    }
+  }
 
   r.schedule.gathered_output = (desc.flags & WEAVE_FLAG_GATHERED_OUTPUT) != 0;
   r.schedule.reduce_in_output_type = (desc.flags & WEAVE_FLAG_REDUCE_IN_OUTPUT_TYPE) != 0;

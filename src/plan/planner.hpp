@@ -33,7 +33,7 @@ struct Resolved {
   std::chrono::milliseconds timeout{300000};
   bool comm_high_priority = true;  // GPU communication streams above the compute streams
   // SMs the GEMMs of an overlapped device plan leave to what runs beside
-  // them (WEAVE_SM_MARGIN); 0: none.
+  // them (WEAVE_SM_MARGIN); 0: none, always for sequential plans.
   int gemm_sm_margin = 0;
   int flags = 0;
   // Why the automatic choices came out as they did, for describe.

@@ -243,6 +243,7 @@ TEST(Planner, SmMarginFromTheEnvironment) {
   EXPECT_NE(margin.notes.find("leave 16 SMs free"), std::string::npos) << margin.notes;
   desc.algorithm = WEAVE_ALGORITHM_SEQUENTIAL;
   const Resolved sequential = resolve_options(desc, device_problem(), {{"WEAVE_SM_MARGIN", "16"}}, everything());
+  EXPECT_EQ(sequential.gemm_sm_margin, 0);
   EXPECT_NE(sequential.notes.find("WEAVE_SM_MARGIN not applied"), std::string::npos) << sequential.notes;
   EXPECT_EQ(sequential.notes.find("SMs free"), std::string::npos) << sequential.notes;
   expect_failure(desc, device_problem(), {{"WEAVE_SM_MARGIN", "-1"}}, everything(), WEAVE_ERROR_INVALID_VALUE,

@@ -29,10 +29,7 @@ CudaBackend::CudaBackend(const plan::Schedule& schedule, const CudaBackendOption
     WEAVE_CUDA_CHECK(cudaGetDeviceProperties(&properties, device_));
     device_name_ = properties.name;
     device_sms_ = properties.multiProcessorCount;
-    // Only GEMMs that run beside communication leave SMs free: a sequential
-    // schedule runs nothing beside its GEMM.
-    if (options_.gemm_sm_margin > 0 && schedule_.algorithm != plan::Algorithm::Sequential)
-      gemm_sms_ = std::max(1, device_sms_ - options_.gemm_sm_margin);
+    if (options_.gemm_sm_margin > 0) gemm_sms_ = std::max(1, device_sms_ - options_.gemm_sm_margin);
     create_streams_and_events();
     if (schedule_.workspace_bytes > 0)
       WEAVE_CUDA_CHECK(cudaMalloc(&workspace_, static_cast<std::size_t>(schedule_.workspace_bytes)));

@@ -14,8 +14,9 @@ struct CudaBackendOptions {
   bool allow_tf32 = false;
   bool trace = false;  // timing events around every step
   bool comm_high_priority = true;  // the communication stream at the device's highest priority
-  // SMs the GEMMs of an overlapped schedule leave free for what runs beside
-  // them (NCCL's kernels, element-wise steps); 0: every SM.
+  // SMs the GEMMs leave free for what runs beside them (NCCL's kernels,
+  // element-wise steps); 0: every SM. The planner sets it for overlapped
+  // schedules only.
   int gemm_sm_margin = 0;
 };
 
