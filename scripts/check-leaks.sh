@@ -2,7 +2,8 @@
 # Leak and memory-error check: builds Weave with AddressSanitizer (which
 # includes LeakSanitizer) in its own build directory, then runs the unit
 # tests and the MPI tests (operations and random shapes in their quick
-# form, errors in full) at 1 and 2 ranks. Every process writes its report
+# form, errors in full, the fault scenarios of late and absent peers) at 1
+# and 2 ranks. Every process writes its report
 # to the log directory; the check fails on any AddressSanitizer error and on
 # any leak that LeakSanitizer reports.
 #
@@ -36,7 +37,7 @@ cmake -S "$root" -B "$build" -G Ninja \
   -DWEAVE_ENABLE_CUDA=OFF -DWEAVE_ENABLE_FORTRAN=OFF -DWEAVE_BUILD_EXAMPLES=OFF -DWEAVE_BUILD_TESTS=ON \
   ${CMAKE_ARGS:-}
 cmake --build "$build" --parallel "${WEAVE_BUILD_JOBS:-2}" \
-  --target weave weave_operations_test weave_random_shapes_test weave_errors_test
+  --target weave weave_operations_test weave_random_shapes_test weave_errors_test weave_fault_test
 if cmake --build "$build" --target help 2>/dev/null | grep -q weave_unit_tests; then
   cmake --build "$build" --parallel "${WEAVE_BUILD_JOBS:-2}" --target weave_unit_tests
   unit_tests="$build/tests/unit/weave_unit_tests"
@@ -92,6 +93,13 @@ for n in $ranks; do
   run "operations np$n" "${launcher[@]}" -n "$n" "$build/tests/mpi/weave_operations_test" --quick
   run "random shapes np$n" "${launcher[@]}" -n "$n" "$build/tests/mpi/weave_random_shapes_test" --quick
   run "errors np$n" "${launcher[@]}" -n "$n" "$build/tests/mpi/weave_errors_test"
+  if [ "$n" -ge 2 ]; then
+    # Late peers and absent ones: work a timeout left in flight completes
+    # later, and must never touch memory that was freed.
+    for scenario in late-execute late-collective absent-creation; do
+      run "fault $scenario np$n" "${launcher[@]}" -n "$n" "$build/tests/mpi/weave_fault_test" "$scenario"
+    done
+  fi
 done
 
 # --- Verdict --------------------------------------------------------------------

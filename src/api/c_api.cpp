@@ -4,6 +4,7 @@
 
 #include "api/handles.hpp"
 #include "backends/host/kokkos_runtime.hpp"
+#include "core/abandoned_work.hpp"
 #include "core/error.hpp"
 #include "core/mpi_check.hpp"
 #include "weave/weave.h"
@@ -15,6 +16,8 @@ namespace {
 
 template <class Body>
 weave_status_t guarded(Body&& body) noexcept {
+  // Work that earlier timeouts left in flight: release what has completed.
+  reap_abandoned_work();
   try {
     body();
     return WEAVE_SUCCESS;
@@ -75,9 +78,10 @@ weave_status_t weave_grid_create(MPI_Comm comm, int prows, int pcols, weave_grid
     int size = 0;
     WEAVE_MPI_CHECK(MPI_Comm_size(comm, &size));
     // Shape errors are the same on every rank that passes the same shape;
-    // a rank passing a different one is caught below. A NULL output on one
+    // a rank passing a different one is caught too. A NULL output on one
     // rank is reported on all of them, so none is left waiting.
-    agree_on_errors(comm, [&] {
+    auto handle = std::make_unique<weave_grid_s>();
+    handle->state = GridState::create(comm, prows, pcols, [&] {
       require(grid, "grid");
       if (prows < 1 || pcols < 1)
         fail(WEAVE_ERROR_INVALID_VALUE, "grid shape ", prows, " x ", pcols, " must be positive");
@@ -86,11 +90,6 @@ weave_status_t weave_grid_create(MPI_Comm comm, int prows, int pcols, weave_grid
              " ranks, but the communicator has ", size);
       host::ensure_kokkos_initialized();
     });
-    agree_on_errors(comm, [&] {
-      check_same_on_all_ranks(comm, {{"prows", prows}, {"pcols", pcols}}, "weave_grid_create");
-    });
-    auto handle = std::make_unique<weave_grid_s>();
-    handle->state = std::make_shared<GridState>(comm, prows, pcols);
     *grid = handle.release();
   });
 }
@@ -148,13 +147,14 @@ weave_status_t weave_matrix_create(weave_grid_t grid, const weave_matrix_desc_t*
     if (matrix) *matrix = nullptr;
     const std::shared_ptr<GridState>& state = grid->state;
     auto handle = std::make_unique<weave_matrix_s>();
-    agree_on_errors(state->comm(), [&] {
+    state->begin_call(wait_bounds(), "weave_matrix_create");
+    agree_on_errors(state->channel(), [&] {
       require(matrix, "matrix");
       require(desc, "desc");
       handle->desc = make_matrix(state, *desc, "matrix");
     });
     // Everything but the leading dimension is the same on every rank.
-    agree_on_errors(state->comm(), [&] {
+    agree_on_errors(state->channel(), [&] {
       const MatrixDesc& m = handle->desc;
       std::vector<Argument> fields = {{"rows", m.rows},
                                       {"cols", m.cols},
@@ -165,7 +165,7 @@ weave_status_t weave_matrix_create(weave_grid_t grid, const weave_matrix_desc_t*
                                       {"memory", static_cast<int64_t>(m.memory)}};
       for (int i = 0; i < m.row_split.parts(); ++i) fields.push_back({str("row_counts[", i, "]"), m.row_split.count(i)});
       for (int i = 0; i < m.col_split.parts(); ++i) fields.push_back({str("col_counts[", i, "]"), m.col_split.count(i)});
-      check_same_on_all_ranks(state->comm(), fields, "weave_matrix_create");
+      check_same_on_all_ranks(state->channel(), fields, "weave_matrix_create");
     });
     *matrix = handle.release();
   });
@@ -216,7 +216,8 @@ weave_status_t weave_plan_create(weave_grid_t grid, const weave_plan_desc_t* des
     require(grid, "grid");
     if (plan) *plan = nullptr;
     // A NULL desc or output on one rank must not leave the others in plan creation.
-    agree_on_errors(grid->state->comm(), [&] {
+    grid->state->begin_call(wait_bounds(desc ? desc->timeout_ms : 0), "weave_plan_create");
+    agree_on_errors(grid->state->channel(), [&] {
       require(plan, "plan");
       require(desc, "desc");
     });

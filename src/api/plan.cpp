@@ -83,11 +83,12 @@ std::vector<Argument> resolved_fields(const plan::Resolved& r) {
 std::unique_ptr<Plan> Plan::create(const std::shared_ptr<GridState>& grid, const weave_plan_desc_t& desc) {
   std::unique_ptr<Plan> plan(new Plan());
   plan->grid_ = grid;
+  plan->bounds_ = wait_bounds(desc.timeout_ms);
   const plan::Environment env = plan::read_environment();
 
   // 1. Local validation; no communication, so a rank that fails early cannot
   //    leave the others inside a collective.
-  agree_on_errors(grid->comm(), [&] {
+  agree_on_errors(grid->channel(), [&] {
     if (desc.operation < WEAVE_AG_GEMM || desc.operation > WEAVE_GEMM_AR)
       fail(WEAVE_ERROR_INVALID_VALUE, "operation = ", static_cast<int>(desc.operation),
            desc.operation == 0 ? " (not set)" : "", " is not WEAVE_AG_GEMM, WEAVE_GEMM_RS or WEAVE_GEMM_AR");
@@ -106,9 +107,9 @@ std::unique_ptr<Plan> Plan::create(const std::shared_ptr<GridState>& grid, const
 
   // 2. Every rank of the grid passed the same operation, and every rank of a
   //    group the same problem.
-  agree_on_errors(grid->comm(), [&] {
-    check_same_on_all_ranks(grid->comm(), grid_fields(desc, env), "weave_plan_create");
-    check_same_on_all_ranks(plan->group_.comm, plan->problem_.agreement_fields(), "weave_plan_create");
+  agree_on_errors(grid->channel(), [&] {
+    check_same_on_all_ranks(grid->channel(), grid_fields(desc, env), "weave_plan_create");
+    check_same_on_all_ranks(*plan->group_.channel, plan->problem_.agreement_fields(), "weave_plan_create");
   });
 
   // 3. Where the topology matters (the transport of a device plan left to
@@ -116,27 +117,27 @@ std::unique_ptr<Plan> Plan::create(const std::shared_ptr<GridState>& grid, const
   //    rank of the group resolved the same choices.
   plan::Capabilities caps = capabilities();
   // Cores per rank do not change while a grid lives: found once per grid.
-  agree_on_errors(grid->comm(), [&] {
+  agree_on_errors(grid->channel(), [&] {
     caps.cores_per_rank = *std::static_pointer_cast<double>(
         grid->cached("cores per rank", [&] { return std::make_shared<double>(cores_per_rank(grid->comm())); }));
   });
   const bool transport_from_env = env.count("WEAVE_TRANSPORT") > 0;
   if (plan->problem_.memory == Memory::Device && caps.copy_engine && desc.transport == WEAVE_TRANSPORT_AUTO &&
       !transport_from_env)
-    agree_on_errors(grid->comm(), [&] {
+    agree_on_errors(grid->channel(), [&] {
       caps.copy_engine_usable = transport::copy_engine_usable(plan->group_, &caps.copy_engine_why_not);
     });
-  agree_on_errors(grid->comm(), [&] {
+  agree_on_errors(grid->channel(), [&] {
     plan->resolved_ = plan::resolve_options(desc, plan->problem_, env, caps);
     plan->schedule_ = plan::build_schedule(plan->problem_, plan->resolved_.schedule);
   });
-  agree_on_errors(grid->comm(), [&] {
-    check_same_on_all_ranks(plan->group_.comm, resolved_fields(plan->resolved_), "weave_plan_create");
+  agree_on_errors(grid->channel(), [&] {
+    check_same_on_all_ranks(*plan->group_.channel, resolved_fields(plan->resolved_), "weave_plan_create");
   });
 
   // 4. Backend (workspace) and transport. Creating a transport is collective
   //    over the group; every rank gets here.
-  agree_on_errors(grid->comm(), [&] {
+  agree_on_errors(grid->channel(), [&] {
     const plan::Resolved& r = plan->resolved_;
     if (r.backend == plan::Backend::Cuda) {
       cuda::CudaBackendOptions options;
@@ -146,15 +147,15 @@ std::unique_ptr<Plan> Plan::create(const std::shared_ptr<GridState>& grid, const
       options.gemm_sm_margin = r.gemm_sm_margin;
       plan->backend_ = cuda::make_cuda_backend(plan->schedule_, plan->problem_, options);
     } else {
-      plan->backend_ = std::make_unique<host::HostBackend>(static_cast<std::size_t>(plan->schedule_.workspace_bytes),
+      plan->backend_ = std::make_shared<host::HostBackend>(static_cast<std::size_t>(plan->schedule_.workspace_bytes),
                                                            host::HostBackendOptions{});
     }
   });
-  agree_on_errors(grid->comm(), [&] {
+  agree_on_errors(grid->channel(), [&] {
     const plan::Resolved& r = plan->resolved_;
     switch (r.transport) {
       case plan::Transport::Mpi: {
-        auto mpi = std::make_unique<transport::MpiTransport>(plan->group_.comm);
+        auto mpi = std::make_unique<transport::MpiTransport>(duplicate(*plan->group_.channel));
         const int max_tag = 2 * plan->problem_.group_size * r.schedule.chunks_per_shard;
         if (max_tag > mpi->max_tag())
           fail(WEAVE_ERROR_UNSUPPORTED, "this schedule needs MPI tags up to ", max_tag, " but MPI_TAG_UB is ",
@@ -176,14 +177,18 @@ std::unique_ptr<Plan> Plan::create(const std::shared_ptr<GridState>& grid, const
     }
   });
 
-  agree_on_errors(grid->comm(), [&] {
-    WEAVE_MPI_CHECK(MPI_Comm_dup(plan->group_.comm, &plan->execute_comm_));
-    WEAVE_MPI_CHECK(MPI_Comm_set_errhandler(plan->execute_comm_, MPI_ERRORS_RETURN));
+  agree_on_errors(grid->channel(), [&] {
+    auto notices = std::make_unique<ArrivalNotices>(duplicate(*plan->group_.channel));
+    plan->channel_ = std::make_unique<AgreementChannel>(duplicate(*plan->group_.channel), std::move(notices), "plan",
+                                                        "group rank");
   });
 
   exec::ExecutorOptions options;
   options.progress = plan->resolved_.progress == plan::ProgressMode::Thread ? exec::Progress::Thread : exec::Progress::Tiles;
-  options.timeout = plan->resolved_.timeout;
+  options.bounds = plan->bounds_;
+  options.notices = plan->channel_->notices();
+  options.workspace_owner = plan->backend_;
+  options.call = str("weave_execute (plan: ", plan->problem_.summary(), ")");
   if (plan->resolved_.flags & WEAVE_FLAG_TRACE) {
     plan->trace_ = std::make_unique<exec::Trace>();
     options.trace = plan->trace_.get();
@@ -202,11 +207,7 @@ std::unique_ptr<Plan> Plan::create(const std::shared_ptr<GridState>& grid, const
   return plan;
 }
 
-Plan::~Plan() {
-  int finalized = 0;
-  MPI_Finalized(&finalized);
-  if (!finalized && execute_comm_ != MPI_COMM_NULL) MPI_Comm_free(&execute_comm_);
-}
+Plan::~Plan() = default;
 
 std::string Plan::describe() const {
   const Problem& p = problem_;
@@ -295,33 +296,57 @@ void Plan::execute(const weave_execute_args_t* args_pointer) {
     if (!args_pointer) fail(WEAVE_ERROR_NULL_ARGUMENT, "args is NULL");
     validate_execute_args(*args_pointer);
   };
-  if (resolved_.flags & WEAVE_FLAG_NO_EXECUTE_CHECK) {
-    validate();
-  } else {
+  const bool checked = (resolved_.flags & WEAVE_FLAG_NO_EXECUTE_CHECK) == 0;
+  channel_->begin_call(bounds_, str("weave_execute (plan: ", problem_.summary(), ")"));
+  if (checked) {
     try {
-      agree_on_errors(execute_comm_, validate, resolved_.timeout);
-    } catch (const Error& e) {
-      if (e.status() != WEAVE_ERROR_TIMEOUT) throw;
-      failed_ = true;  // the agreement stays pending on execute_comm_
-      fail(WEAVE_ERROR_TIMEOUT, "group rank ", problem_.group_rank, " of ", problem_.group_size,
-           " timed out before the first step of weave_execute, in the argument check every rank of the group "
-           "takes part in: ", e.what());
+      agree_on_errors(*channel_, validate, "the argument check before the first step");
+    } catch (const Error&) {
+      failed_ = channel_->failed();  // a timeout; a bad argument leaves the plan usable
+      throw;
     }
+  } else {
+    validate();
   }
-  const weave_execute_args_t& args = *args_pointer;
+  try {
+    run_and_agree_on_outcome(*args_pointer, checked);
+  } catch (...) {
+    failed_ = true;
+    throw;
+  }
+}
 
+// Runs the schedule; then every rank of the group agrees on the outcome, so
+// no rank returns success for an execute that failed on another. A rank
+// whose own wait timed out has told its peers (a give-up notice) and does
+// not take part: the others' agreement cannot complete without it, so they
+// fail too.
+void Plan::run_and_agree_on_outcome(const weave_execute_args_t& args, bool checked) {
   exec::Bindings bindings;
   bindings.schedule = &schedule_;
   bindings.user = {args.a, args.b, args.c, args.bias, args.gathered_a};
   bindings.gathered_ld = args.ld_gathered_a;
   bindings.workspace = backend_->workspace();
   exec::Scalars scalars{args.alpha, args.beta};
+  std::exception_ptr error;
   try {
     executor_->run(bindings, scalars, args.stream);
+  } catch (const Error& e) {
+    if (e.status() == WEAVE_ERROR_TIMEOUT) {
+      channel_->mark_failed(e.what());
+      throw;
+    }
+    error = std::current_exception();
   } catch (...) {
-    failed_ = true;
-    throw;
+    error = std::current_exception();
   }
+  if (!checked) {
+    if (error) std::rethrow_exception(error);
+    return;
+  }
+  agree_on_errors(*channel_, [&] {
+    if (error) std::rethrow_exception(error);
+  }, "the agreement on the outcome");
 }
 
 void Plan::write_trace(const char* path) const {

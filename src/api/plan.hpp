@@ -35,17 +35,21 @@ class Plan {
  private:
   Plan() = default;
   void validate_execute_args(const weave_execute_args_t& args) const;
+  void run_and_agree_on_outcome(const weave_execute_args_t& args, bool checked);
   std::string describe() const;
 
   std::shared_ptr<GridState> grid_;  // outlives everything below
   GroupView group_;
   // The plan's own duplicate of the group communicator for the per-execute
-  // agreement: one that timed out stays pending here, not on the grid's.
-  MPI_Comm execute_comm_ = MPI_COMM_NULL;
+  // agreements (arguments, outcome), with its arrival notices.
+  std::unique_ptr<AgreementChannel> channel_;
+  WaitBounds bounds_;
   Problem problem_;
   plan::Resolved resolved_;
   plan::Schedule schedule_;
-  std::unique_ptr<exec::ComputeBackend> backend_;
+  // Shared with the work a failed execute leaves in flight: it owns the
+  // workspace that work may still write into.
+  std::shared_ptr<exec::ComputeBackend> backend_;
   std::unique_ptr<transport::Transport> transport_;
   std::unique_ptr<exec::Trace> trace_;
   std::unique_ptr<exec::Executor> executor_;

@@ -1,8 +1,5 @@
 #include "core/grid.hpp"
 
-#include <algorithm>
-#include <cstring>
-#include <thread>
 #include <utility>
 
 #include "core/error.hpp"
@@ -17,27 +14,43 @@ void fail_mpi(int code, const char* call, const char* file, int line) {
   fail(WEAVE_ERROR_MPI, call, " failed: ", text, " (", file, ":", line, ")");
 }
 
-GridState::GridState(MPI_Comm comm, int prows, int pcols) : prows_(prows), pcols_(pcols) {
-  WEAVE_MPI_CHECK(MPI_Comm_dup(comm, &comm_));
-  // Weave reports errors itself; MPI errors on Weave's communicators come back
-  // as codes instead of aborting the job.
-  WEAVE_MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
-  WEAVE_MPI_CHECK(MPI_Comm_size(comm_, &size_));
-  WEAVE_MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
-  WEAVE_MPI_CHECK(MPI_Comm_split(comm_, row(), col(), &row_comm_));
-  WEAVE_MPI_CHECK(MPI_Comm_split(comm_, col(), row(), &col_comm_));
+std::shared_ptr<GridState> GridState::create(MPI_Comm comm, int prows, int pcols,
+                                             const std::function<void()>& local_check) {
+  const WaitBounds bounds = wait_bounds();
+  const std::string call = "weave_grid_create";
+  std::shared_ptr<GridState> grid(new GridState(prows, pcols));
+  // The caller's communicator carries nothing of Weave's but these two
+  // duplicates: one for the grid's calls, one for their arrival notices.
+  SharedComm mine = duplicate(comm, bounds, call);
+  auto notices = std::make_unique<ArrivalNotices>(duplicate(mine->get(), bounds, call));
+  grid->grid_channel_ = std::make_unique<AgreementChannel>(mine, std::move(notices), "grid", "rank");
+  AgreementChannel& channel = *grid->grid_channel_;
+  channel.begin_call(bounds, call);
+  agree_on_errors(channel, local_check);
+  check_same_on_all_ranks(channel, {{"prows", prows}, {"pcols", pcols}}, call);
+  grid->size_ = channel.size();
+  grid->rank_ = channel.rank();
+  // Every rank has just agreed, so the blocking splits find every rank.
+  auto split = [&](int color, int key) {
+    auto made = std::make_shared<Communicator>();
+    WEAVE_MPI_CHECK(MPI_Comm_split(channel.comm(), color, key, made->out()));
+    WEAVE_MPI_CHECK(MPI_Comm_set_errhandler(made->get(), MPI_ERRORS_RETURN));
+    return std::make_unique<AgreementChannel>(made, nullptr, "grid", "rank");
+  };
+  grid->row_channel_ = split(grid->row(), grid->col());
+  grid->col_channel_ = split(grid->col(), grid->row());
+  return grid;
 }
 
 GridState::~GridState() {
-  {
-    std::lock_guard<std::mutex> lock(cache_mutex_);
-    cache_.clear();  // transport state first: it may use the communicators
-  }
-  int finalized = 0;
-  MPI_Finalized(&finalized);
-  if (finalized) return;  // nothing can be freed any more; the job is ending
-  for (MPI_Comm* c : {&row_comm_, &col_comm_, &comm_})
-    if (*c != MPI_COMM_NULL) MPI_Comm_free(c);
+  std::lock_guard<std::mutex> lock(cache_mutex_);
+  cache_.clear();  // transport state first: it may use the communicators
+}
+
+void GridState::begin_call(const WaitBounds& bounds, const std::string& call) {
+  grid_channel_->begin_call(bounds, call);
+  row_channel_->begin_call(bounds, call);
+  col_channel_->begin_call(bounds, call);
 }
 
 GroupView GridState::group(weave_group_t kind) const {
@@ -45,19 +58,22 @@ GroupView GridState::group(weave_group_t kind) const {
   view.kind = kind;
   switch (kind) {
     case WEAVE_GROUP_GRID:
-      view.comm = comm_;
+      view.comm = grid_channel_->comm();
+      view.channel = grid_channel_.get();
       view.size = size_;
       view.rank = rank_;
       view.index = 0;
       break;
     case WEAVE_GROUP_ROW:
-      view.comm = row_comm_;
+      view.comm = row_channel_->comm();
+      view.channel = row_channel_.get();
       view.size = pcols_;
       view.rank = col();
       view.index = row();
       break;
     case WEAVE_GROUP_COLUMN:
-      view.comm = col_comm_;
+      view.comm = col_channel_->comm();
+      view.channel = col_channel_.get();
       view.size = prows_;
       view.rank = row();
       view.index = col();
@@ -95,97 +111,6 @@ int ranks_on_my_node(MPI_Comm comm) {
   MPI_Comm_size(node, &size);
   MPI_Comm_free(&node);
   return size;
-}
-
-namespace {
-
-// Runs the check and captures its failure as (status, message).
-std::pair<weave_status_t, std::string> run_local_check(const std::function<void()>& local_check) {
-  try {
-    local_check();
-  } catch (const Error& e) {
-    return {e.status(), e.what()};
-  } catch (const std::bad_alloc&) {
-    return {WEAVE_ERROR_OUT_OF_MEMORY, "out of host memory"};
-  } catch (const std::exception& e) {
-    return {WEAVE_ERROR_INTERNAL, e.what()};
-  }
-  return {WEAVE_SUCCESS, std::string()};
-}
-
-// Completes a non-blocking collective, or throws WEAVE_ERROR_TIMEOUT.
-void wait_until(MPI_Request* request, std::chrono::steady_clock::time_point deadline, bool bounded,
-                std::chrono::milliseconds timeout) {
-  if (!bounded) {
-    WEAVE_MPI_CHECK(MPI_Wait(request, MPI_STATUS_IGNORE));
-    return;
-  }
-  for (int done = 0;;) {
-    WEAVE_MPI_CHECK(MPI_Test(request, &done, MPI_STATUS_IGNORE));
-    if (done) return;
-    if (std::chrono::steady_clock::now() > deadline)
-      fail(WEAVE_ERROR_TIMEOUT, "waited ", timeout.count() / 1000.0,
-           " s for the other ranks of the group to agree on the arguments of this call; a peer may have failed "
-           "or not made the call (set timeout_ms or WEAVE_TIMEOUT to wait longer)");
-    std::this_thread::yield();
-  }
-}
-
-}  // namespace
-
-// The lowest failing rank's status and message reach every rank. Blocking
-// when `timeout` is negative.
-void agree_on_errors(MPI_Comm comm, const std::function<void()>& local_check, std::chrono::milliseconds timeout) {
-  const auto [status, message] = run_local_check(local_check);
-  int rank = 0, size = 1;
-  MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &size);
-  const bool bounded = timeout.count() >= 0;
-  const auto deadline = std::chrono::steady_clock::now() + (bounded ? timeout : std::chrono::milliseconds(0));
-  auto collective = [&](auto start) {
-    MPI_Request request = MPI_REQUEST_NULL;
-    WEAVE_MPI_CHECK(start(&request));
-    wait_until(&request, deadline, bounded, timeout);
-  };
-
-  int mine = status == WEAVE_SUCCESS ? size : rank;
-  int first_failing = size;
-  collective([&](MPI_Request* r) { return MPI_Iallreduce(&mine, &first_failing, 1, MPI_INT, MPI_MIN, comm, r); });
-  if (first_failing == size) return;
-
-  int header[2] = {static_cast<int>(status), static_cast<int>(message.size())};
-  collective([&](MPI_Request* r) { return MPI_Ibcast(header, 2, MPI_INT, first_failing, comm, r); });
-  std::string text(static_cast<std::size_t>(header[1]), '\0');
-  if (rank == first_failing) text = message;
-  if (header[1] > 0)
-    collective([&](MPI_Request* r) { return MPI_Ibcast(text.data(), header[1], MPI_CHAR, first_failing, comm, r); });
-  throw Error(static_cast<weave_status_t>(header[0]), str("rank ", first_failing, ": ", text));
-}
-
-void check_same_on_all_ranks(MPI_Comm comm, const std::vector<Argument>& arguments,
-                             const std::string& context) {
-  int size = 1;
-  MPI_Comm_size(comm, &size);
-  // Structure first: ranks must send equally long lists to the allgather.
-  long long count = static_cast<long long>(arguments.size()), low = 0, high = 0;
-  WEAVE_MPI_CHECK(MPI_Allreduce(&count, &low, 1, MPI_LONG_LONG, MPI_MIN, comm));
-  WEAVE_MPI_CHECK(MPI_Allreduce(&count, &high, 1, MPI_LONG_LONG, MPI_MAX, comm));
-  if (low != high)
-    fail(WEAVE_ERROR_RANK_MISMATCH, context,
-         ": ranks passed differently shaped arguments (e.g. counts of different length)");
-
-  std::vector<long long> mine(arguments.size());
-  for (std::size_t i = 0; i < arguments.size(); ++i) mine[i] = arguments[i].value;
-  std::vector<long long> all(arguments.size() * static_cast<std::size_t>(size));
-  WEAVE_MPI_CHECK(MPI_Allgather(mine.data(), static_cast<int>(mine.size()), MPI_LONG_LONG, all.data(),
-                                static_cast<int>(mine.size()), MPI_LONG_LONG, comm));
-  for (int r = 1; r < size; ++r)
-    for (std::size_t i = 0; i < arguments.size(); ++i) {
-      long long reference = all[i], theirs = all[r * arguments.size() + i];
-      if (reference != theirs)
-        fail(WEAVE_ERROR_RANK_MISMATCH, context, ": ranks disagree on ", arguments[i].name,
-             ": rank 0 of the group passed ", reference, ", rank ", r, " passed ", theirs);
-    }
 }
 
 }  // namespace weave::internal

@@ -1,7 +1,9 @@
 // The process grid: a duplicated communicator, its P_r x P_c shape, and the
-// row and column sub-communicators. Shared (std::shared_ptr) by the grid
-// handle, matrices and plans, so a plan outlives the handle it came from and
-// the communicators have one owner that outlives every user.
+// row and column sub-communicators, each with the agreement channel that
+// runs the collective creation calls on it bounded in time. Shared
+// (std::shared_ptr) by the grid handle, matrices and plans, so a plan
+// outlives the handle it came from and the communicators have one owner that
+// outlives every user.
 #pragma once
 
 #include <mpi.h>
@@ -14,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "core/agreement.hpp"
 #include "weave/weave.h"
 
 namespace weave::internal {
@@ -25,16 +28,22 @@ struct GroupView {
   int size = 1;
   int rank = 0;
   int index = 0;  // which grid row / column this group is (0 for the grid)
+  AgreementChannel* channel = nullptr;  // owned by the GridState; runs on `comm`
 };
 
 class GridState {
  public:
-  GridState(MPI_Comm comm, int prows, int pcols);
+  // Collective over `comm` and bounded by WEAVE_TIMEOUT: duplicates it, runs
+  // `local_check` on every rank and agrees on its errors (see
+  // agree_on_errors), checks that every rank asked for the same shape, and
+  // splits the rows and columns.
+  static std::shared_ptr<GridState> create(MPI_Comm comm, int prows, int pcols,
+                                           const std::function<void()>& local_check);
   ~GridState();
   GridState(const GridState&) = delete;
   GridState& operator=(const GridState&) = delete;
 
-  MPI_Comm comm() const { return comm_; }
+  MPI_Comm comm() const { return grid_channel_->comm(); }
   int size() const { return size_; }
   int rank() const { return rank_; }
   int prows() const { return prows_; }
@@ -43,15 +52,21 @@ class GridState {
   int col() const { return rank_ % pcols_; }
   GroupView group(weave_group_t kind) const;
 
+  // The channel of the whole grid, where its collective calls agree.
+  AgreementChannel& channel() { return *grid_channel_; }
+  // Starts one collective call on the grid (weave_matrix_create,
+  // weave_plan_create) with its bounds on every channel of the grid. Throws
+  // if an earlier call timed out on the grid.
+  void begin_call(const WaitBounds& bounds, const std::string& call);
+
   // Per-grid cache for transports that create expensive per-group state once
   // (an NCCL communicator per group, a UCX context). Keyed by a string the
   // transport chooses. Creation is collective, so call it from collective code.
   std::shared_ptr<void> cached(const std::string& key, const std::function<std::shared_ptr<void>()>& make);
 
  private:
-  MPI_Comm comm_ = MPI_COMM_NULL;
-  MPI_Comm row_comm_ = MPI_COMM_NULL;
-  MPI_Comm col_comm_ = MPI_COMM_NULL;
+  GridState(int prows, int pcols) : prows_(prows), pcols_(pcols) {}
+  std::unique_ptr<AgreementChannel> grid_channel_, row_channel_, col_channel_;
   int size_ = 1, rank_ = 0, prows_ = 1, pcols_ = 1;
   std::mutex cache_mutex_;
   std::map<std::string, std::shared_ptr<void>> cache_;
@@ -61,27 +76,5 @@ const char* group_name(weave_group_t kind);
 
 // How many ranks of `comm` share this rank's node. Collective over `comm`.
 int ranks_on_my_node(MPI_Comm comm);
-
-// Runs `local_check` on every rank of `comm` and makes them agree: if it threw
-// on any rank, every rank throws the error of the lowest failing rank, with
-// "rank R: " in front of its message. Never leaves a rank waiting.
-// With a non-negative `timeout` it gives up after that long with
-// WEAVE_ERROR_TIMEOUT if some rank of `comm` does not take part, e.g. a peer
-// that failed before calling execute. The agreement then stays pending on
-// `comm`, which must not be used again.
-void agree_on_errors(MPI_Comm comm, const std::function<void()>& local_check,
-                     std::chrono::milliseconds timeout = std::chrono::milliseconds(-1));
-
-// A named integer argument that every rank of a group must pass identically.
-struct Argument {
-  std::string name;
-  int64_t value;
-};
-
-// Throws WEAVE_ERROR_RANK_MISMATCH on every rank of `comm` if any rank's
-// arguments differ from those of the group's rank 0, naming the first field
-// and both values. Collective.
-void check_same_on_all_ranks(MPI_Comm comm, const std::vector<Argument>& arguments,
-                             const std::string& context);
 
 }  // namespace weave::internal

@@ -111,6 +111,10 @@ void Executor::issue_compute(int step) {
   if (async) wait_for_deps_on_lane(step, s.lane);
   const double start = options_.trace ? options_.trace->now_us() : 0.0;
   if (options_.trace && async) backend_.mark_timing(step, s.lane, false);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    computing_ = true;
+  }
   if (s.kind() == StepKind::Gemm) {
     ProgressHook hook;
     if (!async && options_.progress == Progress::Tiles && !transport_.stream_ordered()) hook = [this] { pump(); };
@@ -122,6 +126,7 @@ void Executor::issue_compute(int step) {
   if (options_.trace && !async)
     options_.trace->add(step, "compute lane " + std::to_string(s.lane), s.label, start, options_.trace->now_us());
   std::lock_guard<std::mutex> lock(mutex_);
+  computing_ = false;
   if (async) {
     if (needs_event_[step]) backend_.record(step, s.lane);
     token_[step] = Token::Event;
@@ -136,6 +141,7 @@ bool Executor::pump() {
   in_pump_ = true;
   bool advanced = false;
   try {
+    note_own_progress();
     transport_.progress();
     // Note finished transfers now, so a trace shows when they finished.
     if (options_.trace)
@@ -152,6 +158,7 @@ bool Executor::pump() {
       }
     }
     while (next_unit_ < units_.size() && unit_issued_[next_unit_]) ++next_unit_;
+    if (advanced) last_own_progress_ = std::chrono::steady_clock::now();
   } catch (...) {
     in_pump_ = false;
     throw;
@@ -166,6 +173,7 @@ bool Executor::pump() {
 bool Executor::finish_if_done(int step) {
   if (!transport_.test(request_[step])) return false;
   token_[step] = Token::Done;
+  last_own_progress_ = std::chrono::steady_clock::now();
   if (options_.trace)
     options_.trace->add(step, "communication", schedule_.steps[step].label, posted_us_[step], options_.trace->now_us());
   return true;
@@ -182,19 +190,36 @@ bool Executor::requests_outstanding() {
   return outstanding;
 }
 
-void Executor::timed_out() {
-  std::string what = "a step";
-  if (waiting_for_ >= 0) {
-    const Step& s = schedule_.steps[waiting_for_];
-    what = str("step ", waiting_for_, " (", s.label, ")");
-    if (s.kind() == StepKind::Recv)
-      what += str(" from group rank ", std::get<plan::RecvOp>(s.op).peer);
-    else if (s.kind() == StepKind::Send)
-      what += str(" to group rank ", std::get<plan::SendOp>(s.op).peer);
+std::string Executor::waiting_for() const {
+  if (waiting_for_ < 0) return "the transfers of this execute";
+  const Step& s = schedule_.steps[waiting_for_];
+  std::string what = str("step ", waiting_for_, " (", s.label, ")");
+  if (s.kind() == StepKind::Recv)
+    what += str(" from group rank ", std::get<plan::RecvOp>(s.op).peer);
+  else if (s.kind() == StepKind::Send)
+    what += str(" to group rank ", std::get<plan::SendOp>(s.op).peer);
+  else if (s.kind() == StepKind::Collective)
+    what += str(", which every rank of the group takes part in");
+  return what;
+}
+
+// Called with mutex_ held, from pump(): while a compute step runs (pump is
+// then called between its tiles, or by the progress thread) this rank's own
+// work advances; after the notice interval its peers hear so, and restart
+// their timeouts. Also reads their notices.
+void Executor::note_own_progress() {
+  if (!options_.notices) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (computing_) last_own_progress_ = now;
+  if (now - last_notice_poll_ < std::chrono::milliseconds(1)) return;
+  last_notice_poll_ = now;
+  options_.notices->poll();
+  const auto interval = options_.bounds.notice_interval();
+  if (last_own_progress_ > last_working_notice_ && now - last_working_notice_ >= interval &&
+      now - last_own_progress_ < interval) {
+    options_.notices->announce_working();
+    last_working_notice_ = now;
   }
-  fail(WEAVE_ERROR_TIMEOUT, "group rank ", schedule_.group_rank, " of ", schedule_.group_size, " waited ",
-       options_.timeout.count() / 1000.0, " s for ", what,
-       "; a peer may have failed or not called execute (set timeout_ms or WEAVE_TIMEOUT to wait longer)");
 }
 
 void Executor::progress_thread_main() {
@@ -216,8 +241,10 @@ void Executor::run(const Bindings& bindings, const Scalars& scalars, void* calle
   unit_issued_.assign(units_.size(), false);
   next_unit_ = 0;
   waiting_for_ = -1;
-  const bool bounded = options_.timeout.count() >= 0;
-  deadline_ = std::chrono::steady_clock::now() + (bounded ? options_.timeout : std::chrono::milliseconds(0));
+  computing_ = false;
+  last_working_notice_ = last_own_progress_ = std::chrono::steady_clock::now();
+  BoundedWait wait(options_.bounds, options_.notices, "group rank", options_.call);
+  auto progress_seen = last_own_progress_;
   if (options_.trace) options_.trace->clear();
 
   transport_.begin_execute();
@@ -258,14 +285,21 @@ void Executor::run(const Bindings& bindings, const Scalars& scalars, void* calle
         }
         if (!units_left && !requests_outstanding()) break;
       }
-      if (!advanced) {
-        if (bounded && std::chrono::steady_clock::now() > deadline_) timed_out();
-        std::this_thread::yield();
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (advanced || last_own_progress_ > progress_seen) {
+        progress_seen = last_own_progress_;
+        wait.progressed();
+      } else {
+        wait.idle([this] { return waiting_for(); });
       }
     }
+    // A peer that gave up in this execute returned an error: so must this
+    // rank (with the execute check the outcome agreement sees to it too).
+    std::lock_guard<std::mutex> lock(mutex_);
+    wait.check_no_peer_gave_up([this] { return waiting_for(); });
   } catch (...) {
     stop();
-    transport_.cancel_all();
+    transport_.abandon_outstanding(options_.workspace_owner);
     throw;
   }
   stop();

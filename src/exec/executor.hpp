@@ -17,6 +17,10 @@
 #include <thread>
 #include <vector>
 
+#include "core/abandoned_work.hpp"
+#include "core/arrival_notices.hpp"
+#include "core/bounded_wait.hpp"
+#include "core/wait_bounds.hpp"
 #include "exec/bindings.hpp"
 #include "exec/compute_backend.hpp"
 #include "exec/trace.hpp"
@@ -29,8 +33,16 @@ enum class Progress { Tiles, Thread };
 
 struct ExecutorOptions {
   Progress progress = Progress::Tiles;
-  // Give up waiting after this long (negative: never).
-  std::chrono::milliseconds timeout{300000};
+  // Give up once neither this rank nor a peer has made progress for
+  // bounds.timeout: the deadline restarts whenever a step is issued or
+  // finishes, a GEMM tile completes, or a peer says its own work advances.
+  WaitBounds bounds;
+  // The group's arrival notices (may be null): progress notices while this
+  // rank computes for long, names of the peers that did not arrive.
+  ArrivalNotices* notices = nullptr;
+  std::string call = "weave_execute";  // where, for messages
+  // Kept alive by the transfers a failed execute leaves in flight.
+  std::shared_ptr<const void> workspace_owner;
   Trace* trace = nullptr;  // null: no tracing
 };
 
@@ -43,7 +55,8 @@ class Executor {
   Executor& operator=(const Executor&) = delete;
 
   // Runs every step. Throws weave::internal::Error (e.g. WEAVE_ERROR_TIMEOUT naming the
-  // step and peer it waited for); afterwards the transport is left cancelled.
+  // step and peer it waited for); the transfers still in flight then belong
+  // to the abandoned work, with the workspace they use.
   void run(const Bindings& bindings, const Scalars& scalars, void* caller_stream);
 
  private:
@@ -64,7 +77,8 @@ class Executor {
   bool pump();
   bool finish_if_done(int step);
   bool requests_outstanding();
-  [[noreturn]] void timed_out();
+  std::string waiting_for() const;
+  void note_own_progress();
   void progress_thread_main();
 
   const plan::Schedule& schedule_;
@@ -83,8 +97,9 @@ class Executor {
   std::vector<double> posted_us_;  // tracing: when each request was posted
   std::size_t next_unit_ = 0;
   std::vector<bool> unit_issued_;
-  std::chrono::steady_clock::time_point deadline_;
   int waiting_for_ = -1;  // step the loop is blocked on, for the timeout message
+  bool computing_ = false;  // a compute step runs (its tiles, or the progress thread, see it)
+  std::chrono::steady_clock::time_point last_own_progress_{}, last_working_notice_{}, last_notice_poll_{};
   bool in_pump_ = false;
   std::mutex mutex_;  // progress thread vs. main thread
   std::atomic<bool> stop_thread_{false};

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "core/error.hpp"
+#include "core/wait_bounds.hpp"
 
 namespace weave::internal::plan {
 
@@ -342,14 +343,8 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
          caps.mpi_thread_level);
 
   // Timeout.
-  if (desc.timeout_ms > 0)
-    r.timeout = std::chrono::milliseconds(desc.timeout_ms);
-  else if (desc.timeout_ms < 0)
-    r.timeout = std::chrono::milliseconds(-1);
-  else
-    r.timeout = std::chrono::milliseconds(env_integer(env, "WEAVE_TIMEOUT", 300, 0) * 1000);
-  if (desc.timeout_ms == 0 && env.count("WEAVE_TIMEOUT") && r.timeout.count() == 0)
-    r.timeout = std::chrono::milliseconds(-1);  // WEAVE_TIMEOUT=0: wait forever
+  const auto weave_timeout = env.find("WEAVE_TIMEOUT");
+  r.timeout = resolve_timeout(desc.timeout_ms, weave_timeout == env.end() ? nullptr : weave_timeout->second.c_str());
   return r;
 }
 

@@ -6,9 +6,11 @@
 // A transport handles Send, Recv and Collective steps of a schedule.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "core/abandoned_work.hpp"
 #include "exec/bindings.hpp"
 #include "plan/schedule.hpp"
 
@@ -27,9 +29,12 @@ class Transport {
   }
   virtual bool test(int request) { (void)request; return true; }
   virtual void progress() {}
-  // Abandon every outstanding request (after a timeout or error); the
-  // transport must stay destructible.
-  virtual void cancel_all() {}
+  // After a failed execute: hands every request still in flight to the
+  // abandoned work (abandoned_work.hpp), together with what it uses
+  // (`workspace_owner`, the transport's communicator and buffers), so a peer
+  // that completes it later writes into memory that is still there. Receives
+  // that can be cancelled are. The transport stays usable for destruction.
+  virtual void abandon_outstanding(std::shared_ptr<const void> workspace_owner) { (void)workspace_owner; }
 
   // Stream-ordered transports: all steps of one batch start together.
   virtual void enqueue(const std::vector<const plan::Step*>& batch, const exec::Bindings& bindings,

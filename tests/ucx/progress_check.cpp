@@ -70,7 +70,7 @@ class RecordingTransport final : public weave::internal::transport::Transport {
     for (const Posted& p : outstanding_)
       if (seen_complete_us[p.step] < 0 && inner_->test(p.request)) seen_complete_us[p.step] = clock_.now_us();
   }
-  void cancel_all() override { inner_->cancel_all(); }
+  void abandon_outstanding(std::shared_ptr<const void> owner) override { inner_->abandon_outstanding(std::move(owner)); }
 
   std::vector<double> progress_calls;    // when progress() was called
   std::vector<double> seen_complete_us;  // per step: first seen complete (-1: not seen)
@@ -154,7 +154,7 @@ int main(int argc, char** argv) {
   int exit_code = 0;
   try {
     if (size != 2) throw std::runtime_error("run this check on exactly 2 ranks");
-    auto grid = std::make_shared<weave::internal::GridState>(MPI_COMM_WORLD, 2, 1);
+    auto grid = weave::internal::GridState::create(MPI_COMM_WORLD, 2, 1, [] {});
     // 384 rows of A per rank in 3 chunks of 128 x 256 doubles (256 KiB each:
     // rendezvous); each chunk's GEMM is 2 * 128 * 512 * 256 = 34 Mflop.
     const int64_t m = 768, n = 1024, k = 256;
@@ -177,7 +177,7 @@ int main(int argc, char** argv) {
         weave::internal::transport::make_ucx_transport(*grid, grid->group(WEAVE_GROUP_GRID), schedule, false), schedule, trace);
     weave::internal::exec::ExecutorOptions executor_options;
     executor_options.progress = weave::internal::exec::Progress::Tiles;
-    executor_options.timeout = std::chrono::milliseconds(120000);
+    executor_options.bounds.timeout = std::chrono::milliseconds(120000);
     executor_options.trace = &trace;
     weave::internal::exec::Executor executor(schedule, backend, transport, executor_options);
 

@@ -1,7 +1,7 @@
 // The UCX transport's message isolation, on hand-made schedules: rank 1
 // sends one chunk to rank 0 (other ranks take part in creating transports
 // only). Checked:
-//   1. a receive cancelled by cancel_all() (what the executor does after a
+//   1. a receive cancelled by abandon_outstanding() (what the executor does after a
 //      timeout) is never written, even when its message arrives later and
 //      the worker keeps progressing;
 //   2. that late message does not match the receive of the next execute of
@@ -128,7 +128,7 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   try {
     if (size < 2) throw std::runtime_error("run this test on 2 or more ranks");
-    auto grid = std::make_shared<weave::internal::GridState>(MPI_COMM_WORLD, size, 1);
+    auto grid = weave::internal::GridState::create(MPI_COMM_WORLD, size, 1, [] {});
     const weave::internal::GroupView group = grid->group(WEAVE_GROUP_GRID);
     const weave::internal::plan::Schedule schedule = make_schedule(g_rank, size);
     // Two plans over the same group: they share the group's UCX worker.
@@ -142,7 +142,7 @@ int main(int argc, char** argv) {
       first->begin_execute();
       const int request = first->post(schedule.steps.at(0), cancelled.bindings(schedule));
       expect(!first->test(request), "the receive completed before anything was sent");
-      first->cancel_all();
+      first->abandon_outstanding(nullptr);
     }
     MPI_Barrier(MPI_COMM_WORLD);
     if (g_rank == 1) send_chunk(*first, schedule, 1.0);  // arrives after the cancel
@@ -156,7 +156,7 @@ int main(int argc, char** argv) {
       request = first->post(schedule.steps.at(0), next.bindings(schedule));
       expect(!completes_within(*first, request, 0.3),
              "the next execute's receive matched the message of the cancelled execute");
-      expect(cancelled.c_untouched(), "the cancelled receive was written after cancel_all()");
+      expect(cancelled.c_untouched(), "the cancelled receive was written after abandon_outstanding()");
       expect(next.c_untouched(), "the next execute's receive was written by the previous execute's message");
     }
     MPI_Barrier(MPI_COMM_WORLD);
@@ -164,7 +164,7 @@ int main(int argc, char** argv) {
     if (g_rank == 0) {
       expect(completes_within(*first, request, 30.0), "the next execute's own message did not arrive");
       expect(next.c_is(101.0), "the next execute received the wrong data");
-      expect(cancelled.c_untouched(), "the cancelled receive was written after cancel_all()");
+      expect(cancelled.c_untouched(), "the cancelled receive was written after abandon_outstanding()");
     }
     MPI_Barrier(MPI_COMM_WORLD);
 

@@ -32,31 +32,27 @@ int to_int(int64_t value, const char* what) {
 
 }  // namespace
 
-MpiTransport::MpiTransport(MPI_Comm group_comm) {
-  WEAVE_MPI_CHECK(MPI_Comm_dup(group_comm, &comm_));
-  WEAVE_MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
+MpiTransport::MpiTransport(SharedComm comm) : comm_(std::move(comm)) {
   int* tag_ub = nullptr;
   int found = 0;
-  WEAVE_MPI_CHECK(MPI_Comm_get_attr(comm_, MPI_TAG_UB, &tag_ub, &found));
+  WEAVE_MPI_CHECK(MPI_Comm_get_attr(comm_->get(), MPI_TAG_UB, &tag_ub, &found));
   if (found && tag_ub) max_tag_ = *tag_ub;
 }
 
 MpiTransport::~MpiTransport() {
-  int finalized = 0;
-  MPI_Finalized(&finalized);
-  if (finalized) return;
-  cancel_all();
-  if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+  // Nothing is in flight after a good execute, and a failed one handed its
+  // requests over already.
+  if (mpi_is_running() && !requests_.empty()) abandon_outstanding(nullptr);
 }
 
 void MpiTransport::begin_execute() {
   requests_.clear();
-  collective_.clear();
+  receive_.clear();
 }
 
-int MpiTransport::add(std::vector<MPI_Request> requests, bool collective) {
+int MpiTransport::add(std::vector<MPI_Request> requests, bool receive) {
   requests_.push_back(std::move(requests));
-  collective_.push_back(collective);
+  receive_.push_back(receive);
   return static_cast<int>(requests_.size()) - 1;
 }
 
@@ -71,9 +67,9 @@ int MpiTransport::post(const plan::Step& step, const exec::Bindings& bindings) {
       const int n = static_cast<int>(std::min(kMaxMessageBytes, bytes - done));
       MPI_Request r = MPI_REQUEST_NULL;
       if (send)
-        WEAVE_MPI_CHECK(MPI_Isend(data + done, n, MPI_BYTE, peer, tag, comm_, &r));
+        WEAVE_MPI_CHECK(MPI_Isend(data + done, n, MPI_BYTE, peer, tag, comm_->get(), &r));
       else
-        WEAVE_MPI_CHECK(MPI_Irecv(data + done, n, MPI_BYTE, peer, tag, comm_, &r));
+        WEAVE_MPI_CHECK(MPI_Irecv(data + done, n, MPI_BYTE, peer, tag, comm_->get(), &r));
       out.push_back(r);
       if (bytes == 0) break;
       done += n;
@@ -105,22 +101,22 @@ int MpiTransport::post(const plan::Step& step, const exec::Bindings& bindings) {
       }
       MPI_Request r = MPI_REQUEST_NULL;
       int rank = 0;
-      MPI_Comm_rank(comm_, &rank);
+      MPI_Comm_rank(comm_->get(), &rank);
       switch (op.kind) {
         case plan::CollectiveKind::AllGather: {
           // In place when my part already sits where it belongs.
           const char* mine = static_cast<const char*>(recv.data) + displs[rank] * (mt == MPI_BYTE ? 1 : dtype_size(type));
           const void* sendbuf = send.data == mine ? MPI_IN_PLACE : send.data;
           WEAVE_MPI_CHECK(MPI_Iallgatherv(sendbuf, counts[rank], mt, recv.data, counts.data(), displs.data(), mt,
-                                          comm_, &r));
+                                          comm_->get(), &r));
           break;
         }
         case plan::CollectiveKind::ReduceScatter:
-          WEAVE_MPI_CHECK(MPI_Ireduce_scatter(send.data, recv.data, counts.data(), mpi_type(type), MPI_SUM, comm_, &r));
+          WEAVE_MPI_CHECK(MPI_Ireduce_scatter(send.data, recv.data, counts.data(), mpi_type(type), MPI_SUM, comm_->get(), &r));
           break;
         case plan::CollectiveKind::AllReduce:
           WEAVE_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, recv.data, to_int(op.counts.at(0), "all-reduce count"),
-                                         mpi_type(type), MPI_SUM, comm_, &r));
+                                         mpi_type(type), MPI_SUM, comm_->get(), &r));
           break;
       }
       out.push_back(r);
@@ -129,7 +125,7 @@ int MpiTransport::post(const plan::Step& step, const exec::Bindings& bindings) {
     default:
       fail(WEAVE_ERROR_INTERNAL, "the MPI transport was handed a compute step");
   }
-  return add(std::move(out), step.kind() == plan::StepKind::Collective);
+  return add(std::move(out), step.kind() == plan::StepKind::Recv);
 }
 
 bool MpiTransport::test(int request) {
@@ -152,17 +148,22 @@ void MpiTransport::progress() {
       }
 }
 
-void MpiTransport::cancel_all() {
-  for (std::size_t i = 0; i < requests_.size(); ++i) {
-    if (collective_[i]) continue;
+void MpiTransport::abandon_outstanding(std::shared_ptr<const void> workspace_owner) {
+  std::vector<MPI_Request> pending;
+  for (std::size_t i = 0; i < requests_.size(); ++i)
     for (MPI_Request& r : requests_[i])
       if (r != MPI_REQUEST_NULL) {
-        MPI_Cancel(&r);
-        MPI_Request_free(&r);
+        // A cancelled receive still completes (as cancelled), so it is
+        // tested like the rest; one already matched completes normally.
+        if (receive_[i]) MPI_Cancel(&r);
+        pending.push_back(r);
       }
-  }
   requests_.clear();
-  collective_.clear();
+  receive_.clear();
+  if (!pending.empty()) abandon_requests(std::move(pending), {std::move(workspace_owner), comm_});
+  // A late peer may still send on this communicator: it is never freed, so
+  // no later communicator can receive those messages.
+  quarantine(comm_);
 }
 
 }  // namespace weave::internal::transport

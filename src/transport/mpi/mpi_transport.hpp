@@ -9,14 +9,15 @@
 
 #include <vector>
 
+#include "core/communicator.hpp"
 #include "transport/transport.hpp"
 
 namespace weave::internal::transport {
 
 class MpiTransport final : public Transport {
  public:
-  // Collective over group_comm (duplicates it).
-  explicit MpiTransport(MPI_Comm group_comm);
+  // `comm`: the plan's own duplicate of the group's communicator.
+  explicit MpiTransport(SharedComm comm);
   ~MpiTransport() override;
 
   std::string name() const override { return "mpi"; }
@@ -24,21 +25,20 @@ class MpiTransport final : public Transport {
   int post(const plan::Step& step, const exec::Bindings& bindings) override;
   bool test(int request) override;
   void progress() override;
-  void cancel_all() override;
+  void abandon_outstanding(std::shared_ptr<const void> workspace_owner) override;
   void begin_execute() override;
 
   // Largest tag this MPI accepts (MPI_TAG_UB).
   int max_tag() const { return max_tag_; }
 
  private:
-  int add(std::vector<MPI_Request> requests, bool collective);
-  MPI_Comm comm_ = MPI_COMM_NULL;
+  int add(std::vector<MPI_Request> requests, bool receive);
+  SharedComm comm_;
   int max_tag_ = 32767;
   std::vector<std::vector<MPI_Request>> requests_;
-  // MPI forbids cancelling or freeing an active non-blocking collective, so
-  // cancel_all() leaves those pending (the plan is failed by then anyway).
-  std::vector<bool> collective_;
-  std::vector<MPI_Request> flat_;  // scratch for progress()
+  // Receives can be cancelled; sends and collectives (MPI forbids
+  // cancelling an active collective) stay in flight when abandoned.
+  std::vector<bool> receive_;
 };
 
 }  // namespace weave::internal::transport

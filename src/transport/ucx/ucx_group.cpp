@@ -23,25 +23,19 @@ constexpr std::chrono::milliseconds kCloseGracePeriod{1000};
 
 UcxGroup::UcxGroup(const GroupView& group) : rank_(group.rank) {
   try {
-    agree_on_errors(group.comm, [&] { create_local_state(group.size); });
+    agree_on_errors(*group.channel, [&] { create_local_state(group.size); });
 
-    // Worker addresses of every rank, back to back.
-    if (address_length_ > static_cast<std::size_t>(INT_MAX))
-      fail(WEAVE_ERROR_UCX, "the UCX worker address is ", address_length_, " bytes, more than MPI can gather");
-    std::vector<int> lengths(group.size), offsets(group.size);
-    const int my_length = static_cast<int>(address_length_);
-    WEAVE_MPI_CHECK(MPI_Allgather(&my_length, 1, MPI_INT, lengths.data(), 1, MPI_INT, group.comm));
-    int64_t total = 0;
-    for (int r = 0; r < group.size; ++r) {
-      if (total > INT_MAX) fail(WEAVE_ERROR_UCX, "the group's UCX worker addresses exceed MPI's int counts");
-      offsets[r] = static_cast<int>(total);
-      total += lengths[r];
-    }
-    std::vector<char> addresses(static_cast<std::size_t>(total));
-    WEAVE_MPI_CHECK(MPI_Allgatherv(address_, my_length, MPI_BYTE, addresses.data(), lengths.data(), offsets.data(),
-                                   MPI_BYTE, group.comm));
+    // Worker addresses of every rank, back to back; bounded like every
+    // creation step.
+    const std::vector<char> mine(reinterpret_cast<const char*>(address_),
+                                 reinterpret_cast<const char*>(address_) + address_length_);
+    std::vector<int> offsets;
+    const std::vector<char> addresses = all_gather_bytes(*group.channel, mine, &offsets);
+    std::vector<int> lengths(group.size);
+    for (int r = 0; r < group.size; ++r) lengths[r] = offsets[r + 1] - offsets[r];
+    offsets.pop_back();
 
-    agree_on_errors(group.comm, [&] { connect(addresses, lengths, offsets); });
+    agree_on_errors(*group.channel, [&] { connect(addresses, lengths, offsets); });
   } catch (...) {
     release();
     throw;

@@ -13,8 +13,36 @@ namespace {
 
 // After a failed execute, cancelled receives settle within a few progress
 // calls; one still going after this long is a rendezvous transfer UCX cannot
-// stop (see cancel_all).
+// stop (see abandon_locked).
 constexpr std::chrono::milliseconds kCancelGracePeriod{2000};
+
+// UCX requests of a failed execute that had not settled when it gave up:
+// sends a peer has not taken yet, receives UCX could not cancel. They keep
+// the worker, the workspace (and its registration) and the collectives'
+// scratch alive until UCX has finished with them.
+class AbandonedUcxRequests final : public AbandonedWork {
+ public:
+  AbandonedUcxRequests(std::shared_ptr<UcxGroup> group, std::vector<void*> requests, KeepAlive keep_alive)
+      : group_(std::move(group)), requests_(std::move(requests)), keep_alive_(std::move(keep_alive)) {}
+  bool finished() override {
+    std::lock_guard<std::mutex> lock(group_->mutex());
+    ucp_worker_progress(group_->worker());
+    std::vector<void*> still;
+    for (void* request : requests_) {
+      if (ucp_request_check_status(request) == UCS_INPROGRESS)
+        still.push_back(request);
+      else
+        ucp_request_free(request);
+    }
+    requests_ = std::move(still);
+    return requests_.empty();
+  }
+
+ private:
+  std::shared_ptr<UcxGroup> group_;
+  std::vector<void*> requests_;
+  KeepAlive keep_alive_;
+};
 
 bool has_collectives(const plan::Schedule& schedule) {
   for (const plan::Step& s : schedule.steps)
@@ -68,13 +96,13 @@ std::unique_ptr<Transport> make_ucx_transport(GridState& grid, const GroupView& 
     plan_id = shared->next_plan_id();
     unusable = shared->unusable_reason();
   }
-  agree_on_errors(group.comm, [&] {
+  agree_on_errors(*group.channel, [&] {
     if (!unusable.empty()) fail(WEAVE_ERROR_UCX, unusable);
     check_ucx_schedule(schedule, group.size, device_memory, *shared);
   });
   // The tags of this plan's messages carry its number; a disagreement would
   // leave receives unmatched, so it is checked rather than assumed.
-  check_same_on_all_ranks(group.comm, {{"UCX plan number", static_cast<int64_t>(plan_id)}}, "weave_plan_create");
+  check_same_on_all_ranks(*group.channel, {{"UCX plan number", static_cast<int64_t>(plan_id)}}, "weave_plan_create");
   return std::make_unique<UcxTransport>(std::move(shared), schedule, device_memory, plan_id);
 }
 
@@ -95,7 +123,7 @@ UcxTransport::UcxTransport(std::shared_ptr<UcxGroup> group, const plan::Schedule
                                           schedule_.group_rank);
   }
   try {
-    scratch_.resize(static_cast<std::size_t>(total));
+    scratch_ = std::make_shared<std::vector<std::byte>>(static_cast<std::size_t>(total));
   } catch (const std::bad_alloc&) {
     fail(WEAVE_ERROR_OUT_OF_MEMORY, "cannot allocate ", total, " bytes of scratch for the ucx transport's collectives");
   }
@@ -103,8 +131,7 @@ UcxTransport::UcxTransport(std::shared_ptr<UcxGroup> group, const plan::Schedule
 
 UcxTransport::~UcxTransport() {
   std::lock_guard<std::mutex> lock(group_->mutex());
-  cancel_all_locked();
-  release_workspace();
+  abandon_locked(nullptr);
 }
 
 std::string UcxTransport::name() const {
@@ -170,7 +197,7 @@ int UcxTransport::post(const plan::Step& step, const exec::Bindings& bindings) {
     case plan::StepKind::Collective: {
       const CollectiveSlot& slot = collective_slots_.at(static_cast<std::size_t>(&step - schedule_.steps.data()));
       op.collective = std::make_unique<UcxCollective>(step, slot.ordinal, bindings, schedule_.group_size,
-                                                      schedule_.group_rank, scratch_.data() + slot.scratch_offset);
+                                                      schedule_.group_rank, scratch_->data() + slot.scratch_offset);
       op.done = op.collective->next_phase(m, op.messages);
       break;
     }
@@ -215,12 +242,12 @@ void UcxTransport::progress() {
     if (op.collective && !op.done) advance(op);
 }
 
-void UcxTransport::cancel_all() {
+void UcxTransport::abandon_outstanding(std::shared_ptr<const void> workspace_owner) {
   std::lock_guard<std::mutex> lock(group_->mutex());
-  cancel_all_locked();
+  abandon_locked(std::move(workspace_owner));
 }
 
-void UcxTransport::cancel_all_locked() {
+void UcxTransport::abandon_locked(std::shared_ptr<const void> workspace_owner) {
   // Nothing may write into the caller's memory after an execute has failed:
   // cancel every receive and wait until UCX has let go of each.
   UcxMessenger m = messenger(nullptr);
@@ -235,6 +262,7 @@ void UcxTransport::cancel_all_locked() {
       for (UcxMessage& message : op.messages) pending = !m.settled(message) || pending;
     if (std::chrono::steady_clock::now() > deadline) break;
   }
+  std::vector<void*> unsettled;
   for (Operation& op : operations_)
     for (UcxMessage& message : op.messages) {
       // A receive UCX already matched to a rendezvous transfer cannot be
@@ -244,9 +272,20 @@ void UcxTransport::cancel_all_locked() {
         group_->mark_unusable(str("an earlier failed execute left a ", message.bytes, "-byte receive from group rank ",
                                   message.peer, " (", message.what ? *message.what : std::string("?"),
                                   ") that UCX could not cancel; create a new grid to use the ucx transport again"));
-      m.abandon(message);
+      if (message.request && !message.finished) unsettled.push_back(message.request);
+      message.request = nullptr;
     }
   operations_.clear();
+  auto registration = std::make_shared<UcxRegistration>(group_, workspace_handle_);
+  workspace_handle_ = nullptr;
+  registered_workspace_ = nullptr;
+  if (!unsettled.empty())
+    abandon(std::make_unique<AbandonedUcxRequests>(group_, std::move(unsettled),
+                                                   KeepAlive{std::move(workspace_owner), scratch_, registration}));
+}
+
+UcxRegistration::~UcxRegistration() {
+  if (handle) ucp_mem_unmap(group->context(), handle);
 }
 
 }  // namespace weave::internal::transport

@@ -38,6 +38,15 @@
 
 namespace weave::internal::transport {
 
+// The workspace's registration, unmapped when the last user (the transport,
+// or requests a failed execute left in flight) lets go of it.
+struct UcxRegistration {
+  UcxRegistration(std::shared_ptr<UcxGroup> g, ucp_mem_h h) : group(std::move(g)), handle(h) {}
+  ~UcxRegistration();
+  std::shared_ptr<UcxGroup> group;
+  ucp_mem_h handle = nullptr;
+};
+
 class UcxTransport final : public Transport {
  public:
   // Local: the caller has checked the schedule (check_ucx_schedule) and
@@ -50,7 +59,7 @@ class UcxTransport final : public Transport {
   int post(const plan::Step& step, const exec::Bindings& bindings) override;
   bool test(int request) override;
   void progress() override;
-  void cancel_all() override;
+  void abandon_outstanding(std::shared_ptr<const void> workspace_owner) override;
   void begin_execute() override;
 
  private:
@@ -63,7 +72,9 @@ class UcxTransport final : public Transport {
 
   UcxMessenger messenger(const exec::Bindings* bindings);
   bool advance(Operation& op);  // caller holds the group lock
-  void cancel_all_locked();
+  // Cancels the receives, waits a little for UCX to settle every message,
+  // and hands what has not settled to the abandoned work. Group lock held.
+  void abandon_locked(std::shared_ptr<const void> workspace_owner);
   void register_workspace(void* workspace);
   void release_workspace() noexcept;
 
@@ -79,7 +90,7 @@ class UcxTransport final : public Transport {
     int64_t scratch_offset = 0;
   };
   std::vector<CollectiveSlot> collective_slots_;
-  std::vector<std::byte> scratch_;
+  std::shared_ptr<std::vector<std::byte>> scratch_;
   void* registered_workspace_ = nullptr;
   ucp_mem_h workspace_handle_ = nullptr;
   std::vector<Operation> operations_;         // this execute's, indexed by request id

@@ -1,0 +1,46 @@
+// One wait for peers, bounded in time. The waiting loop calls idle() each
+// time it found nothing to do and progressed() each time it advanced; the
+// wait gives up (WEAVE_ERROR_TIMEOUT) once neither this rank nor a peer it
+// hears from (ArrivalNotices) has advanced for the timeout: a timeout
+// measures waiting for peers, never this rank's own work. While it waits it
+// announces its arrival after the notice interval, prints one warning line
+// after WaitBounds::warning, and names the peers that have not arrived.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <string>
+
+#include "core/arrival_notices.hpp"
+#include "core/wait_bounds.hpp"
+
+namespace weave::internal {
+
+class BoundedWait {
+ public:
+  // `notices` may be null (nobody can be named then); `noun` names the
+  // peers ("group rank", "rank"); `call` says where ("weave_execute of
+  // plan AG-GEMM ...").
+  BoundedWait(const WaitBounds& bounds, ArrivalNotices* notices, const char* noun, std::string call);
+
+  void progressed() { last_progress_ = std::chrono::steady_clock::now(); }
+  // `waiting_for` says for what ("step 3 (all-reduce partial sums)"); it is
+  // called only to print a warning or a timeout.
+  void idle(const std::function<std::string()>& waiting_for);
+  // Throws WEAVE_ERROR_TIMEOUT if a peer announced that it gave up in this
+  // call (it has left; waiting longer is pointless).
+  void check_no_peer_gave_up(const std::function<std::string()>& waiting_for);
+
+ private:
+  std::string whom(const std::string& waiting_for, bool still) const;
+  [[noreturn]] void give_up(const std::string& waiting_for, int gave_up);
+
+  WaitBounds bounds_;
+  ArrivalNotices* notices_;
+  const char* noun_;
+  std::string call_;
+  std::chrono::steady_clock::time_point start_, last_progress_, last_poll_{};
+  bool warned_ = false;
+};
+
+}  // namespace weave::internal

@@ -1,0 +1,36 @@
+// How long Weave waits for its peers, and when it says that it is waiting.
+//   timeout: a wait that sees no progress for this long gives up with
+//     WEAVE_ERROR_TIMEOUT (negative: never). A plan's timeout_ms, else
+//     WEAVE_TIMEOUT (seconds, 0: never), else 300 s.
+//   warning: after waiting this long, a rank prints one line on stderr
+//     naming whom it waits for. WEAVE_WAIT_WARNING (seconds, fractions
+//     allowed, 0: never), else 10 s.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+
+namespace weave::internal {
+
+constexpr std::chrono::milliseconds kDefaultTimeout{300000};
+constexpr std::chrono::milliseconds kDefaultWaitWarning{10000};
+
+struct WaitBounds {
+  std::chrono::milliseconds timeout = kDefaultTimeout;
+  std::chrono::milliseconds warning = kDefaultWaitWarning;
+  bool bounded() const { return timeout.count() >= 0; }
+  // How often a rank that waits or works tells its peers so (arrival and
+  // progress notices): often enough that a peer's timeout and warning never
+  // fire while this rank is busy, rarely enough to cost nothing.
+  std::chrono::milliseconds notice_interval() const;
+};
+
+// The timeout of `timeout_ms` as weave_plan_desc_t defines it (0: from
+// `weave_timeout`, the value of WEAVE_TIMEOUT or NULL). Throws
+// WEAVE_ERROR_INVALID_VALUE for a malformed WEAVE_TIMEOUT.
+std::chrono::milliseconds resolve_timeout(int32_t timeout_ms, const char* weave_timeout);
+
+// Bounds from `timeout_ms` (0: the environment) and WEAVE_WAIT_WARNING.
+WaitBounds wait_bounds(int32_t timeout_ms = 0);
+
+}  // namespace weave::internal
