@@ -292,17 +292,27 @@ void slow_gemm(weave_grid_t grid) {
     weave_status_t s = WEAVE_SUCCESS;
     const double slow = timed_execute(k0, v, 120000, &s);
     if (!require_ok(s, v.name)) return;
-    const int timeout_ms = std::max(100, static_cast<int>(slow * 1000 * 0.3));
-    const double took = timed_execute(k0, v, timeout_ms, &s);
-    if (g_rank == 0)
-      std::printf("     %s: rank 0's share of K %lld, execute %.2f s, then %.2f s with a timeout of %d ms\n", v.name,
-                  static_cast<long long>(k0), slow, took, timeout_ms);
-    if (s != WEAVE_SUCCESS)
-      fail_here(std::string(v.name) + ": execute returned " + weave_status_string(s) + " with healthy peers: " +
-                weave_last_error());
-    if (took * 1000 < timeout_ms * 1.1)
-      fail_here(std::string(v.name) + ": the execute took " + std::to_string(took) +
-                " s, not clearly longer than the timeout: the check proves nothing");
+    // A loaded machine can make the second run much faster than the first:
+    // then try again with a timeout cut to 30% of that run.
+    int timeout_ms = std::max(100, static_cast<int>(slow * 1000 * 0.3));
+    for (int attempt = 0;; ++attempt) {
+      const double took = timed_execute(k0, v, timeout_ms, &s);
+      if (g_rank == 0)
+        std::printf("     %s: rank 0's share of K %lld, execute %.2f s, then %.2f s with a timeout of %d ms\n", v.name,
+                    static_cast<long long>(k0), slow, took, timeout_ms);
+      if (s != WEAVE_SUCCESS) {
+        fail_here(std::string(v.name) + ": execute returned " + weave_status_string(s) + " with healthy peers: " +
+                  weave_last_error());
+        break;
+      }
+      if (took * 1000 >= timeout_ms * 1.1) break;
+      if (attempt == 3) {
+        fail_here(std::string(v.name) + ": the execute never took clearly longer than the timeout: the check proves "
+                  "nothing");
+        break;
+      }
+      timeout_ms = std::max(50, static_cast<int>(took * 1000 * 0.3));
+    }
   }
 }
 
