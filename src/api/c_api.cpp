@@ -3,6 +3,7 @@
 #include <new>
 
 #include "api/handles.hpp"
+#include "api/struct_size.hpp"
 #include "backends/host/kokkos_runtime.hpp"
 #include "core/error.hpp"
 #include "core/mpi_check.hpp"
@@ -151,7 +152,7 @@ weave_status_t weave_matrix_create(weave_grid_t grid, const weave_matrix_desc_t*
     agree_on_errors(state->comm(), [&] {
       require(matrix, "matrix");
       require(desc, "desc");
-      handle->desc = make_matrix(state, *desc, "matrix");
+      handle->desc = make_matrix(state, read_sized(desc, "desc"), "matrix");
     });
     // Everything but the leading dimension is the same on every rank.
     agree_on_errors(state->comm(), [&] {
@@ -216,12 +217,14 @@ weave_status_t weave_plan_create(weave_grid_t grid, const weave_plan_desc_t* des
     require(grid, "grid");
     if (plan) *plan = nullptr;
     // A NULL desc or output on one rank must not leave the others in plan creation.
+    weave_plan_desc_t sized{};
     agree_on_errors(grid->state->comm(), [&] {
       require(plan, "plan");
       require(desc, "desc");
+      sized = read_sized(desc, "desc");
     });
     auto handle = std::make_unique<weave_plan_s>();
-    handle->plan = Plan::create(grid->state, *desc);
+    handle->plan = Plan::create(grid->state, sized);
     *plan = handle.release();
   });
 }
@@ -242,7 +245,7 @@ weave_status_t weave_plan_get_info(weave_plan_t plan, weave_plan_info_t* info) {
   return guarded([&] {
     require(plan, "plan");
     require(info, "info");
-    *info = plan->plan->info();
+    write_sized(info, plan->plan->info(), "info");
   });
 }
 
