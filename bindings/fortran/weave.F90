@@ -70,6 +70,7 @@ module weave
   public :: WEAVE_PROGRESS_AUTO, WEAVE_PROGRESS_TILES, WEAVE_PROGRESS_THREAD
   public :: WEAVE_FLAG_NONE, WEAVE_FLAG_ALLOW_TF32, WEAVE_FLAG_GATHERED_OUTPUT
   public :: WEAVE_FLAG_REDUCE_IN_OUTPUT_TYPE, WEAVE_FLAG_TRACE, WEAVE_FLAG_NO_EXECUTE_CHECK
+  public :: WEAVE_CHECK_TYPES, WEAVE_CHECK_ELEMENTS
 
   ! --- generic interfaces ------------------------------------------------------
   ! The communicator as `integer` (use mpi) or type(MPI_Comm) (use mpi_f08).
@@ -565,6 +566,7 @@ contains
     type(weave_plan_info_t), intent(out) :: info
     integer, intent(out), optional :: stat
     integer(c_int) :: status
+    info = weave_plan_info_t()  ! struct_size set, every other field zero
     status = c_weave_plan_get_info(plan%handle, info)
     if (status /= WEAVE_SUCCESS) info = weave_plan_info_t()
     call finish(status, stat)
@@ -606,8 +608,15 @@ contains
     args%a = address_of(a)
     args%b = address_of(b)
     args%c = address_of(c)
-    if (present(bias)) args%bias = address_of(bias)
-    if (present(gathered_a)) args%gathered_a = address_of(gathered_a)
+    call set_buffer_checks(args, WEAVE_FLOAT64, size(a, kind=c_int64_t), size(b, kind=c_int64_t), size(c, kind=c_int64_t))
+    if (present(bias)) then
+      args%bias = address_of(bias)
+      args%bias_elements = size(bias, kind=c_int64_t)
+    end if
+    if (present(gathered_a)) then
+      args%gathered_a = address_of(gathered_a)
+      args%gathered_a_elements = size(gathered_a, kind=c_int64_t)
+    end if
     if (present(ld_gathered_a)) args%ld_gathered_a = ld_gathered_a
     call weave_execute_ex(plan, args, stat)
   end subroutine execute_real64
@@ -628,8 +637,15 @@ contains
     args%a = address_of(a)
     args%b = address_of(b)
     args%c = address_of(c)
-    if (present(bias)) args%bias = address_of(bias)
-    if (present(gathered_a)) args%gathered_a = address_of(gathered_a)
+    call set_buffer_checks(args, WEAVE_FLOAT32, size(a, kind=c_int64_t), size(b, kind=c_int64_t), size(c, kind=c_int64_t))
+    if (present(bias)) then
+      args%bias = address_of(bias)
+      args%bias_elements = size(bias, kind=c_int64_t)
+    end if
+    if (present(gathered_a)) then
+      args%gathered_a = address_of(gathered_a)
+      args%gathered_a_elements = size(gathered_a, kind=c_int64_t)
+    end if
     if (present(ld_gathered_a)) args%ld_gathered_a = ld_gathered_a
     call weave_execute_ex(plan, args, stat)
   end subroutine execute_real32
@@ -670,6 +686,23 @@ contains
     call execute_address_alpha_real64(plan, real(alpha, c_double), a, b, real(beta, c_double), c, stat, &
                                       bias, stream, gathered_a, ld_gathered_a)
   end subroutine execute_address_alpha_real32
+
+  ! The typed arrays' element type and sizes, which the library checks
+  ! against the plan on every rank before anything is read or written.
+  subroutine set_buffer_checks(args, dtype, a_elements, b_elements, c_elements)
+    type(weave_execute_args_t), intent(inout) :: args
+    integer(c_int), intent(in) :: dtype
+    integer(c_int64_t), intent(in) :: a_elements, b_elements, c_elements
+    args%buffer_checks = ior(WEAVE_CHECK_TYPES, WEAVE_CHECK_ELEMENTS)
+    args%a_type = dtype
+    args%b_type = dtype
+    args%c_type = dtype
+    args%bias_type = dtype
+    args%gathered_a_type = dtype
+    args%a_elements = a_elements
+    args%b_elements = b_elements
+    args%c_elements = c_elements
+  end subroutine set_buffer_checks
 
   ! Every argument of weave_execute_ex in one struct.
   subroutine weave_execute_ex(plan, args, stat)

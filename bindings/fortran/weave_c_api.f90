@@ -90,7 +90,7 @@ module weave_c_api
     ! --- matrices -----------------------------------------------------------
     ! desc is passed by reference, or as c_null_ptr through the c_ptr form
     ! below (the binding uses that to fail collectively).
-    function c_weave_matrix_create(grid, desc, matrix) bind(C, name="weave_matrix_create") result(status)
+    function c_weave_matrix_create(grid, desc, matrix) bind(C, name="weave_matrix_create_v2") result(status)
       import :: c_int, c_ptr
       type(c_ptr), value :: grid
       type(c_ptr), value :: desc
@@ -135,7 +135,7 @@ module weave_c_api
     end function c_weave_matrix_local_elements
 
     ! --- plans --------------------------------------------------------------
-    function c_weave_plan_create(grid, desc, plan) bind(C, name="weave_plan_create") result(status)
+    function c_weave_plan_create(grid, desc, plan) bind(C, name="weave_plan_create_v2") result(status)
       import :: c_int, c_ptr, weave_plan_desc_t
       type(c_ptr), value :: grid
       type(weave_plan_desc_t), intent(in) :: desc
@@ -156,14 +156,14 @@ module weave_c_api
       integer(c_int) :: status
     end function c_weave_plan_describe
 
-    function c_weave_plan_get_info(plan, info) bind(C, name="weave_plan_get_info") result(status)
+    function c_weave_plan_get_info(plan, info) bind(C, name="weave_plan_get_info_v2") result(status)
       import :: c_int, c_ptr, weave_plan_info_t
       type(c_ptr), value :: plan
-      type(weave_plan_info_t), intent(out) :: info
+      type(weave_plan_info_t), intent(inout) :: info  ! struct_size in, the rest out
       integer(c_int) :: status
     end function c_weave_plan_get_info
 
-    function c_weave_execute_ex(plan, args) bind(C, name="weave_execute_ex") result(status)
+    function c_weave_execute_ex(plan, args) bind(C, name="weave_execute_ex_v2") result(status)
       import :: c_int, c_ptr, weave_execute_args_t
       type(c_ptr), value :: plan
       type(weave_execute_args_t), intent(in) :: args

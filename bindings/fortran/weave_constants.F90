@@ -106,4 +106,8 @@ module weave_constants
   integer(c_int), parameter :: WEAVE_FLAG_REDUCE_IN_OUTPUT_TYPE = 4
   integer(c_int), parameter :: WEAVE_FLAG_TRACE = 8
   integer(c_int), parameter :: WEAVE_FLAG_NO_EXECUTE_CHECK = 16
+
+  ! weave_execute_args_t%buffer_checks
+  integer(c_int), parameter :: WEAVE_CHECK_TYPES = 1
+  integer(c_int), parameter :: WEAVE_CHECK_ELEMENTS = 2
 end module weave_constants

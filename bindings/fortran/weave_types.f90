@@ -4,10 +4,11 @@
 ! with the same C types (enums are int), so the Fortran compiler lays it out
 ! exactly as the C compiler does, padding included; tests/fortran_layout_test
 ! compares sizes and offsets with the C side. Default initialisation gives the
-! zero-initialised struct the C API asks for: every zero field means "default"
-! or "automatic".
+! struct the C API asks for: struct_size set to the C struct's sizeof (the
+! layout test checks that it is), every other field zero, meaning "default" or
+! "automatic".
 module weave_types
-  use, intrinsic :: iso_c_binding, only: c_ptr, c_null_ptr, c_int, c_int32_t, c_int64_t, c_double
+  use, intrinsic :: iso_c_binding, only: c_ptr, c_null_ptr, c_int, c_int32_t, c_int64_t, c_double, c_size_t
   implicit none
   private
   public :: weave_grid_t, weave_matrix_t, weave_plan_t
@@ -31,6 +32,7 @@ module weave_types
   ! weave_matrix_desc_t. row_counts / col_counts point at integer(c_int64_t)
   ! arrays (c_loc of a target array); weave_matrix_create copies them.
   type, bind(C) :: weave_matrix_desc_t
+    integer(c_size_t) :: struct_size = 72  ! sizeof(weave_matrix_desc_t)
     integer(c_int64_t) :: rows = 0
     integer(c_int64_t) :: cols = 0
     integer(c_int) :: dtype = 0            ! WEAVE_FLOAT32, ...
@@ -46,6 +48,7 @@ module weave_types
   ! weave_plan_desc_t. The matrix fields are handles (a struct holding one
   ! pointer has the layout of the pointer).
   type, bind(C) :: weave_plan_desc_t
+    integer(c_size_t) :: struct_size = 96  ! sizeof(weave_plan_desc_t)
     integer(c_int) :: operation = 0        ! WEAVE_AG_GEMM, WEAVE_GEMM_RS, WEAVE_GEMM_AR
     integer(c_int) :: group = 0
     integer(c_int) :: op_a = 0             ! WEAVE_OP_N, WEAVE_OP_T
@@ -68,6 +71,7 @@ module weave_types
   ! weave_execute_args_t. Buffers are addresses (c_loc of a target array, or
   ! a device pointer); alpha and beta start at zero as in C.
   type, bind(C) :: weave_execute_args_t
+    integer(c_size_t) :: struct_size = 144  ! sizeof(weave_execute_args_t)
     real(c_double) :: alpha = 0
     real(c_double) :: beta = 0
     type(c_ptr) :: a = c_null_ptr
@@ -77,10 +81,24 @@ module weave_types
     type(c_ptr) :: gathered_a = c_null_ptr
     integer(c_int64_t) :: ld_gathered_a = 0
     type(c_ptr) :: stream = c_null_ptr     ! a cudaStream_t; null for host plans
+    ! What the typed interfaces were handed (weave_execute sets them), so a
+    ! wrong element type or too small an array fails on every rank.
+    integer(c_int32_t) :: buffer_checks = 0  ! ior(WEAVE_CHECK_TYPES, WEAVE_CHECK_ELEMENTS)
+    integer(c_int) :: a_type = 0
+    integer(c_int) :: b_type = 0
+    integer(c_int) :: c_type = 0
+    integer(c_int) :: bias_type = 0
+    integer(c_int) :: gathered_a_type = 0
+    integer(c_int64_t) :: a_elements = 0
+    integer(c_int64_t) :: b_elements = 0
+    integer(c_int64_t) :: c_elements = 0
+    integer(c_int64_t) :: bias_elements = 0
+    integer(c_int64_t) :: gathered_a_elements = 0
   end type weave_execute_args_t
 
   ! weave_plan_info_t: what a plan resolved its automatic choices to.
   type, bind(C) :: weave_plan_info_t
+    integer(c_size_t) :: struct_size = 80  ! sizeof(weave_plan_info_t)
     integer(c_int) :: algorithm = 0
     integer(c_int) :: backend = 0
     integer(c_int) :: transport = 0
@@ -92,5 +110,9 @@ module weave_types
     integer(c_int32_t) :: group_rank = 0
     integer(c_int64_t) :: workspace_bytes = 0
     integer(c_int64_t) :: steps = 0
+    integer(c_int) :: a_type = 0             ! element types of the plan's matrices
+    integer(c_int) :: b_type = 0
+    integer(c_int) :: c_type = 0
+    integer(c_int) :: bias_type = 0          ! 0: the plan has no bias
   end type weave_plan_info_t
 end module weave_types

@@ -88,17 +88,20 @@ int main(int argc, char** argv) {
   CHECK(weave_grid_create(MPI_COMM_WORLD, nranks, 1, &grid));
 
   /* Descriptors: every rank passes the same global sizes and counts. */
-  const weave_matrix_desc_t by_tokens = {.rows = n_tokens, .cols = HIDDEN, .dtype = WEAVE_FLOAT32,
-                                         .distribution = WEAVE_DIST_BLOCK_ROW, .row_counts = tokens};
-  const weave_matrix_desc_t w1_desc = {.rows = HIDDEN, .cols = n_ffn, .dtype = WEAVE_FLOAT32,
+  /* Every struct starts with its size (the *_INIT macros set it). */
+  const size_t desc_size = sizeof(weave_matrix_desc_t);
+  const weave_matrix_desc_t by_tokens = {.struct_size = desc_size, .rows = n_tokens, .cols = HIDDEN,
+                                         .dtype = WEAVE_FLOAT32, .distribution = WEAVE_DIST_BLOCK_ROW,
+                                         .row_counts = tokens};
+  const weave_matrix_desc_t w1_desc = {.struct_size = desc_size, .rows = HIDDEN, .cols = n_ffn, .dtype = WEAVE_FLOAT32,
                                        .distribution = WEAVE_DIST_BLOCK_COLUMN, .col_counts = ffn};
-  const weave_matrix_desc_t h_desc = {.rows = n_tokens, .cols = n_ffn, .dtype = WEAVE_FLOAT32,
+  const weave_matrix_desc_t h_desc = {.struct_size = desc_size, .rows = n_tokens, .cols = n_ffn, .dtype = WEAVE_FLOAT32,
                                       .distribution = WEAVE_DIST_BLOCK_COLUMN, .col_counts = ffn};
-  const weave_matrix_desc_t b1_desc = {.rows = 1, .cols = n_ffn, .dtype = WEAVE_FLOAT32,
+  const weave_matrix_desc_t b1_desc = {.struct_size = desc_size, .rows = 1, .cols = n_ffn, .dtype = WEAVE_FLOAT32,
                                        .distribution = WEAVE_DIST_BLOCK_COLUMN, .col_counts = ffn};
-  const weave_matrix_desc_t w2_desc = {.rows = n_ffn, .cols = HIDDEN, .dtype = WEAVE_FLOAT32,
+  const weave_matrix_desc_t w2_desc = {.struct_size = desc_size, .rows = n_ffn, .cols = HIDDEN, .dtype = WEAVE_FLOAT32,
                                        .distribution = WEAVE_DIST_BLOCK_ROW, .row_counts = ffn};
-  const weave_matrix_desc_t b2_desc = {.rows = 1, .cols = HIDDEN, .dtype = WEAVE_FLOAT32,
+  const weave_matrix_desc_t b2_desc = {.struct_size = desc_size, .rows = 1, .cols = HIDDEN, .dtype = WEAVE_FLOAT32,
                                        .distribution = WEAVE_DIST_REPLICATED};
   CHECK(weave_matrix_create(grid, &by_tokens, &x));
   CHECK(weave_matrix_create(grid, &w1_desc, &w1));
@@ -109,8 +112,11 @@ int main(int argc, char** argv) {
   CHECK(weave_matrix_create(grid, &by_tokens, &y));
 
   /* Plans: built once, executed for every step of a real model. */
-  const weave_plan_desc_t up_desc = {.operation = WEAVE_AG_GEMM, .a = x, .b = w1, .c = h, .bias = b1};
-  const weave_plan_desc_t down_desc = {.operation = WEAVE_GEMM_RS, .a = h, .b = w2, .c = y, .bias = b2};
+  const size_t plan_size = sizeof(weave_plan_desc_t);
+  const weave_plan_desc_t up_desc = {.struct_size = plan_size, .operation = WEAVE_AG_GEMM, .a = x, .b = w1, .c = h,
+                                     .bias = b1};
+  const weave_plan_desc_t down_desc = {.struct_size = plan_size, .operation = WEAVE_GEMM_RS, .a = h, .b = w2, .c = y,
+                                       .bias = b2};
   CHECK(weave_plan_create(grid, &up_desc, &up));
   CHECK(weave_plan_create(grid, &down_desc, &down));
   if (rank == 0) {

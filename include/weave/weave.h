@@ -36,11 +36,52 @@
 extern "C" {
 #endif
 
+/* Enumerations are declared with WEAVE_ENUM. In C++ their underlying type is
+ * fixed to int, so any int a caller stores in an enum-typed field is a value
+ * of that type and the library can reject it with an error (without a fixed
+ * type, an out-of-range value would be undefined behaviour before it could be
+ * checked). The layout is that of a C enum: four bytes, int-compatible. */
+#ifdef __cplusplus
+#define WEAVE_ENUM(name) enum name : int
+#else
+#define WEAVE_ENUM(name) enum name
+#endif
+
+/* Every public struct begins with `struct_size`, the sizeof the caller's
+ * header gave it, so that later versions of Weave can append fields without
+ * breaking programs built against an earlier header (as NCCL's ncclConfig_t).
+ * Fields beyond an older caller's size take their zero defaults; a size that
+ * no version of the struct ever had is WEAVE_ERROR_INVALID_VALUE. In C, start
+ * from the initializer macro (WEAVE_MATRIX_DESC_INIT, ...) or set
+ * .struct_size = sizeof(the struct); in C++ the field defaults to the size. */
+#ifdef __cplusplus
+#define WEAVE_STRUCT_SIZE_FIELD(type) size_t struct_size = sizeof(type)
+#else
+#define WEAVE_STRUCT_SIZE_FIELD(type) size_t struct_size
+#endif
+
+/* An initializer with struct_size set and every other field zero (in C++
+ * the default member initializer sets the size). */
+#ifdef __cplusplus
+#define WEAVE_STRUCT_INIT(type) {}
+#else
+#define WEAVE_STRUCT_INIT(type) {.struct_size = sizeof(type)}
+#endif
+
+/* The entry points that take a sized struct have the symbol names below.
+ * Programs built against Weave 0.1's header, whose structs had no
+ * struct_size, call the unsuffixed names, which the library keeps with
+ * 0.1's layouts; this header sends every call to the sized ones. */
+#define weave_matrix_create weave_matrix_create_v2
+#define weave_plan_create weave_plan_create_v2
+#define weave_plan_get_info weave_plan_get_info_v2
+#define weave_execute_ex weave_execute_ex_v2
+
 /* ------------------------------------------------------------------------ */
 /* Status codes                                                             */
 /* ------------------------------------------------------------------------ */
 
-typedef enum weave_status_t {
+typedef WEAVE_ENUM(weave_status_t) {
   WEAVE_SUCCESS = 0,
   WEAVE_ERROR_NULL_ARGUMENT = 1,          /* a required handle or pointer is NULL */
   WEAVE_ERROR_INVALID_VALUE = 2,          /* enum out of range, negative size, bad option */
@@ -83,7 +124,7 @@ const char* weave_build_features(void);
 /* ------------------------------------------------------------------------ */
 
 /* Element types. Zero is "not set" so a zero-initialised descriptor is caught. */
-typedef enum weave_dtype_t {
+typedef WEAVE_ENUM(weave_dtype_t) {
   WEAVE_FLOAT32 = 1,
   WEAVE_FLOAT64 = 2,
   WEAVE_FLOAT16 = 3,   /* GPU backends; accumulates in float32 */
@@ -91,7 +132,7 @@ typedef enum weave_dtype_t {
 } weave_dtype_t;
 
 /* How a global matrix is split over the grid. */
-typedef enum weave_distribution_t {
+typedef WEAVE_ENUM(weave_distribution_t) {
   WEAVE_DIST_REPLICATED = 1,   /* every rank of the group holds the whole matrix */
   WEAVE_DIST_BLOCK_ROW = 2,    /* rows split over the ranks of the matrix's group */
   WEAVE_DIST_BLOCK_COLUMN = 3, /* columns split over the ranks of the matrix's group */
@@ -101,34 +142,34 @@ typedef enum weave_distribution_t {
 /* A set of ranks of a grid: the whole grid (in row-major rank order), the
  * ranks of one grid row, or the ranks of one grid column. An operation on a
  * 2-D grid runs within every row (or column) independently, at the same time. */
-typedef enum weave_group_t {
+typedef WEAVE_ENUM(weave_group_t) {
   WEAVE_GROUP_GRID = 0,
   WEAVE_GROUP_ROW = 1,     /* ranks sharing my grid row: size = grid columns */
   WEAVE_GROUP_COLUMN = 2   /* ranks sharing my grid column: size = grid rows */
 } weave_group_t;
 
-typedef enum weave_order_t {
+typedef WEAVE_ENUM(weave_order_t) {
   WEAVE_ORDER_COLUMN_MAJOR = 0,  /* element (i, j) at i + j * ld */
   WEAVE_ORDER_ROW_MAJOR = 1      /* element (i, j) at i * ld + j */
 } weave_order_t;
 
-typedef enum weave_memory_t {
+typedef WEAVE_ENUM(weave_memory_t) {
   WEAVE_MEMORY_HOST = 0,
   WEAVE_MEMORY_DEVICE = 1        /* CUDA device memory of the rank's current device */
 } weave_memory_t;
 
-typedef enum weave_op_t {
+typedef WEAVE_ENUM(weave_op_t) {
   WEAVE_OP_N = 0,  /* op(X) = X   */
   WEAVE_OP_T = 1   /* op(X) = X^T */
 } weave_op_t;
 
-typedef enum weave_operation_t {
+typedef WEAVE_ENUM(weave_operation_t) {
   WEAVE_AG_GEMM = 1,  /* C(M x N_r)  = alpha AllGather_rows(op(A)) op(B) + beta C + bias */
   WEAVE_GEMM_RS = 2,  /* C(M_r x N)  = rows M_r of alpha sum_q op(A_q) op(B_q) + beta C + bias */
   WEAVE_GEMM_AR = 3   /* C(M x N)    = alpha sum_q op(A_q) op(B_q) + beta C + bias, on every rank */
 } weave_operation_t;
 
-typedef enum weave_algorithm_t {
+typedef WEAVE_ENUM(weave_algorithm_t) {
   WEAVE_ALGORITHM_AUTO = 0,
   WEAVE_ALGORITHM_RING = 1,        /* overlapped ring: chunk s+1 travels while chunk s is multiplied */
   WEAVE_ALGORITHM_SEQUENTIAL = 2,  /* one collective, then one GEMM (or GEMM then collective) */
@@ -136,13 +177,13 @@ typedef enum weave_algorithm_t {
                                       that rank's rows, in C's type; the owner sums in float32 */
 } weave_algorithm_t;
 
-typedef enum weave_backend_t {
+typedef WEAVE_ENUM(weave_backend_t) {
   WEAVE_BACKEND_AUTO = 0,  /* from the matrices' memory: host -> HOST, device -> CUDA */
   WEAVE_BACKEND_HOST = 1,
   WEAVE_BACKEND_CUDA = 2
 } weave_backend_t;
 
-typedef enum weave_transport_t {
+typedef WEAVE_ENUM(weave_transport_t) {
   WEAVE_TRANSPORT_AUTO = 0,        /* env WEAVE_TRANSPORT, else MPI on host, NCCL on CUDA */
   WEAVE_TRANSPORT_MPI = 1,
   WEAVE_TRANSPORT_NCCL = 2,
@@ -150,7 +191,7 @@ typedef enum weave_transport_t {
   WEAVE_TRANSPORT_COPY_ENGINE = 4  /* intra-node CUDA peer copies, no SMs taken */
 } weave_transport_t;
 
-typedef enum weave_direction_t {
+typedef WEAVE_ENUM(weave_direction_t) {
   WEAVE_DIRECTION_AUTO = 0,
   WEAVE_DIRECTION_FORWARD = 1,       /* rank r sends to r+1 */
   WEAVE_DIRECTION_BACKWARD = 2,      /* rank r sends to r-1 */
@@ -158,7 +199,7 @@ typedef enum weave_direction_t {
 } weave_direction_t;
 
 /* How the host keeps communication moving while BLAS runs. */
-typedef enum weave_progress_t {
+typedef WEAVE_ENUM(weave_progress_t) {
   WEAVE_PROGRESS_AUTO = 0,
   WEAVE_PROGRESS_TILES = 1,   /* GEMMs split into tiles, progress between tiles (any MPI thread level) */
   WEAVE_PROGRESS_THREAD = 2   /* a progress thread (needs MPI_THREAD_SERIALIZED or higher) */
@@ -204,10 +245,11 @@ weave_status_t weave_grid_group_comm(weave_grid_t grid, weave_group_t group, MPI
 
 typedef struct weave_matrix_s* weave_matrix_t;
 
-/* What a distributed matrix looks like. Zero-initialise, then set at least
- * rows, cols, dtype and distribution; every other zero field means the
- * default written next to it. */
+/* What a distributed matrix looks like. Start from WEAVE_MATRIX_DESC_INIT,
+ * then set at least rows, cols, dtype and distribution; every other zero field
+ * means the default written next to it. */
 typedef struct weave_matrix_desc_t {
+  WEAVE_STRUCT_SIZE_FIELD(struct weave_matrix_desc_t);  /* sizeof(weave_matrix_desc_t) */
   int64_t rows;                      /* global rows (of one group's matrix)          */
   int64_t cols;                      /* global columns                               */
   weave_dtype_t dtype;
@@ -221,6 +263,10 @@ typedef struct weave_matrix_desc_t {
   weave_order_t order;               /* default column-major                         */
   weave_memory_t memory;             /* default host                                 */
 } weave_matrix_desc_t;
+
+/* A descriptor with its struct_size set and every other field zero:
+ *   weave_matrix_desc_t d = WEAVE_MATRIX_DESC_INIT;  d.rows = ...; */
+#define WEAVE_MATRIX_DESC_INIT WEAVE_STRUCT_INIT(weave_matrix_desc_t)
 
 /* Collective over the grid. Counts are copied. */
 weave_status_t weave_matrix_create(weave_grid_t grid, const weave_matrix_desc_t* desc,
@@ -241,13 +287,14 @@ weave_status_t weave_matrix_local_elements(weave_matrix_t matrix, int64_t* eleme
 
 typedef struct weave_plan_s* weave_plan_t;
 
-/* One distributed multiplication. Zero-initialise, set operation, a, b, c;
- * every other zero field means "automatic" or "default". Environment
+/* One distributed multiplication. Start from WEAVE_PLAN_DESC_INIT, set
+ * operation, a, b, c; every other zero field means "automatic" or "default". Environment
  * variables WEAVE_ALGORITHM, WEAVE_TRANSPORT, WEAVE_CHUNKS, WEAVE_DIRECTION,
  * WEAVE_PROGRESS, WEAVE_COMPUTE_STREAMS, WEAVE_TIMEOUT override the automatic
  * choices only; WEAVE_COMM_PRIORITY and WEAVE_SM_MARGIN tune GPU plans (see
  * doc/api-reference.md). */
 typedef struct weave_plan_desc_t {
+  WEAVE_STRUCT_SIZE_FIELD(struct weave_plan_desc_t);  /* sizeof(weave_plan_desc_t) */
   weave_operation_t operation;
   weave_group_t group;          /* the ranks the operation runs over; default: the grid */
   weave_op_t op_a;
@@ -267,6 +314,8 @@ typedef struct weave_plan_desc_t {
   int32_t flags;                /* WEAVE_FLAG_* */
 } weave_plan_desc_t;
 
+#define WEAVE_PLAN_DESC_INIT WEAVE_STRUCT_INIT(weave_plan_desc_t)
+
 /* Collective over the grid. Checks that every rank passed the same
  * arguments, picks algorithm, transport and chunking, and allocates every
  * workspace. Descriptors may be destroyed afterwards. */
@@ -281,6 +330,7 @@ weave_status_t weave_plan_describe(weave_plan_t plan, const char** text);
 
 /* What the plan resolved its automatic choices to. */
 typedef struct weave_plan_info_t {
+  WEAVE_STRUCT_SIZE_FIELD(struct weave_plan_info_t);  /* set by the caller: sizeof(weave_plan_info_t) */
   weave_algorithm_t algorithm;
   weave_backend_t backend;
   weave_transport_t transport;
@@ -292,7 +342,13 @@ typedef struct weave_plan_info_t {
   int32_t group_rank;
   int64_t workspace_bytes;
   int64_t steps;               /* steps in this rank's schedule */
+  weave_dtype_t a_type;        /* the element types of the plan's matrices (bias_type 0: no bias), */
+  weave_dtype_t b_type;        /* so typed interfaces (C++, Fortran, Kokkos) can check the buffers */
+  weave_dtype_t c_type;        /* they are handed against the plan */
+  weave_dtype_t bias_type;
 } weave_plan_info_t;
+#define WEAVE_PLAN_INFO_INIT WEAVE_STRUCT_INIT(weave_plan_info_t)
+/* Writes the first info->struct_size bytes of what the plan resolved. */
 weave_status_t weave_plan_get_info(weave_plan_t plan, weave_plan_info_t* info);
 
 /* Run the plan: C <- alpha * product + beta * C + bias. Collective over the
@@ -307,6 +363,7 @@ weave_status_t weave_execute(weave_plan_t plan, double alpha, const void* a, con
                              double beta, void* c, const void* bias, void* stream);
 
 typedef struct weave_execute_args_t {
+  WEAVE_STRUCT_SIZE_FIELD(struct weave_execute_args_t);  /* sizeof(weave_execute_args_t) */
   double alpha;
   double beta;
   const void* a;
@@ -317,7 +374,29 @@ typedef struct weave_execute_args_t {
                               like A (op N: M x K, op T: K x M) in A's order */
   int64_t ld_gathered_a;   /* 0: tight */
   void* stream;
+  /* Typed interfaces (C++, Fortran, Kokkos) say what they were handed, so
+   * that a buffer of another element type, or with fewer elements than the
+   * plan's local block needs, is an error on every rank of the group before
+   * anything is read or written. Plain C callers leave these zero. */
+  int32_t buffer_checks;   /* WEAVE_CHECK_TYPES | WEAVE_CHECK_ELEMENTS: which fields below are set */
+  weave_dtype_t a_type;    /* element types of a, b, c, bias, gathered_a (0: that one unchecked) */
+  weave_dtype_t b_type;
+  weave_dtype_t c_type;
+  weave_dtype_t bias_type;
+  weave_dtype_t gathered_a_type;
+  int64_t a_elements;      /* elements each buffer holds */
+  int64_t b_elements;
+  int64_t c_elements;
+  int64_t bias_elements;
+  int64_t gathered_a_elements;
 } weave_execute_args_t;
+
+/* weave_execute_args_t.buffer_checks (bitwise or). */
+enum {
+  WEAVE_CHECK_TYPES = 1,    /* a_type ... gathered_a_type are set */
+  WEAVE_CHECK_ELEMENTS = 2  /* a_elements ... gathered_a_elements are set */
+};
+#define WEAVE_EXECUTE_ARGS_INIT WEAVE_STRUCT_INIT(weave_execute_args_t)
 weave_status_t weave_execute_ex(weave_plan_t plan, const weave_execute_args_t* args);
 
 /* Write the trace of the last execute (plan created with WEAVE_FLAG_TRACE)

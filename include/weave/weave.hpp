@@ -34,15 +34,27 @@ inline void check(weave_status_t status) {
   if (status != WEAVE_SUCCESS) throw Error(status, weave_last_error());
 }
 
-// The weave_dtype_t of a C++ element type.
+// The weave_dtype_t of a C++ element type. Typed calls (Plan::execute with
+// typed pointers) check their buffers' types against the plan through it;
+// `void` buffers are not checked. Specialise it for other element types
+// (e.g. a 16-bit type of your own) to pass them typed.
 template <class T>
-struct dtype_of;
+struct dtype_of {
+  static constexpr bool known = false;
+};
+template <>
+struct dtype_of<void> {
+  static constexpr bool known = true;
+  static constexpr weave_dtype_t value = weave_dtype_t{};  // not checked
+};
 template <>
 struct dtype_of<float> {
+  static constexpr bool known = true;
   static constexpr weave_dtype_t value = WEAVE_FLOAT32;
 };
 template <>
 struct dtype_of<double> {
+  static constexpr bool known = true;
   static constexpr weave_dtype_t value = WEAVE_FLOAT64;
 };
 
@@ -236,10 +248,30 @@ class Plan {
     return value;
   }
 
-  // Collective over the operation's group.
-  template <class T>
-  void execute(T alpha, const T* a, const T* b, T beta, T* c, const T* bias = nullptr, void* stream = nullptr) const {
-    check(weave_execute(get(), static_cast<double>(alpha), a, b, static_cast<double>(beta), c, bias, stream));
+  // Collective over the operation's group. The pointers' element types must
+  // be the plan's (weave_plan_info_t's a_type, b_type, c_type, bias_type):
+  // a buffer of another type is WEAVE_ERROR_UNSUPPORTED_TYPE on every rank
+  // of the group, before anything is read or written. Pointers to void are
+  // not checked.
+  template <class TA, class TB, class TC>
+  void execute(double alpha, const TA* a, const TB* b, double beta, TC* c, const TC* bias = nullptr,
+               void* stream = nullptr) const {
+    static_assert(dtype_of<TA>::known && dtype_of<TB>::known && dtype_of<TC>::known,
+                  "weave::Plan::execute: an element type without a weave::dtype_of specialisation");
+    weave_execute_args_t args{};
+    args.alpha = alpha;
+    args.beta = beta;
+    args.a = a;
+    args.b = b;
+    args.c = c;
+    args.bias = bias;
+    args.stream = stream;
+    args.buffer_checks = WEAVE_CHECK_TYPES;  // a void buffer's type is 0: not checked
+    args.a_type = dtype_of<TA>::value;
+    args.b_type = dtype_of<TB>::value;
+    args.c_type = dtype_of<TC>::value;
+    args.bias_type = dtype_of<TC>::value;
+    check(weave_execute_ex(get(), &args));
   }
   void execute(const weave_execute_args_t& args) const { check(weave_execute_ex(get(), &args)); }
   void write_trace(const std::string& path) const { check(weave_plan_write_trace(get(), path.c_str())); }

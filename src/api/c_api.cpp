@@ -3,6 +3,7 @@
 #include <new>
 
 #include "api/handles.hpp"
+#include "api/struct_size.hpp"
 #include "backends/host/kokkos_runtime.hpp"
 #include "core/abandoned_work.hpp"
 #include "core/error.hpp"
@@ -151,7 +152,7 @@ weave_status_t weave_matrix_create(weave_grid_t grid, const weave_matrix_desc_t*
     agree_on_errors(state->channel(), [&] {
       require(matrix, "matrix");
       require(desc, "desc");
-      handle->desc = make_matrix(state, *desc, "matrix");
+      handle->desc = make_matrix(state, read_sized(desc, "desc"), "matrix");
     });
     // Everything but the leading dimension is the same on every rank.
     agree_on_errors(state->channel(), [&] {
@@ -216,13 +217,24 @@ weave_status_t weave_plan_create(weave_grid_t grid, const weave_plan_desc_t* des
     require(grid, "grid");
     if (plan) *plan = nullptr;
     // A NULL desc or output on one rank must not leave the others in plan creation.
-    grid->state->begin_call(wait_bounds(desc ? desc->timeout_ms : 0), "weave_plan_create");
+    // The plan's own timeout bounds its creation; a descriptor the checks
+    // below reject creates under the default.
+    int32_t timeout_ms = 0;
+    if (desc) {
+      try {
+        timeout_ms = read_sized(desc, "desc").timeout_ms;
+      } catch (const Error&) {
+      }
+    }
+    grid->state->begin_call(wait_bounds(timeout_ms), "weave_plan_create");
+    weave_plan_desc_t sized{};
     agree_on_errors(grid->state->channel(), [&] {
       require(plan, "plan");
       require(desc, "desc");
+      sized = read_sized(desc, "desc");
     });
     auto handle = std::make_unique<weave_plan_s>();
-    handle->plan = Plan::create(grid->state, *desc);
+    handle->plan = Plan::create(grid->state, sized);
     *plan = handle.release();
   });
 }
@@ -243,7 +255,7 @@ weave_status_t weave_plan_get_info(weave_plan_t plan, weave_plan_info_t* info) {
   return guarded([&] {
     require(plan, "plan");
     require(info, "info");
-    *info = plan->plan->info();
+    write_sized(info, plan->plan->info(), "info");
   });
 }
 

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "api/handles.hpp"
+#include "api/struct_size.hpp"
 #include "backends/cuda/cuda_entry.hpp"
 #include "backends/host/host_backend.hpp"
 #include "core/error.hpp"
@@ -249,6 +250,10 @@ weave_plan_info_t Plan::info() const {
   info.group_rank = problem_.group_rank;
   info.workspace_bytes = schedule_.workspace_bytes;
   info.steps = static_cast<int64_t>(schedule_.steps.size());
+  info.a_type = static_cast<weave_dtype_t>(problem_.a_type);
+  info.b_type = static_cast<weave_dtype_t>(problem_.b_type);
+  info.c_type = static_cast<weave_dtype_t>(problem_.c_type);
+  info.bias_type = problem_.has_bias ? static_cast<weave_dtype_t>(problem_.bias_type) : weave_dtype_t{};
   return info;
 }
 
@@ -256,6 +261,35 @@ void Plan::validate_execute_args(const weave_execute_args_t& args) const {
   const Problem& p = problem_;
   const bool device = p.memory == Memory::Device;
   const bool can_ask_cuda = WEAVE_HAVE_CUDA && (device || cuda::process_uses_cuda());
+  if (args.buffer_checks & ~(WEAVE_CHECK_TYPES | WEAVE_CHECK_ELEMENTS))
+    fail(WEAVE_ERROR_INVALID_VALUE, "args->buffer_checks = ", args.buffer_checks, " has unknown bits");
+  // What a typed interface says it was handed, against what the plan's
+  // blocks hold: a wrong element type or too small a buffer would be read or
+  // written out of bounds.
+  auto check_buffer = [&](weave_dtype_t given_type, int64_t given_elements, DType type, int64_t needed,
+                          const char* name) {
+    if ((args.buffer_checks & WEAVE_CHECK_TYPES) && given_type != weave_dtype_t{} &&
+        static_cast<int>(given_type) != static_cast<int>(type))
+      fail(WEAVE_ERROR_UNSUPPORTED_TYPE, name, " holds elements of type ",
+           is_valid_dtype(given_type) ? dtype_name(static_cast<DType>(given_type)) : "(not a weave_dtype_t)",
+           " but the plan's ", name, " is ", dtype_name(type));
+    if ((args.buffer_checks & WEAVE_CHECK_ELEMENTS) && given_elements < needed)
+      fail(WEAVE_ERROR_INVALID_VALUE, name, " holds ", given_elements, " elements but this rank's block needs ",
+           needed);
+  };
+  auto block_elements = [](const LocalBlock& b) { return stored_elements(b.rows, b.cols, b.ld, b.order); };
+  check_buffer(args.a_type, args.a_elements, p.a_type, block_elements(p.a), "a");
+  check_buffer(args.b_type, args.b_elements, p.b_type, block_elements(p.b), "b");
+  check_buffer(args.c_type, args.c_elements, p.c_type, block_elements(p.c), "c");
+  if (p.has_bias && args.bias)
+    check_buffer(args.bias_type, args.bias_elements, p.bias_type, block_elements(p.bias), "bias");
+  if (resolved_.schedule.gathered_output && args.gathered_a) {
+    const plan::BufferSpec& spec = schedule_.buffers[plan::kBufferGathered];
+    const int64_t ld = args.ld_gathered_a > 0 ? args.ld_gathered_a : spec.ld;
+    check_buffer(args.gathered_a_type, args.gathered_a_elements, spec.dtype,
+                 stored_elements(spec.rows, spec.cols, ld, spec.order), "gathered_a");
+  }
+
   auto check_pointer = [&](const void* pointer, const LocalBlock& block, const char* name) {
     const bool empty = block.rows == 0 || block.cols == 0;
     if (!pointer) {
@@ -292,9 +326,11 @@ void Plan::validate_execute_args(const weave_execute_args_t& args) const {
 void Plan::execute(const weave_execute_args_t* args_pointer) {
   if (failed_)
     fail(WEAVE_ERROR_PLAN_FAILED, "an earlier execute of this plan failed; destroy it and create a new one");
+  weave_execute_args_t args{};
   auto validate = [&] {
     if (!args_pointer) fail(WEAVE_ERROR_NULL_ARGUMENT, "args is NULL");
-    validate_execute_args(*args_pointer);
+    args = read_sized(args_pointer, "args");
+    validate_execute_args(args);
   };
   const bool checked = (resolved_.flags & WEAVE_FLAG_NO_EXECUTE_CHECK) == 0;
   channel_->begin_call(bounds_, str("weave_execute (plan: ", problem_.summary(), ")"));
@@ -309,7 +345,7 @@ void Plan::execute(const weave_execute_args_t* args_pointer) {
     validate();
   }
   try {
-    run_and_agree_on_outcome(*args_pointer, checked);
+    run_and_agree_on_outcome(args, checked);
   } catch (...) {
     failed_ = true;
     throw;

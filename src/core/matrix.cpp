@@ -21,11 +21,12 @@ int64_t min_leading_dimension(int64_t local_rows, int64_t local_cols, Order orde
   return std::max<int64_t>(1, order == Order::ColMajor ? local_rows : local_cols);
 }
 
-int64_t MatrixDesc::local_elements() const {
-  if (local_rows == 0 || local_cols == 0) return 0;
-  return order == Order::ColMajor ? ld * (local_cols - 1) + local_rows
-                                  : ld * (local_rows - 1) + local_cols;
+int64_t stored_elements(int64_t rows, int64_t cols, int64_t ld, Order order) {
+  if (rows == 0 || cols == 0) return 0;
+  return order == Order::ColMajor ? ld * (cols - 1) + rows : ld * (rows - 1) + cols;
 }
+
+int64_t MatrixDesc::local_elements() const { return stored_elements(local_rows, local_cols, ld, order); }
 
 namespace {
 

@@ -44,6 +44,10 @@ struct MatrixDesc {
 MatrixDesc make_matrix(const std::shared_ptr<GridState>& grid, const weave_matrix_desc_t& desc,
                        const std::string& name);
 
+// Elements a block of rows x cols stored in `order` with leading dimension
+// ld spans (what to allocate for it).
+int64_t stored_elements(int64_t rows, int64_t cols, int64_t ld, Order order);
+
 // Leading dimension rule for a local block stored in `order`.
 int64_t min_leading_dimension(int64_t local_rows, int64_t local_cols, Order order);
 

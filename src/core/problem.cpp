@@ -150,6 +150,10 @@ Problem make_problem(Operation operation, weave_group_t group_kind, Op op_a, Op 
     fail(WEAVE_ERROR_UNSUPPORTED_TYPE, "A, B and C must have one element type; A is ", dtype_name(a.dtype),
          ", B is ", dtype_name(b.dtype), ", C is ", dtype_name(c.dtype));
   p.dtype = c.dtype;
+  p.a_type = a.dtype;
+  p.b_type = b.dtype;
+  p.c_type = c.dtype;
+  p.bias_type = bias ? bias->dtype : c.dtype;
   if (a.memory != c.memory || b.memory != c.memory || (bias && bias->memory != c.memory))
     fail(WEAVE_ERROR_POINTER_KIND, "A, B, C", bias ? " and bias" : "",
          " must live in one memory space; A is ", memory_name(a.memory), ", B is ", memory_name(b.memory),

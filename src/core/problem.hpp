@@ -43,7 +43,9 @@ struct Problem {
   Operation operation = Operation::AgGemm;
   Op op_a = Op::N, op_b = Op::N;
   int64_t m = 0, n = 0, k = 0;  // within the group
-  DType dtype = DType::F64;
+  DType dtype = DType::F64;  // the element type of C (and today of A, B and bias)
+  // Each operand's own element type (bias_type is C's when there is no bias).
+  DType a_type = DType::F64, b_type = DType::F64, c_type = DType::F64, bias_type = DType::F64;
   Memory memory = Memory::Host;
   weave_group_t group = WEAVE_GROUP_GRID;
   int group_size = 1, group_rank = 0, group_index = 0;

@@ -17,6 +17,9 @@ struct MatrixRef {
   int64_t rows = 0, cols = 0, ld = 1;
   DType dtype = DType::F64;
   Order order = Order::ColMajor;
+  // Elements from (i, j) to (i, j + 1): how far apart the entries of a row
+  // vector (a 1 x N bias) are.
+  int64_t column_stride() const { return order == Order::ColMajor ? ld : 1; }
 };
 
 struct Bindings {

@@ -1,5 +1,7 @@
 // The element-wise kernel of every backend, written once:
 //   dst(i,j) = src_scale * (src(i,j) + more[0](i,j) + ...) + dst_scale * dst(i,j) + bias(j)
+// where bias(j) = bias[j * bias_stride]: a 1 x N bias stored column-major
+// with ld > 1 has its entries ld apart.
 // It finishes reductions (beta * C and bias enter here, once), adds bias
 // after a GEMM, packs and unpacks chunks, and converts between types and
 // storage orders. One call per element index, in dst's storage order so
@@ -29,7 +31,8 @@ struct EpilogueFunctor {
   // Further sources laid out like src (same ld and order), summed with it in Acc.
   const Src* more[kMaxMoreSources] = {};
   int more_count = 0;
-  const Dst* bias = nullptr;  // null: no bias; one entry per column
+  const Dst* bias = nullptr;  // null: no bias; one entry per column, bias_stride apart
+  int64_t bias_stride = 1;
   Acc src_scale = 1;
   Acc dst_scale = 0;  // dst is not read when zero (it may hold NaN)
   int64_t rows = 0, cols = 0;
@@ -68,9 +71,11 @@ struct EpilogueFunctor {
       result = src_scale * sum;
     }
     if (dst_scale != Acc(0)) result += dst_scale * load_as<Acc>(dst[dst_index(i, j)]);
-    if (bias) result += load_as<Acc>(bias[j]);
+    if (bias) result += bias_at(j);
     return result;
   }
+  // The bias entry of column j.
+  WEAVE_FUNCTION Acc bias_at(int64_t j) const { return load_as<Acc>(bias[j * bias_stride]); }
   WEAVE_FUNCTION void store(int64_t minor, int64_t major, Acc value) const {
     const int64_t i = dst_row_major ? major : minor;
     const int64_t j = dst_row_major ? minor : major;

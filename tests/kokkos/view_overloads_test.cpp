@@ -1,7 +1,8 @@
 // The Kokkos View interface (weave_kokkos.hpp) on host execution spaces:
 //   - LayoutLeft Views (const A and B), LayoutRight Views with row-major
 //     descriptors, float and double, bias, beta, and padded Views (a
-//     subview of a taller allocation) all give the exact product;
+//     subview of a taller allocation) all give the exact product, also
+//     with a bias whose entries are its ld apart (column-major, ld 2);
 //   - a View that does not fit the plan on one rank (extents, leading
 //     dimension, element type, layout, bias present or missing) makes the
 //     call throw weave::Error with the right status on every rank, naming
@@ -101,6 +102,30 @@ void check_padded() {
   expect(product_right(c, plan, 1.0, 0.0, false), "padded subviews: wrong product");
 }
 
+// The bias as row 0 of a 2 x N column-major allocation: a column-major
+// 1 x N descriptor with ld 2, a View with stride(0) = 2. Row 1 holds a
+// sentinel that must not reach C.
+void check_strided_bias() {
+  const Shapes s = shapes();
+  weave::Grid grid(MPI_COMM_WORLD);
+  weave::KokkosPlan plan(grid, WEAVE_AG_GEMM, weave::block_rows(s.m, s.k, WEAVE_FLOAT64),
+                         weave::block_cols(s.k, s.n, WEAVE_FLOAT64), weave::block_cols(s.m, s.n, WEAVE_FLOAT64),
+                         weave::block_cols(1, s.n, WEAVE_FLOAT64).ld(2));
+  using Matrix = Kokkos::View<double**, Kokkos::LayoutLeft, Kokkos::HostSpace>;
+  Matrix a("A", plan.a().local_rows(), plan.a().local_cols()), b("B", plan.b().local_rows(), plan.b().local_cols()),
+      c("C", plan.c().local_rows(), plan.c().local_cols()), bias_storage("bias storage", 2, plan.bias().local_cols());
+  fill(a, plan.a(), a_value);
+  fill(b, plan.b(), b_value);
+  fill(c, plan.c(), c_value);
+  const auto bias = Kokkos::subview(bias_storage, 0, Kokkos::ALL());
+  for (int64_t j = 0; j < static_cast<int64_t>(bias.extent(0)); ++j) {
+    bias(j) = bias_value(plan.bias().col_offset() + j);
+    bias_storage(1, j) = 12345.0;
+  }
+  weave::execute(plan, 1.0, a, b, 0.5, c, bias, Space());
+  expect(product_right(c, plan, 1.0, 0.5, true), "bias with ld 2: wrong product");
+}
+
 // `call` runs with a bad View on rank 0 only; every rank must see `status`.
 void expect_refused(const std::function<void()>& call, weave_status_t status, const char* what) {
   weave_status_t got = WEAVE_SUCCESS;
@@ -185,6 +210,7 @@ int main(int argc, char** argv) {
     check_layout<float, Kokkos::LayoutLeft>(WEAVE_ORDER_COLUMN_MAJOR, "float LayoutLeft");
     check_layout<double, Kokkos::LayoutRight>(WEAVE_ORDER_ROW_MAJOR, "double LayoutRight, row-major descriptors");
     check_padded();
+    check_strided_bias();
     if (g_rank == 0) std::printf("refused as expected:\n");
     check_refusals();
   } catch (const std::exception& e) {

@@ -4,7 +4,8 @@
 //
 //   sweep_cases:  the deterministic matrix: every operation, element type,
 //                 transpose pair, storage order, shard pattern (balanced,
-//                 uneven, with empty shards), bias on/off, beta zero/non-zero,
+//                 uneven, with empty shards), bias on/off (column- and
+//                 row-major, tight and with a padded ld), beta zero/non-zero,
 //                 chunking, ring direction, algorithm, host progress
 //                 mechanism and grid (1-D both ways, 2-D by rows and by
 //                 columns, 2-D block panels), and degenerate sizes.
@@ -19,6 +20,15 @@
 #include "support/case_runner.hpp"
 
 namespace weave_test {
+
+// The layouts of a 1 x N bias the lists run in turn: column-major tight (ld
+// 1, entries adjacent) and with ld 2 (entries two apart), row-major tight
+// and with two elements of padding after the row.
+constexpr int kBiasLayouts = 4;
+inline void set_bias_layout(Case& c, int layout) {
+  c.order_bias = layout < 2 ? WEAVE_ORDER_COLUMN_MAJOR : WEAVE_ORDER_ROW_MAJOR;
+  c.bias_ld_padding = layout % 2 == 0 ? 0 : layout < 2 ? 1 : 2;
+}
 
 template <class T>
 T pick(const std::vector<T>& choices, std::mt19937_64& rng) {
@@ -37,8 +47,8 @@ inline std::vector<Case> sweep_cases(const CaseListOptions& options, std::mt1993
                                           WEAVE_DIRECTION_BIDIRECTIONAL};
   int counter = 0;
   // Full cross of operation x type x transposes x shards, each run twice
-  // with rotating variants so bias, beta, chunking, direction, algorithm,
-  // order, padding and grid all meet every operation.
+  // with rotating variants so bias (and its layout), beta, chunking,
+  // direction, algorithm, order, padding and grid all meet every operation.
   for (weave_operation_t op : operations)
     for (weave_dtype_t t : options.types)
       for (weave_op_t oa : ops)
@@ -55,6 +65,7 @@ inline std::vector<Case> sweep_cases(const CaseListOptions& options, std::mt1993
               c.n = 11 + counter % 5;
               c.k = 9 + counter % 6;
               c.bias = variant == 0;
+              set_bias_layout(c, (counter / 6) % kBiasLayouts);
               c.beta = variant == 0 ? 0.0 : -0.75;
               c.alpha = counter % 3 == 0 ? 1.0 : 1.5;
               c.padded = counter % 4 == 1;
@@ -95,6 +106,7 @@ inline std::vector<Case> sweep_cases(const CaseListOptions& options, std::mt1993
     c.chunks = 1 + variant % 2;
     c.algorithm = variant == 3 ? WEAVE_ALGORITHM_SEQUENTIAL : WEAVE_ALGORITHM_RING;
     c.order_a = variant == 1 ? WEAVE_ORDER_ROW_MAJOR : WEAVE_ORDER_COLUMN_MAJOR;
+    set_bias_layout(c, variant == 0 ? 1 : variant == 2 ? 3 : 0);
     cases.push_back(c);
   }
   for (weave_operation_t op : operations)
@@ -107,6 +119,7 @@ inline std::vector<Case> sweep_cases(const CaseListOptions& options, std::mt1993
       c.k = variant == 2 ? 0 : 5;
       c.shards = Shards::WithEmpty;
       c.bias = true;
+      set_bias_layout(c, variant + 1);
       c.beta = variant == 1 ? 2.0 : 0.0;
       c.chunks = 2;
       c.algorithm = WEAVE_ALGORITHM_RING;
@@ -116,7 +129,9 @@ inline std::vector<Case> sweep_cases(const CaseListOptions& options, std::mt1993
   // tight leading dimensions): the CUDA backend's element-wise steps take
   // its vector kernel here (the sizes above take the scalar one). Row-major
   // C as tensor-parallel codes store it, and column-major C, where the
-  // vector runs down a column and bias is one value per column.
+  // vector runs down a column and bias is one value per column. The bias is
+  // a vector of its own when tight and row-major, strided when column-major
+  // with ld 2 or 3 (then the kernel reads it entry by entry).
   for (weave_operation_t op : operations)
     for (weave_dtype_t t : options.types)
       for (int variant = 0; variant < 4; ++variant) {
@@ -131,6 +146,8 @@ inline std::vector<Case> sweep_cases(const CaseListOptions& options, std::mt1993
         c.order_c = variant == 3 ? WEAVE_ORDER_COLUMN_MAJOR : WEAVE_ORDER_ROW_MAJOR;
         c.shards = variant == 2 ? Shards::Uneven : Shards::Balanced;
         c.bias = variant != 1;
+        set_bias_layout(c, variant == 0 ? 2 : 1);
+        if (variant == 3) c.bias_ld_padding = 2;  // ld 3
         c.beta = variant % 2 ? -0.75 : 0.0;
         c.chunks = 1 + variant % 2;  // one chunk: a device reduction ring then runs forward
         c.algorithm = op != WEAVE_AG_GEMM && variant < 2 ? WEAVE_ALGORITHM_DIRECT : WEAVE_ALGORITHM_RING;
@@ -187,6 +204,8 @@ inline std::vector<Case> random_cases(const CaseListOptions& options, std::mt199
     c.n = size(rng);
     c.k = size(rng);
     c.bias = pick(flags, rng);
+    set_bias_layout(c, std::uniform_int_distribution<int>(0, kBiasLayouts - 1)(rng));
+    if (c.bias_ld_padding > 0) c.bias_ld_padding = std::uniform_int_distribution<int>(1, 3)(rng);
     c.beta = pick(flags, rng) ? 0.0 : std::uniform_real_distribution<double>(-2.0, 2.0)(rng);
     c.alpha = std::uniform_real_distribution<double>(-2.0, 2.0)(rng);
     c.padded = pick(flags, rng);

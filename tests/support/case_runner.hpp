@@ -1,7 +1,9 @@
 // Runs one distributed-multiplication case through the public C API on every
 // rank and checks it against the double-precision oracle: fresh random data,
-// C poisoned with NaN where it is not an input, padding sentinels around
-// every local block that must survive. Cases run on host memory, or on
+// C poisoned with NaN where it is not an input, sentinels in every gap of a
+// padded leading dimension and in guard elements before and after every
+// buffer that must survive every execute, inputs (A, B, bias) left exactly
+// as they were. Cases run on host memory, or on
 // device memory through a DeviceMemory that a GPU test program installs (the
 // runner itself needs no CUDA). Shared by the MPI and GPU test programs.
 #pragma once
@@ -35,8 +37,13 @@ struct Case {
                 order_c = WEAVE_ORDER_COLUMN_MAJOR;
   Shards shards = Shards::Balanced;
   bool bias = false;
+  // The bias is a 1 x N matrix: column-major, consecutive entries are its ld
+  // apart (ld = 1 + bias_ld_padding); row-major, they are adjacent and the
+  // padding follows the row.
+  weave_order_t order_bias = WEAVE_ORDER_COLUMN_MAJOR;
+  int bias_ld_padding = 0;
   double alpha = 1.0, beta = 0.0;
-  bool padded = false;  // leading dimensions larger than tight
+  bool padded = false;  // leading dimensions of A, B and C larger than tight
   int chunks = 0;
   weave_direction_t direction = WEAVE_DIRECTION_AUTO;
   weave_algorithm_t algorithm = WEAVE_ALGORITHM_AUTO;

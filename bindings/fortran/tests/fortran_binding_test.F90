@@ -281,6 +281,29 @@ contains
     call weave_plan_write_trace(plan, "unused-%r.json", stat)
     call check_status(stat, WEAVE_ERROR_INVALID_VALUE, "write_trace without WEAVE_FLAG_TRACE")
 
+    ! Arrays of the wrong kind, or too small on one rank: an error on every
+    ! rank, and C untouched.
+    call check(info%a_type == WEAVE_FLOAT32 .and. info%c_type == WEAVE_FLOAT32 .and. &
+               info%bias_type == WEAVE_FLOAT32, "plan info: element types")
+    block
+      real(real64), allocatable :: a64(:, :), b64(:, :), c64(:, :)
+      real(real32), allocatable :: c_small(:)
+      allocate(a64(m_rows, k_local), b64(k_local + 1, n_cols), c64(m_rows, n_cols))
+      a64 = 1
+      b64 = 1
+      c64 = -3
+      call weave_execute(plan, 1.0_real64, a64, b64, 0.0_real64, c64, stat)
+      call check_status(stat, WEAVE_ERROR_UNSUPPORTED_TYPE, "execute with real(8) arrays on a real(4) plan")
+      call check(index(weave_last_error(), "f32") > 0, "the message names the type: " // weave_last_error())
+      call check(all(c64 == -3), "real(8) C untouched")
+      ! C one element short on the last rank only.
+      allocate(c_small(m_rows * n_cols - merge(1, 0, rank == nranks - 1)))
+      c_small = -3
+      call weave_execute(plan, alpha, a_local, b_local, beta, c_small, stat, bias=bias_local)
+      call check_status(stat, WEAVE_ERROR_INVALID_VALUE, "execute with C one element short on one rank")
+      call check(all(c_small == -3), "short C untouched")
+    end block
+
     call weave_plan_destroy(plan)
     call check(.not. c_associated(plan%handle), "plan destroy nulls the handle")
     call weave_matrix_destroy(a)

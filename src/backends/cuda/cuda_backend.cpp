@@ -217,7 +217,11 @@ void CudaBackend::epilogue(const plan::EpilogueOp& op, int lane, const exec::Bin
            kernels::kMaxMoreSources + 1);
     for (const plan::Region& r : op.more_src) launch.more[launch.more_count++] = bindings.resolve(r).data;
   }
-  if (op.has_bias) launch.bias = bindings.resolve(op.bias).data;
+  if (op.has_bias) {
+    const exec::MatrixRef bias = bindings.resolve(op.bias);
+    launch.bias = bias.data;
+    launch.bias_stride = bias.column_stride();
+  }
   launch.src_scale = scalars.value(op.src_scale);
   launch.dst_scale = scalars.value(op.dst_scale);
   launch.rows = dst.rows;

@@ -114,14 +114,17 @@ __global__ void epilogue_vector_kernel(kernels::EpilogueFunctor<Dst, Src> f) {
       for (int e = 0; e < V; ++e) result[e] += f.dst_scale * load_as<Acc>(old.lane[e]);
     }
     if (f.bias) {
-      if (f.dst_row_major) {  // bias runs along the contiguous dimension
+      if (!f.dst_row_major) {  // one bias entry for the whole line (a column)
+        const Acc bias = f.bias_at(line);
+#pragma unroll
+        for (int e = 0; e < V; ++e) result[e] += bias;
+      } else if (f.bias_stride == 1) {  // bias runs along the contiguous dimension, adjacent entries
         const Vector<Dst, V> bias = load_vector<Dst, V>(f.bias + minor);
 #pragma unroll
         for (int e = 0; e < V; ++e) result[e] += load_as<Acc>(bias.lane[e]);
-      } else {
-        const Acc bias = load_as<Acc>(f.bias[line]);
+      } else {  // entries bias_stride apart (column-major bias, ld > 1): one by one
 #pragma unroll
-        for (int e = 0; e < V; ++e) result[e] += bias;
+        for (int e = 0; e < V; ++e) result[e] += f.bias_at(minor + e);
       }
     }
     Vector<Dst, V> stored;
@@ -136,7 +139,9 @@ bool aligned(const void* pointer, std::size_t bytes) {
 }
 
 // Whether the vector kernel applies: src (if any) in dst's order, whole
-// vectors per line, and every line of every operand starting on a vector.
+// vectors per line, and every line of every operand starting on a vector
+// (the bias only where it is read as vectors: adjacent entries along a
+// row-major dst).
 template <class Dst, class Src>
 bool vector_kernel_applies(const kernels::EpilogueFunctor<Dst, Src>& f) {
   constexpr int V = kVectorWidth<Dst, Src>;
@@ -147,7 +152,7 @@ bool vector_kernel_applies(const kernels::EpilogueFunctor<Dst, Src>& f) {
     for (int q = 0; q < f.more_count; ++q)
       if (!aligned(f.more[q], src_vector)) return false;
   }
-  return !f.bias || !f.dst_row_major || aligned(f.bias, dst_vector);
+  return !f.bias || !f.dst_row_major || f.bias_stride != 1 || aligned(f.bias, dst_vector);
 }
 
 template <class Dst, class Src>
@@ -226,6 +231,7 @@ void launch_epilogue(const EpilogueLaunch& launch, cudaStream_t stream) {
     functor.more_count = launch.more_count;
     for (int q = 0; q < launch.more_count; ++q) functor.more[q] = static_cast<const Src*>(launch.more[q]);
     functor.bias = static_cast<const Dst*>(launch.bias);
+    functor.bias_stride = launch.bias_stride;
     functor.src_scale = static_cast<Acc>(launch.src_scale);
     functor.dst_scale = static_cast<Acc>(launch.dst_scale);
     functor.rows = launch.rows;

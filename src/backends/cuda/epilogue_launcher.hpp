@@ -27,7 +27,8 @@ struct EpilogueLaunch {
   bool src_row_major = false;
   const void* more[kernels::kMaxMoreSources] = {};  // further sources laid out like src, added to it
   int more_count = 0;
-  const void* bias = nullptr;   // null: no bias; dst_type, one entry per column
+  const void* bias = nullptr;   // null: no bias; dst_type, one entry per column, bias_stride apart
+  int64_t bias_stride = 1;
   double src_scale = 1.0;
   double dst_scale = 0.0;       // dst is not read when zero
   int64_t rows = 0, cols = 0;

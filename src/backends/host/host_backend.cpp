@@ -60,7 +60,10 @@ void launch_epilogue(const exec::MatrixRef& dst, const exec::MatrixRef* src, con
     f.src_ld = src->ld;
     f.src_row_major = src->order == Order::RowMajor;
   }
-  f.bias = bias ? static_cast<const Dst*>(bias->data) : nullptr;
+  if (bias) {
+    f.bias = static_cast<const Dst*>(bias->data);
+    f.bias_stride = bias->column_stride();
+  }
   f.src_scale = static_cast<typename decltype(f)::Acc>(src_scale);
   f.dst_scale = static_cast<typename decltype(f)::Acc>(dst_scale);
   f.rows = dst.rows;

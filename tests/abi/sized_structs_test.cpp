@@ -1,0 +1,212 @@
+// The public structs' struct_size and the typed buffer checks, through the
+// public API at 1-4 ranks:
+//   - a struct_size of 0, or one that no version of the struct had, is
+//     WEAVE_ERROR_INVALID_VALUE naming the struct, on every rank even when
+//     only one rank passed it;
+//   - execute arguments that say their buffers hold another element type, or
+//     fewer elements than the local block, fail on every rank before
+//     anything is written;
+//   - the C++ interface's typed execute checks its pointers' types against
+//     the plan (a float buffer on an f64 plan), on every rank;
+//   - weave_plan_get_info reports the element types.
+// Prints PASS or FAIL per check; exit code 1 if any failed.
+#include <mpi.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "weave/weave.hpp"
+
+namespace {
+
+int g_rank = 0, g_size = 1, g_failed = 0;
+
+void check(const char* name, const std::function<bool()>& body) {
+  const bool mine = body();
+  int ok = mine ? 1 : 0, all = 0;
+  MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (!all) ++g_failed;
+  if (g_rank == 0) std::printf("%s %s\n", all ? "PASS" : "FAIL", name);
+}
+
+bool expect(weave_status_t got, weave_status_t want, const char* word, const char* what) {
+  const std::string message = weave_last_error();
+  if (got != want || (word && message.find(word) == std::string::npos)) {
+    std::fprintf(stderr, "rank %d: %s returned %s (\"%s\"), expected %s mentioning \"%s\"\n", g_rank, what,
+                 weave_status_string(got), message.c_str(), weave_status_string(want), word ? word : "");
+    return false;
+  }
+  return true;
+}
+
+// An f64 AG-GEMM over every rank: M x K rows split, K x N columns split.
+struct Problem {
+  weave::Grid grid{MPI_COMM_WORLD};
+  weave::Matrix a{grid, weave::block_rows(9, 4, WEAVE_FLOAT64)};
+  weave::Matrix b{grid, weave::block_cols(4, 5, WEAVE_FLOAT64)};
+  weave::Matrix c{grid, weave::block_cols(9, 5, WEAVE_FLOAT64)};
+  weave::Matrix bias{grid, weave::block_cols(1, 5, WEAVE_FLOAT64)};
+  weave::Plan plan{grid, weave::PlanDesc(WEAVE_AG_GEMM, a, b, c).bias(bias)};
+  std::vector<double> a_local = std::vector<double>(static_cast<size_t>(a.local_elements()) + 1, 1.0);
+  std::vector<double> b_local = std::vector<double>(static_cast<size_t>(b.local_elements()) + 1, 2.0);
+  std::vector<double> c_local = std::vector<double>(static_cast<size_t>(c.local_elements()) + 1, -7.0);
+  std::vector<double> bias_local = std::vector<double>(static_cast<size_t>(bias.local_elements()) + 1, 0.5);
+
+  weave_execute_args_t args() {
+    weave_execute_args_t x = WEAVE_EXECUTE_ARGS_INIT;
+    x.alpha = 1.0;
+    x.a = a_local.data();
+    x.b = b_local.data();
+    x.c = c_local.data();
+    x.bias = bias_local.data();
+    return x;
+  }
+  bool c_untouched() const {
+    for (double v : c_local)
+      if (v != -7.0) return false;
+    return true;
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &g_size);
+  const int last = g_size - 1;  // the rank that makes the mistake alone
+  {
+    weave::Grid grid(MPI_COMM_WORLD);
+
+    check("matrix descriptor with struct_size 0 on one rank", [&] {
+      weave_matrix_desc_t d = WEAVE_MATRIX_DESC_INIT;
+      d.rows = 4;
+      d.cols = 4;
+      d.dtype = WEAVE_FLOAT64;
+      d.distribution = WEAVE_DIST_REPLICATED;
+      if (g_rank == last) d.struct_size = 0;
+      weave_matrix_t m = nullptr;
+      const bool ok = expect(weave_matrix_create(grid.get(), &d, &m), WEAVE_ERROR_INVALID_VALUE,
+                             "struct_size is 0", "weave_matrix_create") && m == nullptr;
+      weave_matrix_destroy(m);
+      return ok;
+    });
+
+    check("matrix descriptor with a struct_size no version had", [&] {
+      weave_matrix_desc_t d = WEAVE_MATRIX_DESC_INIT;
+      d.rows = 4;
+      d.cols = 4;
+      d.dtype = WEAVE_FLOAT64;
+      d.distribution = WEAVE_DIST_REPLICATED;
+      d.struct_size = sizeof(weave_matrix_desc_t) + 8;  // a newer header's, say
+      weave_matrix_t m = nullptr;
+      const bool ok =
+          expect(weave_matrix_create(grid.get(), &d, &m), WEAVE_ERROR_INVALID_VALUE, "weave_matrix_desc_t",
+                 "weave_matrix_create");
+      weave_matrix_destroy(m);
+      return ok;
+    });
+
+    Problem p;
+    check("plan descriptor with struct_size 0 on one rank", [&] {
+      weave_plan_desc_t d = WEAVE_PLAN_DESC_INIT;
+      d.operation = WEAVE_AG_GEMM;
+      d.a = p.a.get();
+      d.b = p.b.get();
+      d.c = p.c.get();
+      if (g_rank == last) d.struct_size = 0;
+      weave_plan_t plan = nullptr;
+      const bool ok = expect(weave_plan_create(p.grid.get(), &d, &plan), WEAVE_ERROR_INVALID_VALUE,
+                             "weave_plan_desc_t", "weave_plan_create");
+      weave_plan_destroy(plan);
+      return ok;
+    });
+
+    check("plan info with struct_size 0", [&] {
+      weave_plan_info_t info{};
+      info.struct_size = 0;
+      return expect(weave_plan_get_info(p.plan.get(), &info), WEAVE_ERROR_INVALID_VALUE, "weave_plan_info_t",
+                    "weave_plan_get_info");
+    });
+
+    check("plan info reports the element types", [&] {
+      const weave_plan_info_t info = p.plan.info();
+      return info.a_type == WEAVE_FLOAT64 && info.b_type == WEAVE_FLOAT64 && info.c_type == WEAVE_FLOAT64 &&
+             info.bias_type == WEAVE_FLOAT64 && info.struct_size == sizeof(weave_plan_info_t);
+    });
+
+    check("execute arguments with struct_size 0 on one rank", [&] {
+      weave_execute_args_t x = p.args();
+      if (g_rank == last) x.struct_size = 0;
+      return expect(weave_execute_ex(p.plan.get(), &x), WEAVE_ERROR_INVALID_VALUE, "weave_execute_args_t",
+                    "weave_execute_ex") &&
+             p.c_untouched();
+    });
+
+    // The checks above leave the plan usable (they fail before any step).
+    check("execute arguments saying A holds f32 on one rank", [&] {
+      weave_execute_args_t x = p.args();
+      if (g_rank == last) {
+        x.buffer_checks = WEAVE_CHECK_TYPES;
+        x.a_type = WEAVE_FLOAT32;
+      }
+      return expect(weave_execute_ex(p.plan.get(), &x), WEAVE_ERROR_UNSUPPORTED_TYPE, "f32", "weave_execute_ex") &&
+             p.c_untouched();
+    });
+
+    check("execute arguments saying C is too small on one rank", [&] {
+      weave_execute_args_t x = p.args();
+      x.buffer_checks = WEAVE_CHECK_ELEMENTS;
+      x.a_elements = p.a.local_elements();
+      x.b_elements = p.b.local_elements();
+      x.c_elements = p.c.local_elements() - (g_rank == last ? 1 : 0);
+      x.bias_elements = p.bias.local_elements();
+      const bool c_empty = p.c.local_elements() == 0;
+      // A rank whose C is empty cannot hold too few elements; then no rank errs.
+      int any_nonempty = 0, mine = (g_rank == last && !c_empty) ? 1 : 0;
+      MPI_Allreduce(&mine, &any_nonempty, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+      if (!any_nonempty) return expect(weave_execute_ex(p.plan.get(), &x), WEAVE_SUCCESS, nullptr, "execute");
+      return expect(weave_execute_ex(p.plan.get(), &x), WEAVE_ERROR_INVALID_VALUE, "elements", "weave_execute_ex") &&
+             p.c_untouched();
+    });
+
+    check("execute arguments with unknown buffer_checks bits", [&] {
+      weave_execute_args_t x = p.args();
+      x.buffer_checks = 64;
+      return expect(weave_execute_ex(p.plan.get(), &x), WEAVE_ERROR_INVALID_VALUE, "buffer_checks",
+                    "weave_execute_ex") &&
+             p.c_untouched();
+    });
+
+    check("C++ typed execute with float buffers on an f64 plan", [&] {
+      std::vector<float> af(p.a_local.size()), bf(p.b_local.size()), cf(p.c_local.size(), -7.0f);
+      try {
+        p.plan.execute(1.0, af.data(), bf.data(), 0.0, cf.data());
+      } catch (const weave::Error& e) {
+        for (float v : cf)
+          if (v != -7.0f) return false;
+        return e.status() == WEAVE_ERROR_UNSUPPORTED_TYPE &&
+               std::string(e.what()).find("f32") != std::string::npos;
+      }
+      std::fprintf(stderr, "rank %d: no exception\n", g_rank);
+      return false;
+    });
+
+    check("C++ typed execute with the plan's types runs and is right", [&] {
+      p.plan.execute(1.0, p.a_local.data(), p.b_local.data(), 0.0, p.c_local.data(), p.bias_local.data());
+      // Every element of C = sum_k 1 * 2 + 0.5 = 8.5 (K = 4).
+      const int64_t cols = p.c.local_cols(), ld = p.c.ld();
+      for (int64_t j = 0; j < cols; ++j)
+        for (int64_t i = 0; i < 9; ++i)
+          if (p.c_local[static_cast<size_t>(i + j * ld)] != 8.5) return false;
+      return true;
+    });
+  }
+  if (g_rank == 0) std::printf("%s: %d checks failed on %d ranks\n", g_failed ? "FAILED" : "PASSED", g_failed, g_size);
+  MPI_Finalize();
+  return g_failed ? 1 : 0;
+}

@@ -1,0 +1,339 @@
+/* Weave 0.1.0's public header as it was released (structs without
+ * struct_size). tests/abi builds a program against it to check that binaries
+ * built with it keep working with this library. Do not edit. */
+/*
+ * Weave: distributed matrix multiplication with communication woven into
+ * computation (AllGather-GEMM, GEMM-ReduceScatter, GEMM-AllReduce).
+ *
+ * This is the C API. Every other interface (C++, Fortran, Kokkos) is a thin
+ * layer over it. Conventions, in the style of nccl.h:
+ *   - every function returns a weave_status_t (WEAVE_SUCCESS == 0);
+ *   - on failure, weave_last_error() returns a thread-local message that says
+ *     which argument was wrong, its rank-local value, and on which rank;
+ *   - outputs are the last arguments;
+ *   - handles are opaque pointers; destroying NULL is a no-op;
+ *   - the library never calls exit, abort or MPI_Abort.
+ *
+ * Collective functions (grid, matrix and plan creation, execute) must be
+ * called by every rank of the grid; they agree on errors, so a bad argument
+ * on one rank is reported on every rank instead of hanging the others.
+ *
+ * Matrices are stored per rank, column-major by default (BLAS/Fortran), with a
+ * local leading dimension; row-major storage is a per-matrix choice.
+ */
+#ifndef WEAVE_WEAVE_H
+#define WEAVE_WEAVE_H
+
+#include <mpi.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "weave/weave_version.h"
+
+/* Only the C API is exported from the shared library. */
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Status codes                                                             */
+/* ------------------------------------------------------------------------ */
+
+typedef enum weave_status_t {
+  WEAVE_SUCCESS = 0,
+  WEAVE_ERROR_NULL_ARGUMENT = 1,          /* a required handle or pointer is NULL */
+  WEAVE_ERROR_INVALID_VALUE = 2,          /* enum out of range, negative size, bad option */
+  WEAVE_ERROR_INVALID_COUNTS = 3,         /* counts: wrong length, negative, wrong sum */
+  WEAVE_ERROR_INVALID_LEADING_DIMENSION = 4,
+  WEAVE_ERROR_SHAPE_MISMATCH = 5,         /* A, B, C, bias shapes do not fit the operation */
+  WEAVE_ERROR_DISTRIBUTION_MISMATCH = 6,  /* a distribution does not fit the operation */
+  WEAVE_ERROR_UNSUPPORTED_TYPE = 7,       /* element type not supported by the backend */
+  WEAVE_ERROR_RANK_MISMATCH = 8,          /* ranks passed different arguments */
+  WEAVE_ERROR_NOT_COMPILED = 9,           /* backend or transport not built; message names the CMake option */
+  WEAVE_ERROR_UNSUPPORTED = 10,           /* the requested configuration cannot run */
+  WEAVE_ERROR_POINTER_KIND = 11,          /* host pointer where a device pointer is needed, or the reverse */
+  WEAVE_ERROR_TIMEOUT = 12,               /* a peer did not answer in time */
+  WEAVE_ERROR_OUT_OF_MEMORY = 13,
+  WEAVE_ERROR_MPI = 14,
+  WEAVE_ERROR_CUDA = 15,
+  WEAVE_ERROR_CUBLAS = 16,
+  WEAVE_ERROR_NCCL = 17,
+  WEAVE_ERROR_UCX = 18,
+  WEAVE_ERROR_PLAN_FAILED = 19,           /* an earlier execute failed; destroy the plan */
+  WEAVE_ERROR_INTERNAL = 20
+} weave_status_t;
+
+/* A static, human-readable name for a status code. */
+const char* weave_status_string(weave_status_t status);
+
+/* The message of the last failed call on this thread ("" if none). The text
+ * stays valid until the next Weave call on this thread. */
+const char* weave_last_error(void);
+
+/* Library version (also available at compile time as WEAVE_VERSION_*). */
+weave_status_t weave_get_version(int* major, int* minor, int* patch);
+
+/* Comma-separated list of what this build contains, e.g.
+ * "host,mpi,cuda,nccl,ucx,kokkos-serial". The string is static. */
+const char* weave_build_features(void);
+
+/* ------------------------------------------------------------------------ */
+/* Enumerations                                                             */
+/* ------------------------------------------------------------------------ */
+
+/* Element types. Zero is "not set" so a zero-initialised descriptor is caught. */
+typedef enum weave_dtype_t {
+  WEAVE_FLOAT32 = 1,
+  WEAVE_FLOAT64 = 2,
+  WEAVE_FLOAT16 = 3,   /* GPU backends; accumulates in float32 */
+  WEAVE_BFLOAT16 = 4   /* GPU backends; accumulates in float32 */
+} weave_dtype_t;
+
+/* How a global matrix is split over the grid. */
+typedef enum weave_distribution_t {
+  WEAVE_DIST_REPLICATED = 1,   /* every rank of the group holds the whole matrix */
+  WEAVE_DIST_BLOCK_ROW = 2,    /* rows split over the ranks of the matrix's group */
+  WEAVE_DIST_BLOCK_COLUMN = 3, /* columns split over the ranks of the matrix's group */
+  WEAVE_DIST_BLOCK_2D = 4      /* rows split over grid rows, columns over grid columns */
+} weave_distribution_t;
+
+/* A set of ranks of a grid: the whole grid (in row-major rank order), the
+ * ranks of one grid row, or the ranks of one grid column. An operation on a
+ * 2-D grid runs within every row (or column) independently, at the same time. */
+typedef enum weave_group_t {
+  WEAVE_GROUP_GRID = 0,
+  WEAVE_GROUP_ROW = 1,     /* ranks sharing my grid row: size = grid columns */
+  WEAVE_GROUP_COLUMN = 2   /* ranks sharing my grid column: size = grid rows */
+} weave_group_t;
+
+typedef enum weave_order_t {
+  WEAVE_ORDER_COLUMN_MAJOR = 0,  /* element (i, j) at i + j * ld */
+  WEAVE_ORDER_ROW_MAJOR = 1      /* element (i, j) at i * ld + j */
+} weave_order_t;
+
+typedef enum weave_memory_t {
+  WEAVE_MEMORY_HOST = 0,
+  WEAVE_MEMORY_DEVICE = 1        /* CUDA device memory of the rank's current device */
+} weave_memory_t;
+
+typedef enum weave_op_t {
+  WEAVE_OP_N = 0,  /* op(X) = X   */
+  WEAVE_OP_T = 1   /* op(X) = X^T */
+} weave_op_t;
+
+typedef enum weave_operation_t {
+  WEAVE_AG_GEMM = 1,  /* C(M x N_r)  = alpha AllGather_rows(op(A)) op(B) + beta C + bias */
+  WEAVE_GEMM_RS = 2,  /* C(M_r x N)  = rows M_r of alpha sum_q op(A_q) op(B_q) + beta C + bias */
+  WEAVE_GEMM_AR = 3   /* C(M x N)    = alpha sum_q op(A_q) op(B_q) + beta C + bias, on every rank */
+} weave_operation_t;
+
+typedef enum weave_algorithm_t {
+  WEAVE_ALGORITHM_AUTO = 0,
+  WEAVE_ALGORITHM_RING = 1,        /* overlapped ring: chunk s+1 travels while chunk s is multiplied */
+  WEAVE_ALGORITHM_SEQUENTIAL = 2,  /* one collective, then one GEMM (or GEMM then collective) */
+  WEAVE_ALGORITHM_DIRECT = 3       /* GEMM-RS/GEMM-AR: each rank sends every other rank its product for
+                                      that rank's rows, in C's type; the owner sums in float32 */
+} weave_algorithm_t;
+
+typedef enum weave_backend_t {
+  WEAVE_BACKEND_AUTO = 0,  /* from the matrices' memory: host -> HOST, device -> CUDA */
+  WEAVE_BACKEND_HOST = 1,
+  WEAVE_BACKEND_CUDA = 2
+} weave_backend_t;
+
+typedef enum weave_transport_t {
+  WEAVE_TRANSPORT_AUTO = 0,        /* env WEAVE_TRANSPORT, else MPI on host, NCCL on CUDA */
+  WEAVE_TRANSPORT_MPI = 1,
+  WEAVE_TRANSPORT_NCCL = 2,
+  WEAVE_TRANSPORT_UCX = 3,
+  WEAVE_TRANSPORT_COPY_ENGINE = 4  /* intra-node CUDA peer copies, no SMs taken */
+} weave_transport_t;
+
+typedef enum weave_direction_t {
+  WEAVE_DIRECTION_AUTO = 0,
+  WEAVE_DIRECTION_FORWARD = 1,       /* rank r sends to r+1 */
+  WEAVE_DIRECTION_BACKWARD = 2,      /* rank r sends to r-1 */
+  WEAVE_DIRECTION_BIDIRECTIONAL = 3  /* half of every shard each way */
+} weave_direction_t;
+
+/* How the host keeps communication moving while BLAS runs. */
+typedef enum weave_progress_t {
+  WEAVE_PROGRESS_AUTO = 0,
+  WEAVE_PROGRESS_TILES = 1,   /* GEMMs split into tiles, progress between tiles (any MPI thread level) */
+  WEAVE_PROGRESS_THREAD = 2   /* a progress thread (needs MPI_THREAD_SERIALIZED or higher) */
+} weave_progress_t;
+
+/* Plan flags (bitwise or). */
+enum {
+  WEAVE_FLAG_NONE = 0,
+  WEAVE_FLAG_ALLOW_TF32 = 1,             /* float32 GEMMs may use TF32 tensor cores */
+  WEAVE_FLAG_GATHERED_OUTPUT = 2,        /* AG-GEMM also returns the gathered A (weave_execute_ex) */
+  WEAVE_FLAG_REDUCE_IN_OUTPUT_TYPE = 4,  /* 16-bit partial sums travel in C's type (faster, rounds each hop) */
+  WEAVE_FLAG_TRACE = 8,                  /* record a per-step trace (weave_plan_write_trace) */
+  WEAVE_FLAG_NO_EXECUTE_CHECK = 16       /* skip the per-execute agreement check between ranks */
+};
+
+/* ------------------------------------------------------------------------ */
+/* Grid                                                                     */
+/* ------------------------------------------------------------------------ */
+
+typedef struct weave_grid_s* weave_grid_t;
+
+/* Collective over comm. comm is duplicated; prows * pcols must equal its size.
+ * Rank r of comm sits at grid row r / pcols, grid column r % pcols. A 1-D grid
+ * is P x 1 or 1 x P. */
+weave_status_t weave_grid_create(MPI_Comm comm, int prows, int pcols, weave_grid_t* grid);
+
+/* As weave_grid_create, for a Fortran communicator handle (bindings use it). */
+weave_status_t weave_grid_create_fortran(MPI_Fint comm, int prows, int pcols, weave_grid_t* grid);
+
+/* Not collective. Plans created from the grid stay valid after it is destroyed. */
+weave_status_t weave_grid_destroy(weave_grid_t grid);
+
+weave_status_t weave_grid_shape(weave_grid_t grid, int* prows, int* pcols);
+weave_status_t weave_grid_coords(weave_grid_t grid, int* row, int* col);
+/* Size of, and this rank's index in, one of its groups. */
+weave_status_t weave_grid_group(weave_grid_t grid, weave_group_t group, int* size, int* rank);
+/* The (duplicated) communicator of a group; owned by the grid, do not free. */
+weave_status_t weave_grid_group_comm(weave_grid_t grid, weave_group_t group, MPI_Comm* comm);
+
+/* ------------------------------------------------------------------------ */
+/* Matrix descriptors                                                       */
+/* ------------------------------------------------------------------------ */
+
+typedef struct weave_matrix_s* weave_matrix_t;
+
+/* What a distributed matrix looks like. Zero-initialise, then set at least
+ * rows, cols, dtype and distribution; every other zero field means the
+ * default written next to it. */
+typedef struct weave_matrix_desc_t {
+  int64_t rows;                      /* global rows (of one group's matrix)          */
+  int64_t cols;                      /* global columns                               */
+  weave_dtype_t dtype;
+  weave_distribution_t distribution;
+  weave_group_t group;               /* ranks a BLOCK_ROW / BLOCK_COLUMN / REPLICATED
+                                        matrix is spread over; default: the grid     */
+  const int64_t* row_counts;         /* rows per rank (BLOCK_ROW: one per group rank,
+                                        BLOCK_2D: one per grid row); NULL: balanced  */
+  const int64_t* col_counts;         /* columns per rank, likewise; NULL: balanced   */
+  int64_t ld;                        /* local leading dimension; 0: tight            */
+  weave_order_t order;               /* default column-major                         */
+  weave_memory_t memory;             /* default host                                 */
+} weave_matrix_desc_t;
+
+/* Collective over the grid. Counts are copied. */
+weave_status_t weave_matrix_create(weave_grid_t grid, const weave_matrix_desc_t* desc,
+                                   weave_matrix_t* matrix);
+weave_status_t weave_matrix_destroy(weave_matrix_t matrix);
+
+/* This rank's block: its extent, its position in the global matrix, its
+ * leading dimension, and the number of elements to allocate for it. */
+weave_status_t weave_matrix_local_shape(weave_matrix_t matrix, int64_t* rows, int64_t* cols);
+weave_status_t weave_matrix_local_offset(weave_matrix_t matrix, int64_t* row_offset,
+                                         int64_t* col_offset);
+weave_status_t weave_matrix_ld(weave_matrix_t matrix, int64_t* ld);
+weave_status_t weave_matrix_local_elements(weave_matrix_t matrix, int64_t* elements);
+
+/* ------------------------------------------------------------------------ */
+/* Plans                                                                    */
+/* ------------------------------------------------------------------------ */
+
+typedef struct weave_plan_s* weave_plan_t;
+
+/* One distributed multiplication. Zero-initialise, set operation, a, b, c;
+ * every other zero field means "automatic" or "default". Environment
+ * variables WEAVE_ALGORITHM, WEAVE_TRANSPORT, WEAVE_CHUNKS, WEAVE_DIRECTION,
+ * WEAVE_PROGRESS, WEAVE_COMPUTE_STREAMS, WEAVE_TIMEOUT override the automatic
+ * choices only; WEAVE_COMM_PRIORITY and WEAVE_SM_MARGIN tune GPU plans (see
+ * doc/api-reference.md). */
+typedef struct weave_plan_desc_t {
+  weave_operation_t operation;
+  weave_group_t group;          /* the ranks the operation runs over; default: the grid */
+  weave_op_t op_a;
+  weave_op_t op_b;
+  weave_matrix_t a;
+  weave_matrix_t b;
+  weave_matrix_t c;
+  weave_matrix_t bias;          /* optional: 1 x N, columns distributed like C's */
+  weave_algorithm_t algorithm;
+  weave_backend_t backend;
+  weave_transport_t transport;
+  weave_direction_t direction;
+  int32_t chunks_per_shard;     /* pipelining depth: chunks each shard is cut into; 0: auto */
+  int32_t compute_streams;      /* GPU compute streams; 0: auto */
+  weave_progress_t progress;    /* host progress mechanism */
+  int32_t timeout_ms;           /* give up waiting for a peer; 0: default (300 s), <0: never */
+  int32_t flags;                /* WEAVE_FLAG_* */
+} weave_plan_desc_t;
+
+/* Collective over the grid. Checks that every rank passed the same
+ * arguments, picks algorithm, transport and chunking, and allocates every
+ * workspace. Descriptors may be destroyed afterwards. */
+weave_status_t weave_plan_create(weave_grid_t grid, const weave_plan_desc_t* desc,
+                                 weave_plan_t* plan);
+weave_status_t weave_plan_destroy(weave_plan_t plan);
+
+/* One line saying what the plan will do (operation, algorithm, backend,
+ * transport, chunks, per-rank shapes). Owned by the plan. Printed at plan
+ * creation when WEAVE_LOG=info (rank 0) or WEAVE_LOG=debug (every rank). */
+weave_status_t weave_plan_describe(weave_plan_t plan, const char** text);
+
+/* What the plan resolved its automatic choices to. */
+typedef struct weave_plan_info_t {
+  weave_algorithm_t algorithm;
+  weave_backend_t backend;
+  weave_transport_t transport;
+  weave_direction_t direction;
+  weave_progress_t progress;   /* host plans */
+  int32_t chunks_per_shard;
+  int32_t compute_streams;
+  int32_t group_size;
+  int32_t group_rank;
+  int64_t workspace_bytes;
+  int64_t steps;               /* steps in this rank's schedule */
+} weave_plan_info_t;
+weave_status_t weave_plan_get_info(weave_plan_t plan, weave_plan_info_t* info);
+
+/* Run the plan: C <- alpha * product + beta * C + bias. Collective over the
+ * operation's group. a, b, c, bias are this rank's local blocks as described
+ * by the plan's descriptors (bias may be NULL only if the plan has none; c is
+ * not read when beta == 0). Host plans return when C is complete (stream must
+ * be NULL). Device plans enqueue on stream (a cudaStream_t; NULL is the
+ * default stream) after the work already on it and return without waiting;
+ * with the NCCL or copy-engine transport the call can be captured in a CUDA
+ * graph. May be called any number of times. */
+weave_status_t weave_execute(weave_plan_t plan, double alpha, const void* a, const void* b,
+                             double beta, void* c, const void* bias, void* stream);
+
+typedef struct weave_execute_args_t {
+  double alpha;
+  double beta;
+  const void* a;
+  const void* b;
+  void* c;
+  const void* bias;
+  void* gathered_a;        /* WEAVE_FLAG_GATHERED_OUTPUT: receives the gathered A, stored
+                              like A (op N: M x K, op T: K x M) in A's order */
+  int64_t ld_gathered_a;   /* 0: tight */
+  void* stream;
+} weave_execute_args_t;
+weave_status_t weave_execute_ex(weave_plan_t plan, const weave_execute_args_t* args);
+
+/* Write the trace of the last execute (plan created with WEAVE_FLAG_TRACE)
+ * as Chrome trace JSON, one file per rank: path may contain "%r", replaced by
+ * the rank in the grid. */
+weave_status_t weave_plan_write_trace(weave_plan_t plan, const char* path);
+
+#ifdef __cplusplus
+}
+#endif
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
+
+#endif /* WEAVE_WEAVE_H */
