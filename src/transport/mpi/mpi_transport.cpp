@@ -40,9 +40,17 @@ MpiTransport::MpiTransport(SharedComm comm) : comm_(std::move(comm)) {
 }
 
 MpiTransport::~MpiTransport() {
-  // Nothing is in flight after a good execute, and a failed one handed its
-  // requests over already.
-  if (mpi_is_running() && !requests_.empty()) abandon_outstanding(nullptr);
+  // Nothing is in flight after a good execute (its request slots are all
+  // null), and a failed one handed its requests over already; only then is
+  // the communicator freed with the transport.
+  if (mpi_is_running() && in_flight()) abandon_outstanding(nullptr);
+}
+
+bool MpiTransport::in_flight() const {
+  for (const auto& group : requests_)
+    for (MPI_Request r : group)
+      if (r != MPI_REQUEST_NULL) return true;
+  return false;
 }
 
 void MpiTransport::begin_execute() {

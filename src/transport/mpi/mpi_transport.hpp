@@ -25,6 +25,8 @@ class MpiTransport final : public Transport {
   int post(const plan::Step& step, const exec::Bindings& bindings) override;
   bool test(int request) override;
   void progress() override;
+  // Whether a request of the last execute has not completed.
+  bool in_flight() const;
   void abandon_outstanding(std::shared_ptr<const void> workspace_owner) override;
   void begin_execute() override;
 
