@@ -40,9 +40,8 @@ GridState::~GridState() {
     if (*c != MPI_COMM_NULL) MPI_Comm_free(c);
 }
 
-GroupView GridState::group(weave_group_t kind) const {
+GroupView GridState::group(int kind) const {
   GroupView view;
-  view.kind = kind;
   switch (kind) {
     case WEAVE_GROUP_GRID:
       view.comm = comm_;
@@ -63,9 +62,9 @@ GroupView GridState::group(weave_group_t kind) const {
       view.index = col();
       break;
     default:
-      fail(WEAVE_ERROR_INVALID_VALUE, "group = ", static_cast<int>(kind),
-           " is not a weave_group_t (WEAVE_GROUP_GRID, _ROW or _COLUMN)");
+      fail(WEAVE_ERROR_INVALID_VALUE, "group = ", kind, " is not a weave_group_t (WEAVE_GROUP_GRID, _ROW or _COLUMN)");
   }
+  view.kind = static_cast<weave_group_t>(kind);
   return view;
 }
 

@@ -41,7 +41,9 @@ class GridState {
   int pcols() const { return pcols_; }
   int row() const { return rank_ / pcols_; }
   int col() const { return rank_ % pcols_; }
-  GroupView group(weave_group_t kind) const;
+  // `kind` is a weave_group_t as an int (see core/enum_value.hpp); any
+  // other value is WEAVE_ERROR_INVALID_VALUE.
+  GroupView group(int kind) const;
 
   // Per-grid cache for transports that create expensive per-group state once
   // (an NCCL communicator per group, a UCX context). Keyed by a string the
