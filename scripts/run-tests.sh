@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Sets everything up (Debian packages, configure, build), then runs the whole
 # test suite under ctest: unit tests, MPI tests at 1-4 ranks over MPI (shared
-# memory and TCP) and UCX, examples, install tests; GPU tests report
-# "skipped" without a GPU. Ends with one line that counts what
+# memory and TCP) and UCX, the seeded fuzzer, examples, install tests; GPU
+# tests report "skipped" without a GPU. Ends with one line that counts what
 # ran, what passed and what was skipped (ctest's own summary counts skipped
 # tests as passed), e.g.
 #   weave: 173 tests: 129 passed, 44 skipped (no GPU), 0 failed
