@@ -6,6 +6,7 @@
 set -euo pipefail
 
 weave_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+source "$weave_root/scripts/packages.sh"
 weave_build="${WEAVE_BUILD_DIR:-$weave_root/build}"
 
 weave_packages=(
@@ -14,26 +15,6 @@ weave_packages=(
   libtrilinos-kokkos-dev libucx-dev libgtest-dev
   libcli11-dev nlohmann-json3-dev
 )
-
-weave_install_packages() {
-  local missing=()
-  for p in "${weave_packages[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-  done
-  [ ${#missing[@]} -eq 0 ] && return 0
-  if [ "${WEAVE_SKIP_INSTALL:-0}" = 1 ]; then
-    echo "weave: missing Debian packages: ${missing[*]} (WEAVE_SKIP_INSTALL=1, not installing)" >&2
-    return 1
-  fi
-  local sudo=""
-  if [ "$(id -u)" != 0 ]; then
-    command -v sudo >/dev/null || { echo "weave: install as root: apt-get install ${missing[*]}" >&2; return 1; }
-    sudo="sudo"
-  fi
-  echo "weave: installing ${missing[*]}"
-  $sudo apt-get update -q
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q "${missing[@]}"
-}
 
 weave_configure_and_build() {
   # The CUDA toolkit, where installed, is compiled in even without a GPU.
@@ -49,5 +30,5 @@ weave_configure_and_build() {
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_rmaps_base_oversubscribe=1
 
-weave_install_packages
+weave_install_packages "${weave_packages[@]}"
 weave_configure_and_build

@@ -6,6 +6,7 @@
 #include "api/struct_size.hpp"
 #include "backends/host/kokkos_runtime.hpp"
 #include "core/abandoned_work.hpp"
+#include "core/enum_value.hpp"
 #include "core/error.hpp"
 #include "core/mpi_check.hpp"
 #include "weave/weave.h"
@@ -54,7 +55,7 @@ void require_mpi_initialized() {
 
 extern "C" {
 
-const char* weave_status_string(weave_status_t status) { return status_name(status); }
+const char* weave_status_string(weave_status_t status) { return status_name(enum_value(status)); }
 
 const char* weave_last_error(void) { return last_error(); }
 
@@ -128,7 +129,7 @@ weave_status_t weave_grid_group(weave_grid_t grid, weave_group_t group, int* siz
     require(grid, "grid");
     require(size, "size");
     require(rank, "rank");
-    const GroupView view = grid->state->group(group);
+    const GroupView view = grid->state->group(enum_value(group));
     *size = view.size;
     *rank = view.rank;
   });
@@ -138,7 +139,7 @@ weave_status_t weave_grid_group_comm(weave_grid_t grid, weave_group_t group, MPI
   return guarded([&] {
     require(grid, "grid");
     require(comm, "comm");
-    *comm = grid->state->group(group).comm;
+    *comm = grid->state->group(enum_value(group)).comm;
   });
 }
 

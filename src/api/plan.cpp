@@ -10,6 +10,8 @@
 #include "api/struct_size.hpp"
 #include "backends/cuda/cuda_entry.hpp"
 #include "backends/host/host_backend.hpp"
+#include "core/checked.hpp"
+#include "core/enum_value.hpp"
 #include "core/error.hpp"
 #include "core/mpi_check.hpp"
 #include "transport/mpi/mpi_transport.hpp"
@@ -52,18 +54,18 @@ std::string format_bytes(int64_t bytes) {
 // checked within each group).
 std::vector<Argument> grid_fields(const weave_plan_desc_t& desc, const plan::Environment& env) {
   return {{"WEAVE_TRANSPORT set in the environment", static_cast<int64_t>(env.count("WEAVE_TRANSPORT"))},
-          {"operation", desc.operation},
-          {"group", desc.group},
-          {"op_a", desc.op_a},
-          {"op_b", desc.op_b},
+          {"operation", enum_value(desc.operation)},
+          {"group", enum_value(desc.group)},
+          {"op_a", enum_value(desc.op_a)},
+          {"op_b", enum_value(desc.op_b)},
           {"bias present", desc.bias ? 1 : 0},
-          {"algorithm", desc.algorithm},
-          {"backend", desc.backend},
-          {"transport", desc.transport},
-          {"direction", desc.direction},
+          {"algorithm", enum_value(desc.algorithm)},
+          {"backend", enum_value(desc.backend)},
+          {"transport", enum_value(desc.transport)},
+          {"direction", enum_value(desc.direction)},
           {"chunks_per_shard", desc.chunks_per_shard},
           {"compute_streams", desc.compute_streams},
-          {"progress", desc.progress},
+          {"progress", enum_value(desc.progress)},
           {"flags", desc.flags}};
 }
 
@@ -90,20 +92,21 @@ std::unique_ptr<Plan> Plan::create(const std::shared_ptr<GridState>& grid, const
   // 1. Local validation; no communication, so a rank that fails early cannot
   //    leave the others inside a collective.
   agree_on_errors(grid->channel(), [&] {
-    if (desc.operation < WEAVE_AG_GEMM || desc.operation > WEAVE_GEMM_AR)
-      fail(WEAVE_ERROR_INVALID_VALUE, "operation = ", static_cast<int>(desc.operation),
-           desc.operation == 0 ? " (not set)" : "", " is not WEAVE_AG_GEMM, WEAVE_GEMM_RS or WEAVE_GEMM_AR");
-    if (desc.op_a != WEAVE_OP_N && desc.op_a != WEAVE_OP_T)
-      fail(WEAVE_ERROR_INVALID_VALUE, "op_a = ", static_cast<int>(desc.op_a), " is not WEAVE_OP_N or WEAVE_OP_T");
-    if (desc.op_b != WEAVE_OP_N && desc.op_b != WEAVE_OP_T)
-      fail(WEAVE_ERROR_INVALID_VALUE, "op_b = ", static_cast<int>(desc.op_b), " is not WEAVE_OP_N or WEAVE_OP_T");
-    plan->group_ = grid->group(desc.group);
+    const int operation = enum_value(desc.operation), op_a = enum_value(desc.op_a), op_b = enum_value(desc.op_b);
+    if (operation < WEAVE_AG_GEMM || operation > WEAVE_GEMM_AR)
+      fail(WEAVE_ERROR_INVALID_VALUE, "operation = ", operation, operation == 0 ? " (not set)" : "",
+           " is not WEAVE_AG_GEMM, WEAVE_GEMM_RS or WEAVE_GEMM_AR");
+    if (op_a != WEAVE_OP_N && op_a != WEAVE_OP_T)
+      fail(WEAVE_ERROR_INVALID_VALUE, "op_a = ", op_a, " is not WEAVE_OP_N or WEAVE_OP_T");
+    if (op_b != WEAVE_OP_N && op_b != WEAVE_OP_T)
+      fail(WEAVE_ERROR_INVALID_VALUE, "op_b = ", op_b, " is not WEAVE_OP_N or WEAVE_OP_T");
+    plan->group_ = grid->group(enum_value(desc.group));
     const MatrixDesc& a = matrix_of(desc.a, "a");
     const MatrixDesc& b = matrix_of(desc.b, "b");
     const MatrixDesc& c = matrix_of(desc.c, "c");
     const MatrixDesc* bias = desc.bias ? &desc.bias->desc : nullptr;
-    plan->problem_ = make_problem(static_cast<Operation>(desc.operation), desc.group, static_cast<Op>(desc.op_a),
-                                  static_cast<Op>(desc.op_b), a, b, c, bias);
+    plan->problem_ = make_problem(static_cast<Operation>(operation), plan->group_.kind, static_cast<Op>(op_a),
+                                  static_cast<Op>(op_b), a, b, c, bias);
   });
 
   // 2. Every rank of the grid passed the same operation, and every rank of a
@@ -123,8 +126,8 @@ std::unique_ptr<Plan> Plan::create(const std::shared_ptr<GridState>& grid, const
         grid->cached("cores per rank", [&] { return std::make_shared<double>(cores_per_rank(grid->comm())); }));
   });
   const bool transport_from_env = env.count("WEAVE_TRANSPORT") > 0;
-  if (plan->problem_.memory == Memory::Device && caps.copy_engine && desc.transport == WEAVE_TRANSPORT_AUTO &&
-      !transport_from_env)
+  if (plan->problem_.memory == Memory::Device && caps.copy_engine &&
+      enum_value(desc.transport) == WEAVE_TRANSPORT_AUTO && !transport_from_env)
     agree_on_errors(grid->channel(), [&] {
       caps.copy_engine_usable = transport::copy_engine_usable(plan->group_, &caps.copy_engine_why_not);
     });
@@ -157,7 +160,11 @@ std::unique_ptr<Plan> Plan::create(const std::shared_ptr<GridState>& grid, const
     switch (r.transport) {
       case plan::Transport::Mpi: {
         auto mpi = std::make_unique<transport::MpiTransport>(duplicate(*plan->group_.channel));
-        const int max_tag = 2 * plan->problem_.group_size * r.schedule.chunks_per_shard;
+        // Reductions tag their second phase above the first: tags stay below
+        // 2 x group size x chunks_per_shard.
+        const int64_t max_tag = checked_mul(2 * static_cast<int64_t>(plan->problem_.group_size),
+                                            r.schedule.chunks_per_shard, "the MPI tags this schedule needs (2 x ",
+                                            plan->problem_.group_size, " ranks x chunks_per_shard)");
         if (max_tag > mpi->max_tag())
           fail(WEAVE_ERROR_UNSUPPORTED, "this schedule needs MPI tags up to ", max_tag, " but MPI_TAG_UB is ",
                mpi->max_tag(), "; use fewer chunks_per_shard");
@@ -277,19 +284,14 @@ void Plan::validate_execute_args(const weave_execute_args_t& args) const {
       fail(WEAVE_ERROR_INVALID_VALUE, name, " holds ", given_elements, " elements but this rank's block needs ",
            needed);
   };
-  auto block_elements = [](const LocalBlock& b) { return stored_elements(b.rows, b.cols, b.ld, b.order); };
-  check_buffer(args.a_type, args.a_elements, p.a_type, block_elements(p.a), "a");
-  check_buffer(args.b_type, args.b_elements, p.b_type, block_elements(p.b), "b");
-  check_buffer(args.c_type, args.c_elements, p.c_type, block_elements(p.c), "c");
+  auto elements_of = [](const LocalBlock& b, const char* name) {
+    return block_elements(b.rows, b.cols, b.ld, b.order, "the elements of ", name);
+  };
+  check_buffer(args.a_type, args.a_elements, p.a_type, elements_of(p.a, "a"), "a");
+  check_buffer(args.b_type, args.b_elements, p.b_type, elements_of(p.b, "b"), "b");
+  check_buffer(args.c_type, args.c_elements, p.c_type, elements_of(p.c, "c"), "c");
   if (p.has_bias && args.bias)
-    check_buffer(args.bias_type, args.bias_elements, p.bias_type, block_elements(p.bias), "bias");
-  if (resolved_.schedule.gathered_output && args.gathered_a) {
-    const plan::BufferSpec& spec = schedule_.buffers[plan::kBufferGathered];
-    const int64_t ld = args.ld_gathered_a > 0 ? args.ld_gathered_a : spec.ld;
-    check_buffer(args.gathered_a_type, args.gathered_a_elements, spec.dtype,
-                 stored_elements(spec.rows, spec.cols, ld, spec.order), "gathered_a");
-  }
-
+    check_buffer(args.bias_type, args.bias_elements, p.bias_type, elements_of(p.bias, "bias"), "bias");
   auto check_pointer = [&](const void* pointer, const LocalBlock& block, const char* name) {
     const bool empty = block.rows == 0 || block.cols == 0;
     if (!pointer) {
@@ -313,9 +315,17 @@ void Plan::validate_execute_args(const weave_execute_args_t& args) const {
     check_pointer(args.gathered_a, g, "gathered_a");
     if (args.ld_gathered_a != 0 && args.ld_gathered_a < spec.ld)
       fail(WEAVE_ERROR_INVALID_LEADING_DIMENSION, "ld_gathered_a = ", args.ld_gathered_a, " is smaller than ", spec.ld);
+    // Its extent with the caller's ld must be a number of bytes, or offsets into it would wrap.
+    const int64_t ld = args.ld_gathered_a != 0 ? args.ld_gathered_a : spec.ld;
+    const int64_t elements = block_elements(spec.rows, spec.cols, ld, spec.order, "the elements of gathered_a (",
+                                            spec.rows, " x ", spec.cols, ", ld_gathered_a = ", ld, ")");
+    checked_mul(elements, static_cast<int64_t>(dtype_size(spec.dtype)), "the bytes of gathered_a (ld_gathered_a = ",
+                ld, ")");
+    if (args.gathered_a) check_buffer(args.gathered_a_type, args.gathered_a_elements, spec.dtype, elements, "gathered_a");
   } else if (args.gathered_a) {
     fail(WEAVE_ERROR_INVALID_VALUE, "gathered_a is not NULL but the plan lacks WEAVE_FLAG_GATHERED_OUTPUT");
   }
+
   if (!device && args.stream)
     fail(WEAVE_ERROR_INVALID_VALUE, "stream must be NULL for a host plan (host execution is synchronous)");
   if (device && !transport_->stream_ordered() && cuda::stream_is_capturing(args.stream))

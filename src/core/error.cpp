@@ -10,7 +10,7 @@ void set_last_error(std::string message) { g_last_error = std::move(message); }
 
 const char* last_error() { return g_last_error.c_str(); }
 
-const char* status_name(weave_status_t status) {
+const char* status_name(int status) {
   switch (status) {
     case WEAVE_SUCCESS: return "WEAVE_SUCCESS";
     case WEAVE_ERROR_NULL_ARGUMENT: return "WEAVE_ERROR_NULL_ARGUMENT";

@@ -38,6 +38,7 @@ template <class... Parts>
 void set_last_error(std::string message);
 const char* last_error();
 
-const char* status_name(weave_status_t status);
+// `status` is a weave_status_t as an int (see core/enum_value.hpp).
+const char* status_name(int status);
 
 }  // namespace weave::internal

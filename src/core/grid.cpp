@@ -53,9 +53,8 @@ void GridState::begin_call(const WaitBounds& bounds, const std::string& call) {
   col_channel_->begin_call(bounds, call);
 }
 
-GroupView GridState::group(weave_group_t kind) const {
+GroupView GridState::group(int kind) const {
   GroupView view;
-  view.kind = kind;
   switch (kind) {
     case WEAVE_GROUP_GRID:
       view.comm = grid_channel_->comm();
@@ -79,9 +78,9 @@ GroupView GridState::group(weave_group_t kind) const {
       view.index = col();
       break;
     default:
-      fail(WEAVE_ERROR_INVALID_VALUE, "group = ", static_cast<int>(kind),
-           " is not a weave_group_t (WEAVE_GROUP_GRID, _ROW or _COLUMN)");
+      fail(WEAVE_ERROR_INVALID_VALUE, "group = ", kind, " is not a weave_group_t (WEAVE_GROUP_GRID, _ROW or _COLUMN)");
   }
+  view.kind = static_cast<weave_group_t>(kind);
   return view;
 }
 

@@ -50,7 +50,9 @@ class GridState {
   int pcols() const { return pcols_; }
   int row() const { return rank_ / pcols_; }
   int col() const { return rank_ % pcols_; }
-  GroupView group(weave_group_t kind) const;
+  // `kind` is a weave_group_t as an int (see core/enum_value.hpp); any
+  // other value is WEAVE_ERROR_INVALID_VALUE.
+  GroupView group(int kind) const;
 
   // The channel of the whole grid, where its collective calls agree.
   AgreementChannel& channel() { return *grid_channel_; }

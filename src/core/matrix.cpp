@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "core/enum_value.hpp"
 #include "core/error.hpp"
 
 namespace weave::internal {
@@ -21,12 +22,9 @@ int64_t min_leading_dimension(int64_t local_rows, int64_t local_cols, Order orde
   return std::max<int64_t>(1, order == Order::ColMajor ? local_rows : local_cols);
 }
 
-int64_t stored_elements(int64_t rows, int64_t cols, int64_t ld, Order order) {
-  if (rows == 0 || cols == 0) return 0;
-  return order == Order::ColMajor ? ld * (cols - 1) + rows : ld * (rows - 1) + cols;
+int64_t MatrixDesc::local_elements() const {
+  return block_elements(local_rows, local_cols, ld, order, "local elements");
 }
-
-int64_t MatrixDesc::local_elements() const { return stored_elements(local_rows, local_cols, ld, order); }
 
 namespace {
 
@@ -54,42 +52,45 @@ MatrixDesc make_matrix(const std::shared_ptr<GridState>& grid, const weave_matri
   m.grid = grid;
   if (desc.rows < 0) fail(WEAVE_ERROR_INVALID_VALUE, name, ".rows = ", desc.rows, " is negative");
   if (desc.cols < 0) fail(WEAVE_ERROR_INVALID_VALUE, name, ".cols = ", desc.cols, " is negative");
-  if (!is_valid_dtype(desc.dtype))
-    fail(WEAVE_ERROR_UNSUPPORTED_TYPE, name, ".dtype = ", static_cast<int>(desc.dtype),
-         desc.dtype == 0 ? " (not set)" : "",
+  // Enumerations are validated as integers before they become enums.
+  const int dtype = enum_value(desc.dtype), order = enum_value(desc.order), memory = enum_value(desc.memory);
+  const int distribution = enum_value(desc.distribution);
+  if (!is_valid_dtype(dtype))
+    fail(WEAVE_ERROR_UNSUPPORTED_TYPE, name, ".dtype = ", dtype, dtype == 0 ? " (not set)" : "",
          " is not a weave_dtype_t (WEAVE_FLOAT32, _FLOAT64, _FLOAT16, _BFLOAT16)");
-  if (desc.order != WEAVE_ORDER_COLUMN_MAJOR && desc.order != WEAVE_ORDER_ROW_MAJOR)
-    fail(WEAVE_ERROR_INVALID_VALUE, name, ".order = ", static_cast<int>(desc.order),
-         " is not a weave_order_t");
-  if (desc.memory != WEAVE_MEMORY_HOST && desc.memory != WEAVE_MEMORY_DEVICE)
-    fail(WEAVE_ERROR_INVALID_VALUE, name, ".memory = ", static_cast<int>(desc.memory),
-         " is not a weave_memory_t");
+  if (order != WEAVE_ORDER_COLUMN_MAJOR && order != WEAVE_ORDER_ROW_MAJOR)
+    fail(WEAVE_ERROR_INVALID_VALUE, name, ".order = ", order, " is not a weave_order_t");
+  if (memory != WEAVE_MEMORY_HOST && memory != WEAVE_MEMORY_DEVICE)
+    fail(WEAVE_ERROR_INVALID_VALUE, name, ".memory = ", memory, " is not a weave_memory_t");
+  if (distribution < WEAVE_DIST_REPLICATED || distribution > WEAVE_DIST_BLOCK_2D)
+    fail(WEAVE_ERROR_INVALID_VALUE, name, ".distribution = ", distribution, distribution == 0 ? " (not set)" : "",
+         " is not a weave_distribution_t (WEAVE_DIST_REPLICATED, _BLOCK_ROW, _BLOCK_COLUMN, _BLOCK_2D)");
+  const GroupView group = grid->group(enum_value(desc.group));  // validates the group
   m.rows = desc.rows;
   m.cols = desc.cols;
-  m.dtype = static_cast<DType>(desc.dtype);
-  m.distribution = desc.distribution;
-  m.group = desc.group;
-  m.order = static_cast<Order>(desc.order);
-  m.memory = static_cast<Memory>(desc.memory);
+  m.dtype = static_cast<DType>(dtype);
+  m.distribution = static_cast<weave_distribution_t>(distribution);
+  m.group = group.kind;
+  m.order = static_cast<Order>(order);
+  m.memory = static_cast<Memory>(memory);
 
-  const GroupView group = grid->group(desc.group);  // validates the enum
   const std::string rc = name + ".row_counts", cc = name + ".col_counts";
   int row_part = 0, col_part = 0;
-  switch (desc.distribution) {
+  switch (m.distribution) {
     case WEAVE_DIST_REPLICATED:
-      require_no_counts(desc.row_counts, rc, desc.distribution);
-      require_no_counts(desc.col_counts, cc, desc.distribution);
+      require_no_counts(desc.row_counts, rc, m.distribution);
+      require_no_counts(desc.col_counts, cc, m.distribution);
       m.row_split = Split::whole(desc.rows);
       m.col_split = Split::whole(desc.cols);
       break;
     case WEAVE_DIST_BLOCK_ROW:
-      require_no_counts(desc.col_counts, cc, desc.distribution);
+      require_no_counts(desc.col_counts, cc, m.distribution);
       m.row_split = split_of(desc.row_counts, desc.rows, group.size, rc);
       m.col_split = Split::whole(desc.cols);
       row_part = group.rank;
       break;
     case WEAVE_DIST_BLOCK_COLUMN:
-      require_no_counts(desc.row_counts, rc, desc.distribution);
+      require_no_counts(desc.row_counts, rc, m.distribution);
       m.row_split = Split::whole(desc.rows);
       m.col_split = split_of(desc.col_counts, desc.cols, group.size, cc);
       col_part = group.rank;
@@ -101,9 +102,7 @@ MatrixDesc make_matrix(const std::shared_ptr<GridState>& grid, const weave_matri
       col_part = grid->col();
       break;
     default:
-      fail(WEAVE_ERROR_INVALID_VALUE, name, ".distribution = ", static_cast<int>(desc.distribution),
-           desc.distribution == 0 ? " (not set)" : "",
-           " is not a weave_distribution_t (WEAVE_DIST_REPLICATED, _BLOCK_ROW, _BLOCK_COLUMN, _BLOCK_2D)");
+      fail(WEAVE_ERROR_INTERNAL, name, ".distribution was validated above");
   }
   m.local_rows = m.row_split.count(row_part);
   m.local_cols = m.col_split.count(col_part);
@@ -117,6 +116,13 @@ MatrixDesc make_matrix(const std::shared_ptr<GridState>& grid, const weave_matri
     fail(WEAVE_ERROR_INVALID_LEADING_DIMENSION, name, ".ld = ", desc.ld, " is smaller than the local ",
          m.order == Order::ColMajor ? "rows" : "columns", " (", min_ld, ") of this ",
          order_name(m.order), " ", m.local_rows, " x ", m.local_cols, " block");
+  // What the caller allocates, in elements and in bytes, must be a number:
+  // a wrapped count would be a small allocation that the plan writes past.
+  const int64_t elements = block_elements(m.local_rows, m.local_cols, m.ld, m.order, "the local elements of ", name,
+                                          " (", order_name(m.order), " ", m.local_rows, " x ", m.local_cols,
+                                          " block, ld ", m.ld, ")");
+  checked_mul(elements, static_cast<int64_t>(dtype_size(m.dtype)), "the local bytes of ", name, " (", elements, " ",
+              dtype_name(m.dtype), " elements)");
   return m;
 }
 

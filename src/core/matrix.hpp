@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "core/checked.hpp"
 #include "core/dtype.hpp"
 #include "core/grid.hpp"
 #include "core/split.hpp"
@@ -34,7 +35,8 @@ struct MatrixDesc {
   // This rank's block.
   int64_t local_rows = 0, local_cols = 0, row_offset = 0, col_offset = 0, ld = 1;
 
-  // Elements to allocate for the local block.
+  // Elements to allocate for the local block (make_matrix checked that
+  // they and their bytes fit int64_t).
   int64_t local_elements() const;
 };
 
@@ -44,11 +46,18 @@ struct MatrixDesc {
 MatrixDesc make_matrix(const std::shared_ptr<GridState>& grid, const weave_matrix_desc_t& desc,
                        const std::string& name);
 
-// Elements a block of rows x cols stored in `order` with leading dimension
-// ld spans (what to allocate for it).
-int64_t stored_elements(int64_t rows, int64_t cols, int64_t ld, Order order);
-
 // Leading dimension rule for a local block stored in `order`.
 int64_t min_leading_dimension(int64_t local_rows, int64_t local_cols, Order order);
+
+// Elements a rows x cols block stored in `order` with leading dimension ld
+// spans: ld * (cols - 1) + rows column-major, ld * (rows - 1) + cols
+// row-major, 0 when empty. WEAVE_ERROR_INVALID_VALUE naming `quantity` when
+// that does not fit int64_t.
+template <class... Quantity>
+int64_t block_elements(int64_t rows, int64_t cols, int64_t ld, Order order, const Quantity&... quantity) {
+  if (rows == 0 || cols == 0) return 0;
+  return order == Order::ColMajor ? checked_mul_add(ld, cols - 1, rows, quantity...)
+                                  : checked_mul_add(ld, rows - 1, cols, quantity...);
+}
 
 }  // namespace weave::internal

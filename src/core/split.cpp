@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/checked.hpp"
 #include "core/error.hpp"
 
 namespace weave::internal {
@@ -11,7 +12,7 @@ Split::Split(std::vector<int64_t> counts) : counts_(std::move(counts)) {
   int64_t running = 0;
   for (std::size_t i = 0; i < counts_.size(); ++i) {
     offsets_[i] = running;
-    running += counts_[i];
+    running = checked_add(running, counts_[i], "the offset of part ", i + 1, " of a split");
   }
   total_ = running;
 }
@@ -27,7 +28,7 @@ Split Split::from_counts(const std::vector<int64_t>& counts, int64_t n, const st
   for (std::size_t i = 0; i < counts.size(); ++i) {
     if (counts[i] < 0)
       fail(WEAVE_ERROR_INVALID_COUNTS, what, "[", i, "] = ", counts[i], " is negative");
-    sum += counts[i];
+    sum = checked_add(sum, counts[i], "the sum of ", what, "[0..", i, "]");
   }
   if (sum != n)
     fail(WEAVE_ERROR_INVALID_COUNTS, what, " = ", format_counts(counts), " sums to ", sum,
@@ -40,8 +41,9 @@ int64_t Split::max_count() const {
 }
 
 Split Split::refine(int pieces) const {
+  if (pieces < 1) fail(WEAVE_ERROR_INTERNAL, "a split refined into ", pieces, " pieces");
   std::vector<int64_t> refined;
-  refined.reserve(counts_.size() * pieces);
+  refined.reserve(counts_.size() * static_cast<std::size_t>(pieces));
   for (int64_t c : counts_) {
     Split sub = balanced(c, pieces);
     refined.insert(refined.end(), sub.counts_.begin(), sub.counts_.end());

@@ -21,8 +21,9 @@ std::chrono::milliseconds resolve_timeout(int32_t timeout_ms, const char* weave_
   if (!weave_timeout || !*weave_timeout) return kDefaultTimeout;
   char* end = nullptr;
   const long long seconds = std::strtoll(weave_timeout, &end, 10);
-  if (!end || *end != '\0' || seconds < 0 || seconds > 365LL * 24 * 3600)
-    fail(WEAVE_ERROR_INVALID_VALUE, "WEAVE_TIMEOUT=", weave_timeout, " is not a number of seconds >= 0");
+  if (!end || *end != '\0' || seconds < 0 || seconds > kMaxTimeoutSeconds)
+    fail(WEAVE_ERROR_INVALID_VALUE, "WEAVE_TIMEOUT=", weave_timeout, " is not a number of seconds from 0 to ",
+         kMaxTimeoutSeconds, " (100 years; longer would overflow the clock's deadline)");
   if (seconds == 0) return std::chrono::milliseconds(-1);  // 0: wait forever
   return std::chrono::milliseconds(seconds * 1000);
 }

@@ -13,6 +13,12 @@
 namespace weave::internal {
 
 constexpr std::chrono::milliseconds kDefaultTimeout{300000};
+// The longest timeout (WEAVE_TIMEOUT, in seconds; timeout_ms cannot exceed
+// it): a deadline steady_clock::now() + timeout must not overflow the
+// clock's 64-bit count, also after a century of uptime.
+constexpr int64_t kMaxTimeoutSeconds = 100LL * 365 * 24 * 3600;
+static_assert(std::chrono::seconds(kMaxTimeoutSeconds) <= std::chrono::steady_clock::duration::max() / 2,
+              "now() + the longest timeout must fit steady_clock's representation");
 constexpr std::chrono::milliseconds kDefaultWaitWarning{10000};
 
 struct WaitBounds {

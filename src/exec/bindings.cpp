@@ -12,19 +12,20 @@ MatrixRef Bindings::resolve(const plan::Region& region) const {
   ref.dtype = spec.dtype;
   ref.order = spec.order;
   ref.ld = spec.ld;
-  char* base = nullptr;
-  if (region.buffer < plan::kFirstWorkspaceBuffer) {
-    base = static_cast<char*>(const_cast<void*>(user[region.buffer]));
-    if (region.buffer == plan::kBufferGathered && gathered_ld > 0) ref.ld = gathered_ld;
-  } else {
-    base = static_cast<char*>(workspace) + spec.offset_bytes;
-  }
+  const bool user_buffer = region.buffer < plan::kFirstWorkspaceBuffer;
+  char* base = static_cast<char*>(user_buffer ? const_cast<void*>(user[region.buffer]) : workspace);
+  if (region.buffer == plan::kBufferGathered && gathered_ld > 0) ref.ld = gathered_ld;
   if (!base) {
     // Empty regions may come with a null pointer (a rank owning no rows).
     if (region.empty()) return ref;
     fail(WEAVE_ERROR_INTERNAL, "buffer ", spec.name, " is not bound");
   }
-  ref.data = base + region.first_element(ref.ld, spec.order) * static_cast<int64_t>(dtype_size(spec.dtype));
+  // Offsets are checked arithmetic: plan creation and execute's argument
+  // check bounded every buffer's extent, and a wrapped offset must never
+  // become a pointer.
+  const int64_t offset = ref.ld == spec.ld ? schedule->offset_from_binding(region)
+                                           : schedule->offset_in_buffer(region, ref.ld);
+  ref.data = base + offset;
   return ref;
 }
 

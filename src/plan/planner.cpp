@@ -2,9 +2,13 @@
 
 #include <mpi.h>
 
+#include <cerrno>
+#include <climits>
 #include <cstdlib>
 #include <cstring>
 
+#include "core/checked.hpp"
+#include "core/enum_value.hpp"
 #include "core/error.hpp"
 #include "core/wait_bounds.hpp"
 
@@ -51,14 +55,26 @@ bool env_choice(const Environment& env, const char* variable, const std::map<std
   return true;
 }
 
-int64_t env_integer(const Environment& env, const char* variable, int64_t fallback, int64_t minimum) {
+// An integer in [minimum, maximum]; a value strtoll cannot represent
+// (ERANGE) is out of range too, not its clamped LLONG_MAX.
+int64_t env_integer(const Environment& env, const char* variable, int64_t fallback, int64_t minimum,
+                    int64_t maximum) {
   auto found = env.find(variable);
   if (found == env.end()) return fallback;
   char* end = nullptr;
+  errno = 0;
   const long long value = std::strtoll(found->second.c_str(), &end, 10);
-  if (!end || *end != '\0' || value < minimum)
-    fail(WEAVE_ERROR_INVALID_VALUE, variable, "=", found->second, " is not an integer >= ", minimum);
+  if (!end || end == found->second.c_str() || *end != '\0' || errno == ERANGE || value < minimum || value > maximum)
+    fail(WEAVE_ERROR_INVALID_VALUE, variable, "=", found->second, " is not an integer from ", minimum, " to ",
+         maximum);
   return value;
+}
+
+// A count of the plan descriptor: 0 (automatic) up to `maximum`.
+void require_count(const char* name, int32_t value, int32_t maximum, const char* maximum_is) {
+  if (value < 0) fail(WEAVE_ERROR_INVALID_VALUE, name, " = ", value, " is negative");
+  if (value > maximum)
+    fail(WEAVE_ERROR_INVALID_VALUE, name, " = ", value, " exceeds ", maximum, ", the most of ", maximum_is);
 }
 
 // Flops of this rank's share of the product.
@@ -101,13 +117,15 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
     fail(WEAVE_ERROR_INVALID_VALUE, "WEAVE_FLAG_GATHERED_OUTPUT is for AG-GEMM plans only");
 
   // Backend: from the matrices' memory unless asked for.
-  switch (desc.backend) {
+  // The caller's enumerations are validated as integers (core/enum_value.hpp).
+  const int backend = enum_value(desc.backend);
+  switch (backend) {
     case WEAVE_BACKEND_AUTO:
       r.backend = problem.memory == Memory::Device ? Backend::Cuda : Backend::Host;
       break;
     case WEAVE_BACKEND_HOST: r.backend = Backend::Host; break;
     case WEAVE_BACKEND_CUDA: r.backend = Backend::Cuda; break;
-    default: fail(WEAVE_ERROR_INVALID_VALUE, "backend = ", static_cast<int>(desc.backend), " is not a weave_backend_t");
+    default: fail(WEAVE_ERROR_INVALID_VALUE, "backend = ", backend, " is not a weave_backend_t");
   }
   if (r.backend == Backend::Cuda && !caps.cuda)
     fail(WEAVE_ERROR_NOT_COMPILED, "the CUDA backend is not compiled into this Weave; rebuild with -DWEAVE_ENABLE_CUDA=ON");
@@ -120,7 +138,7 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
          "; 16-bit types run on the CUDA backend");
 
   // Transport.
-  weave_transport_t transport = desc.transport;
+  int transport = enum_value(desc.transport);
   if (transport == WEAVE_TRANSPORT_AUTO) {
     weave_transport_t from_env = WEAVE_TRANSPORT_AUTO;
     if (env_choice<weave_transport_t>(env, "WEAVE_TRANSPORT",
@@ -152,7 +170,7 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
     case WEAVE_TRANSPORT_NCCL: r.transport = Transport::Nccl; break;
     case WEAVE_TRANSPORT_UCX: r.transport = Transport::Ucx; break;
     case WEAVE_TRANSPORT_COPY_ENGINE: r.transport = Transport::CopyEngine; break;
-    default: fail(WEAVE_ERROR_INVALID_VALUE, "transport = ", static_cast<int>(transport), " is not a weave_transport_t");
+    default: fail(WEAVE_ERROR_INVALID_VALUE, "transport = ", transport, " is not a weave_transport_t");
   }
   if (r.transport == Transport::Nccl && !caps.nccl)
     fail(WEAVE_ERROR_NOT_COMPILED, "the NCCL transport is not compiled into this Weave; rebuild with -DWEAVE_ENABLE_NCCL=ON");
@@ -163,7 +181,7 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
   if (r.backend == Backend::Cuda && r.transport == Transport::Mpi)
     fail(WEAVE_ERROR_UNSUPPORTED, "the mpi transport moves host memory (Weave does not rely on CUDA-aware MPI); "
          "device plans use the nccl transport", caps.nccl ? "" : ", which needs -DWEAVE_ENABLE_NCCL=ON",
-         desc.transport == WEAVE_TRANSPORT_AUTO ? " (mpi was chosen by WEAVE_TRANSPORT)" : "");
+         enum_value(desc.transport) == WEAVE_TRANSPORT_AUTO ? " (mpi was chosen by WEAVE_TRANSPORT)" : "");
   if (r.backend == Backend::Host && (r.transport == Transport::Nccl || r.transport == Transport::CopyEngine))
     fail(WEAVE_ERROR_UNSUPPORTED, "the ", transport_name(r.transport),
          " transport moves device memory; host plans use the mpi or ucx transport");
@@ -171,7 +189,7 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
   // Algorithm.
   const int P = problem.group_size;
   const bool reduction = problem.operation != Operation::AgGemm;
-  weave_algorithm_t algorithm = desc.algorithm;
+  int algorithm = enum_value(desc.algorithm);
   if (algorithm == WEAVE_ALGORITHM_AUTO) {
     weave_algorithm_t from_env = WEAVE_ALGORITHM_AUTO;
     if (env_choice<weave_algorithm_t>(env, "WEAVE_ALGORITHM",
@@ -214,7 +232,7 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
   }
   if (algorithm != WEAVE_ALGORITHM_RING && algorithm != WEAVE_ALGORITHM_SEQUENTIAL &&
       algorithm != WEAVE_ALGORITHM_DIRECT)
-    fail(WEAVE_ERROR_INVALID_VALUE, "algorithm = ", static_cast<int>(desc.algorithm), " is not a weave_algorithm_t");
+    fail(WEAVE_ERROR_INVALID_VALUE, "algorithm = ", algorithm, " is not a weave_algorithm_t");
   if (algorithm == WEAVE_ALGORITHM_DIRECT && !reduction)
     fail(WEAVE_ERROR_UNSUPPORTED, "WEAVE_ALGORITHM_DIRECT is for GEMM-RS and GEMM-AR; AG-GEMM runs the ring or "
          "the sequential algorithm");
@@ -225,7 +243,8 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
   }
 
   // Direction and chunks.
-  weave_direction_t direction = desc.direction;
+  const int asked_direction = enum_value(desc.direction);
+  int direction = asked_direction;
   bool direction_chosen_here = false;  // neither the caller nor the environment named one
   if (direction == WEAVE_DIRECTION_AUTO) {
     weave_direction_t from_env = WEAVE_DIRECTION_AUTO;
@@ -243,18 +262,17 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
     }
   }
   if (direction < WEAVE_DIRECTION_FORWARD || direction > WEAVE_DIRECTION_BIDIRECTIONAL)
-    fail(WEAVE_ERROR_INVALID_VALUE, "direction = ", static_cast<int>(desc.direction), " is not a weave_direction_t");
+    fail(WEAVE_ERROR_INVALID_VALUE, "direction = ", asked_direction, " is not a weave_direction_t");
   r.schedule.direction = static_cast<Direction>(direction);
   if (r.schedule.algorithm == Algorithm::Direct) {
     // Step s sends to rank r+s and receives from r-s: there is no ring to turn.
-    if (desc.direction != WEAVE_DIRECTION_AUTO && desc.direction != WEAVE_DIRECTION_FORWARD)
-      fail(WEAVE_ERROR_UNSUPPORTED, "direction = ", static_cast<int>(desc.direction),
+    if (asked_direction != WEAVE_DIRECTION_AUTO && asked_direction != WEAVE_DIRECTION_FORWARD)
+      fail(WEAVE_ERROR_UNSUPPORTED, "direction = ", asked_direction,
            " is for rings; the direct algorithm sends to every rank at once (leave direction automatic)");
     r.schedule.direction = Direction::Forward;
   }
 
-  if (desc.chunks_per_shard < 0)
-    fail(WEAVE_ERROR_INVALID_VALUE, "chunks_per_shard = ", desc.chunks_per_shard, " is negative");
+  require_count("chunks_per_shard", desc.chunks_per_shard, kMaxChunksPerShard, "the chunks Weave cuts a shard into");
   int chunks = desc.chunks_per_shard;
   // A bidirectional reduction ring sends half of every shard each way, so it
   // needs two chunks at least; AG-GEMM sends whole shards either way.
@@ -262,7 +280,7 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
       r.schedule.direction == Direction::Bidirectional && reduction && r.schedule.algorithm == Algorithm::Ring;
   const bool chunks_asked_for = chunks > 0;
   if (chunks == 0) {
-    chunks = static_cast<int>(env_integer(env, "WEAVE_CHUNKS", 0, 1));
+    chunks = static_cast<int>(env_integer(env, "WEAVE_CHUNKS", 0, 1, kMaxChunksPerShard));
     if (chunks == 0) chunks = default_chunks(problem, r.backend, r.schedule.algorithm);
   }
   if (halves && chunks < 2 && direction_chosen_here) {
@@ -280,10 +298,9 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
   }
   r.schedule.chunks_per_shard = chunks;
 
-  if (desc.compute_streams < 0)
-    fail(WEAVE_ERROR_INVALID_VALUE, "compute_streams = ", desc.compute_streams, " is negative");
+  require_count("compute_streams", desc.compute_streams, kMaxComputeStreams, "the compute streams a plan runs");
   int lanes = desc.compute_streams;
-  if (lanes == 0) lanes = static_cast<int>(env_integer(env, "WEAVE_COMPUTE_STREAMS", 0, 1));
+  if (lanes == 0) lanes = static_cast<int>(env_integer(env, "WEAVE_COMPUTE_STREAMS", 0, 1, kMaxComputeStreams));
   // Two compute streams let the direct algorithm's sums and the rings'
   // epilogues run beside GEMMs. For AG-GEMM one stream and two measured the
   // same within 1.6% on every benchmarked shape (doc/performance.md), so it
@@ -308,7 +325,7 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
   // 11-23%, but they stayed 1.6-2.3 x the sequential plan that NCCL plans
   // run by default, and slowed the large AG-GEMM rings by up to 16%.
   // A sequential plan runs nothing beside its GEMMs and keeps every SM.
-  const int margin = static_cast<int>(env_integer(env, "WEAVE_SM_MARGIN", 0, 0));
+  const int margin = static_cast<int>(env_integer(env, "WEAVE_SM_MARGIN", 0, 0, INT_MAX));
   if (margin > 0 && r.backend == Backend::Cuda) {
     if (r.schedule.algorithm == Algorithm::Sequential) {
       notes += " WEAVE_SM_MARGIN not applied: the sequential plan runs nothing beside its GEMMs;";
@@ -322,7 +339,7 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
   r.schedule.reduce_in_output_type = (desc.flags & WEAVE_FLAG_REDUCE_IN_OUTPUT_TYPE) != 0;
 
   // Host progress.
-  weave_progress_t progress = desc.progress;
+  int progress = enum_value(desc.progress);
   if (progress == WEAVE_PROGRESS_AUTO) {
     weave_progress_t from_env = WEAVE_PROGRESS_AUTO;
     if (!env_choice<weave_progress_t>(env, "WEAVE_PROGRESS",
@@ -335,7 +352,7 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
     progress = from_env;
   }
   if (progress != WEAVE_PROGRESS_TILES && progress != WEAVE_PROGRESS_THREAD)
-    fail(WEAVE_ERROR_INVALID_VALUE, "progress = ", static_cast<int>(desc.progress), " is not a weave_progress_t");
+    fail(WEAVE_ERROR_INVALID_VALUE, "progress = ", enum_value(desc.progress), " is not a weave_progress_t");
   r.progress = static_cast<ProgressMode>(progress);
   if (r.progress == ProgressMode::Thread && r.transport == Transport::Mpi && caps.mpi_thread_level < MPI_THREAD_SERIALIZED)
     fail(WEAVE_ERROR_UNSUPPORTED, "WEAVE_PROGRESS_THREAD calls MPI from a second thread and needs MPI initialized "

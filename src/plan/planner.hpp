@@ -77,6 +77,12 @@ constexpr double kDirectPairAllReduceFourChunkBytes = 32.0 * 1024 * 1024;
 // (chunks per shard 2, or 4 above it; measured: doc/performance.md).
 constexpr double kDeviceReductionChunkBytes = 128.0 * 1024 * 1024;
 
+// Limits of the plan descriptor's counts. Pieces of shards and steps grow
+// with chunks_per_shard (and MPI tags with twice group size times it); a
+// stream per lane and its GEMM workspace come with every compute stream.
+constexpr int32_t kMaxChunksPerShard = 1024;
+constexpr int32_t kMaxComputeStreams = 64;
+
 // Throws weave::internal::Error for requests that cannot be satisfied (say why and how
 // to fix it; never silently pick something else).
 Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, const Environment& env,

@@ -72,7 +72,24 @@ bool Schedule::contiguous(const Region& r) const {
 }
 
 int64_t Schedule::bytes(const Region& r) const {
-  return r.elements() * static_cast<int64_t>(dtype_size(buffer(r).dtype));
+  return checked_mul(r.elements(), static_cast<int64_t>(dtype_size(buffer(r).dtype)), "the bytes of a region of ",
+                     buffer(r).name);
+}
+
+int64_t Schedule::offset_in_buffer(const Region& r, int64_t ld) const {
+  const BufferSpec& spec = buffer(r);
+  const int64_t first = spec.order == Order::ColMajor
+                            ? checked_mul_add(r.col0, ld, r.row0, "the first element of a region of ", spec.name)
+                            : checked_mul_add(r.row0, ld, r.col0, "the first element of a region of ", spec.name);
+  return checked_mul(first, static_cast<int64_t>(dtype_size(spec.dtype)), "the byte offset of a region of ",
+                     spec.name);
+}
+
+int64_t Schedule::offset_from_binding(const Region& r) const {
+  const BufferSpec& spec = buffer(r);
+  const int64_t in_buffer = offset_in_buffer(r, spec.ld);
+  if (r.buffer < kFirstWorkspaceBuffer) return in_buffer;
+  return checked_add(spec.offset_bytes, in_buffer, "the workspace offset of a region of ", spec.name);
 }
 
 std::string Schedule::step_summary() const {

@@ -9,6 +9,7 @@
 #include <variant>
 #include <vector>
 
+#include "core/checked.hpp"
 #include "core/dtype.hpp"
 #include "core/matrix.hpp"
 #include "core/problem.hpp"
@@ -36,11 +37,12 @@ struct BufferSpec {
 struct Region {
   int buffer = kBufferA;
   int64_t row0 = 0, col0 = 0, rows = 0, cols = 0;
-  int64_t elements() const { return rows * cols; }
+  int64_t elements() const { return checked_mul(rows, cols, "the elements of a ", rows, " x ", cols, " region"); }
   bool empty() const { return rows == 0 || cols == 0; }
   // Index of the first element in a buffer of leading dimension `ld`.
   int64_t first_element(int64_t ld, Order order) const {
-    return order == Order::ColMajor ? row0 + col0 * ld : row0 * ld + col0;
+    return order == Order::ColMajor ? checked_mul_add(col0, ld, row0, "the first element of a region")
+                                    : checked_mul_add(row0, ld, col0, "the first element of a region");
   }
 };
 
@@ -157,6 +159,12 @@ struct Schedule {
   const BufferSpec& buffer(const Region& r) const { return buffers.at(r.buffer); }
   bool contiguous(const Region& r) const;
   int64_t bytes(const Region& r) const;
+  // Byte offset of r's first element in its buffer stored with leading
+  // dimension `ld` (the buffer's own, or one the caller gave at execute).
+  int64_t offset_in_buffer(const Region& r, int64_t ld) const;
+  // Byte offset of r's first element from what its buffer is bound to: the
+  // caller's pointer, or for workspace buffers the workspace's start.
+  int64_t offset_from_binding(const Region& r) const;
   // Counts per step kind, for describe: "4 gemm, 3 send, 3 recv, 1 epilogue".
   std::string step_summary() const;
 };

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/checked.hpp"
 #include "core/error.hpp"
 
 namespace weave::internal::plan {
@@ -9,7 +10,10 @@ namespace weave::internal::plan {
 namespace {
 constexpr int64_t kWorkspaceAlignment = 256;
 
-int64_t align_up(int64_t bytes) { return (bytes + kWorkspaceAlignment - 1) / kWorkspaceAlignment * kWorkspaceAlignment; }
+int64_t align_up(int64_t bytes, const std::string& name) {
+  return checked_add(bytes, kWorkspaceAlignment - 1, "the aligned bytes of workspace buffer ", name) /
+         kWorkspaceAlignment * kWorkspaceAlignment;
+}
 
 BufferSpec user_buffer(const char* name, const LocalBlock& block, DType dtype) {
   BufferSpec spec;
@@ -38,6 +42,10 @@ ScheduleBuilder::ScheduleBuilder(const Problem& problem, const ScheduleOptions& 
   gathered.rows = problem.op_a == Op::N ? problem.m : problem.k;
   gathered.cols = problem.op_a == Op::N ? problem.k : problem.m;
   gathered.ld = min_leading_dimension(gathered.rows, gathered.cols, gathered.order);
+  if (options.gathered_output)  // the caller's buffer for it must be a number of bytes
+    checked_mul(checked_mul(gathered.rows, gathered.cols, "the elements of the gathered A (", gathered.rows, " x ",
+                            gathered.cols, ")"),
+                static_cast<int64_t>(dtype_size(t)), "the bytes of the gathered A");
   schedule_.buffers.push_back(user_buffer("gathered A", gathered, t));
   schedule_.group_size = problem.group_size;
   schedule_.group_rank = problem.group_rank;
@@ -54,14 +62,20 @@ int ScheduleBuilder::add_workspace(const std::string& name, int64_t rows, int64_
   spec.order = order;
   spec.ld = min_leading_dimension(rows, cols, order);
   spec.offset_bytes = schedule_.workspace_bytes;
-  schedule_.workspace_bytes += align_up(rows * cols * static_cast<int64_t>(dtype_size(dtype)));
+  const int64_t elements = checked_mul(rows, cols, "the elements of workspace buffer ", name);
+  const int64_t bytes =
+      checked_mul(elements, static_cast<int64_t>(dtype_size(dtype)), "the bytes of workspace buffer ", name);
+  schedule_.workspace_bytes =
+      checked_add(schedule_.workspace_bytes, align_up(bytes, name), "the plan's workspace bytes (with ", name, ")");
   schedule_.buffers.push_back(spec);
   return static_cast<int>(schedule_.buffers.size()) - 1;
 }
 
 int ScheduleBuilder::add_alias(int of, const std::string& name, int64_t rows, int64_t cols, Order order) {
   BufferSpec spec = schedule_.buffers.at(of);
-  if (rows * cols != spec.rows * spec.cols) fail(WEAVE_ERROR_INTERNAL, "alias ", name, " changes the size");
+  if (checked_mul(rows, cols, "the elements of workspace alias ", name) !=
+      checked_mul(spec.rows, spec.cols, "the elements of workspace buffer ", spec.name))
+    fail(WEAVE_ERROR_INTERNAL, "alias ", name, " changes the size");
   spec.name = name;
   spec.rows = rows;
   spec.cols = cols;
@@ -152,6 +166,13 @@ std::vector<DirectionChunks> split_chunks_by_direction(Direction direction, int 
 Schedule build_schedule(const Problem& problem, const ScheduleOptions& options) {
   if (options.chunks_per_shard < 1) fail(WEAVE_ERROR_INTERNAL, "chunks_per_shard < 1");
   if (options.compute_lanes < 1) fail(WEAVE_ERROR_INTERNAL, "compute_lanes < 1");
+  // Chunks are numbered (and tagged) as ints, a reduction's second phase
+  // above its first: 2 x group size x chunks_per_shard must be an int.
+  checked_narrow<int>(checked_mul(2 * static_cast<int64_t>(problem.group_size), options.chunks_per_shard,
+                                  "the chunks of the schedule's two phases (2 x ", problem.group_size,
+                                  " ranks x chunks_per_shard)"),
+                      "the chunks of the schedule's two phases (2 x ", problem.group_size,
+                      " ranks x chunks_per_shard ", options.chunks_per_shard, ")");
   ScheduleBuilder builder(problem, options);
   // A group of one rank has nothing to communicate: every algorithm is the
   // local GEMM, which the sequential builder writes.

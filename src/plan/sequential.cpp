@@ -6,6 +6,7 @@
 //   AG-GEMM: all-gather op(A) rows into one buffer, one GEMM, bias.
 //   GEMM-RS: one GEMM of all partial sums, reduce-scatter, finish my rows.
 //   GEMM-AR: one GEMM of all partial sums, all-reduce, finish every row.
+#include "core/checked.hpp"
 #include "core/error.hpp"
 #include "plan/schedule_builder.hpp"
 
@@ -31,7 +32,8 @@ void sequential_ag_gemm(ScheduleBuilder& b) {
       pack = b.add_step(b.copy(my_slot, mine), 0, {}, "pack own rows of op(A)");
     }
     CollectiveOp all_gather{CollectiveKind::AllGather, send, b.whole(gather), {}};
-    for (int q = 0; q < P; ++q) all_gather.counts.push_back(p.m_split.count(q) * p.k);
+    for (int q = 0; q < P; ++q)
+      all_gather.counts.push_back(checked_mul(p.m_split.count(q), p.k, "the elements of rank ", q, "'s rows of op(A)"));
     gathered = b.add_step(all_gather, kCommLane, {pack}, "all-gather op(A)");
     a_full = b.whole(gather);
   }
@@ -72,11 +74,13 @@ void sequential_reduction(ScheduleBuilder& b) {
     if (p.operation == Operation::GemmRs) {
       const int mine = b.add_workspace("my summed rows", p.m_split.count(r), p.n, acc, Order::RowMajor);
       CollectiveOp rs{CollectiveKind::ReduceScatter, b.whole(partial), b.whole(mine), {}};
-      for (int q = 0; q < P; ++q) rs.counts.push_back(p.m_split.count(q) * p.n);
+      for (int q = 0; q < P; ++q)
+        rs.counts.push_back(checked_mul(p.m_split.count(q), p.n, "the elements of rank ", q, "'s rows of C"));
       last = b.add_step(rs, kCommLane, {last}, "reduce-scatter partial sums");
       sum = b.whole(mine);
     } else {
-      CollectiveOp ar{CollectiveKind::AllReduce, b.whole(partial), b.whole(partial), {p.m * p.n}};
+      CollectiveOp ar{CollectiveKind::AllReduce, b.whole(partial), b.whole(partial),
+                      {checked_mul(p.m, p.n, "the elements of C")}};
       last = b.add_step(ar, kCommLane, {last}, "all-reduce partial sums");
     }
   }

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <initializer_list>
@@ -657,6 +658,117 @@ bool execute_all_ones(weave_plan_t plan, const Operands& o, int64_t K, const cha
   return true;
 }
 
+// Sizes that do not fit 64 bits: each is WEAVE_ERROR_INVALID_VALUE naming
+// the quantity, on every rank, where they used to be accepted with wrapped
+// sizes.
+constexpr int64_t kInt64Max = 9223372036854775807;
+
+void overflowing_matrix_extents(weave_grid_t grid) {
+  Matrix m;
+  // A replicated 2^32 x 2^32 matrix spans 2^64 elements (it reported 0).
+  const int64_t n = int64_t{1} << 32;
+  weave_matrix_desc_t d = desc_of(n, n, WEAVE_DIST_REPLICATED);
+  EXPECT_STATUS(weave_matrix_create(grid, &d, &m.h), WEAVE_ERROR_INVALID_VALUE, "local elements",
+                "4294967296 x 4294967296");
+  // Its local bytes: 2^31 x 2^31 f64 is 2^62 elements but 2^65 bytes.
+  d = desc_of(n / 2, n / 2, WEAVE_DIST_REPLICATED);
+  EXPECT_STATUS(weave_matrix_create(grid, &d, &m.h), WEAVE_ERROR_INVALID_VALUE, "local bytes");
+  // A GEMM-RS C (block-row, one row per rank, 5 columns) whose ld is 2^62
+  // spans 4 * 2^62 + 1 elements (it reported 1, and the epilogue wrote far
+  // past C). On every rank, then on the last rank only.
+  for (bool one_rank : {false, true}) {
+    d = desc_of(g_size, 5, WEAVE_DIST_BLOCK_ROW);
+    d.ld = !one_rank || g_rank == g_size - 1 ? int64_t{1} << 62 : 0;
+    EXPECT_STATUS(weave_matrix_create(grid, &d, &m.h), WEAVE_ERROR_INVALID_VALUE, "local elements", "ld",
+                  ("rank " + std::to_string(one_rank ? g_size - 1 : 0)).c_str());
+  }
+  if (m.h) fail_here("a failed weave_matrix_create left a handle");
+}
+
+void overflowing_count_sums(weave_grid_t grid) {
+  if (g_size < 2) return skip("needs two or more counts, so two or more ranks");
+  // [INT64_MAX] x P used to pass the sum check: the sum wrapped.
+  Matrix m;
+  const std::vector<int64_t> counts(static_cast<size_t>(g_size), kInt64Max);
+  weave_matrix_desc_t d = desc_of(kInt64Max, 3, WEAVE_DIST_BLOCK_ROW);
+  d.row_counts = counts.data();
+  EXPECT_STATUS(weave_matrix_create(grid, &d, &m.h), WEAVE_ERROR_INVALID_VALUE, "sum of matrix.row_counts");
+  d = desc_of(3, kInt64Max, WEAVE_DIST_BLOCK_COLUMN);
+  d.col_counts = counts.data();
+  EXPECT_STATUS(weave_matrix_create(grid, &d, &m.h), WEAVE_ERROR_INVALID_VALUE, "sum of matrix.col_counts");
+  if (m.h) fail_here("a failed weave_matrix_create left a handle");
+}
+
+// AG-GEMM whose shards fit but whose gathered A does not: 2^29 rows of 2^30
+// f64 columns per rank (2^62 bytes) gather into P x 2^62 bytes.
+void overflowing_workspace(weave_grid_t grid) {
+  const int64_t K = int64_t{1} << 30, M = g_size * (int64_t{1} << 29), N = g_size;
+  Operands o;
+  if (!make_operands(grid, WEAVE_AG_GEMM, M, N, K, &o)) return;
+  Plan p;
+  for (weave_algorithm_t algorithm : {WEAVE_ALGORITHM_RING, WEAVE_ALGORITHM_SEQUENTIAL}) {
+    weave_plan_desc_t pd = plan_desc(WEAVE_AG_GEMM, o);
+    pd.algorithm = algorithm;
+    if (g_size > 1) {
+      EXPECT_STATUS(weave_plan_create(grid, &pd, &p.h), WEAVE_ERROR_INVALID_VALUE, "workspace",
+                    "gathered op(A)");
+      continue;
+    }
+    // One rank gathers nothing: the plan needs no workspace at all.
+    weave_plan_info_t info{};
+    EXPECT_OK(weave_plan_create(grid, &pd, &p.h));
+    if (p.h && weave_plan_get_info(p.h, &info) == WEAVE_SUCCESS && info.workspace_bytes != 0)
+      fail_here("a one-rank AG-GEMM reports " + std::to_string(info.workspace_bytes) + " bytes of workspace");
+    weave_plan_destroy(p.h);
+    p.h = nullptr;
+  }
+  if (p.h) fail_here("a failed weave_plan_create left a handle");
+}
+
+// Sets an environment variable for one scope, on this rank.
+struct ScopedEnvironment {
+  std::string name, saved;
+  bool was_set = false;
+  ScopedEnvironment(const char* variable, const char* value) : name(variable) {
+    if (const char* old = std::getenv(variable)) {
+      was_set = true;
+      saved = old;
+    }
+    setenv(variable, value, 1);
+  }
+  ~ScopedEnvironment() {
+    if (was_set)
+      setenv(name.c_str(), saved.c_str(), 1);
+    else
+      unsetenv(name.c_str());
+  }
+};
+
+// A timeout whose deadline overflows the clock (every execute timed out at
+// once) and counts that were truncated to int.
+void overflowing_timeout_and_counts(weave_grid_t grid) {
+  Operands o;
+  if (!make_operands(grid, WEAVE_GEMM_AR, 4, 3, 2 * g_size, &o)) return;
+  Plan p;
+  weave_plan_desc_t pd = plan_desc(WEAVE_GEMM_AR, o);
+  {
+    ScopedEnvironment huge("WEAVE_TIMEOUT", "10000000000");
+    EXPECT_STATUS(weave_plan_create(grid, &pd, &p.h), WEAVE_ERROR_INVALID_VALUE, "WEAVE_TIMEOUT=10000000000");
+  }
+  {
+    ScopedEnvironment wraps("WEAVE_CHUNKS", "4294967297");
+    EXPECT_STATUS(weave_plan_create(grid, &pd, &p.h), WEAVE_ERROR_INVALID_VALUE, "WEAVE_CHUNKS=4294967297");
+  }
+  pd.chunks_per_shard = 2147483647;
+  EXPECT_STATUS(weave_plan_create(grid, &pd, &p.h), WEAVE_ERROR_INVALID_VALUE, "chunks_per_shard = 2147483647");
+  if (p.h) fail_here("a failed weave_plan_create left a handle");
+  // The longest timeout is accepted and does not expire at once.
+  pd.chunks_per_shard = 0;
+  ScopedEnvironment longest("WEAVE_TIMEOUT", "3153600000");
+  EXPECT_OK(weave_plan_create(grid, &pd, &p.h));
+  if (p.h) execute_all_ones(p.h, o, 2 * g_size, "execute with the longest timeout");
+}
+
 void execute_arguments(weave_grid_t grid) {
   const int64_t M = 5, N = 4, K = 3 * g_size;
   Operands o;
@@ -720,6 +832,11 @@ void execute_gathered_leading_dimension(weave_grid_t grid) {
   args.gathered_a = gathered.data();
   args.ld_gathered_a = g_rank == 0 ? M - 1 : 0;  // column-major M x K needs ld >= M
   EXPECT_STATUS(weave_execute_ex(p.h, &args), WEAVE_ERROR_INVALID_LEADING_DIMENSION, "ld_gathered_a");
+  // An ld so large that the gathered A would span more than 2^63 bytes, on
+  // the last rank: a wrapped size, not a leading dimension rule.
+  args.ld_gathered_a = g_rank == g_size - 1 ? int64_t{1} << 62 : 0;
+  EXPECT_STATUS(weave_execute_ex(p.h, &args), WEAVE_ERROR_INVALID_VALUE, "gathered_a", "ld_gathered_a",
+                ("rank " + std::to_string(g_size - 1)).c_str());
   args.gathered_a = g_rank == 0 ? nullptr : gathered.data();
   args.ld_gathered_a = 0;
   EXPECT_STATUS(weave_execute_ex(p.h, &args), WEAVE_ERROR_NULL_ARGUMENT, "gathered_a");
@@ -794,6 +911,10 @@ int main(int argc, char** argv) {
     run_check("grid shape", [] { grid_shapes(); });
     run_check("execute arguments, then a good execute", [&] { execute_arguments(g); });
     run_check("execute with a gathered A", [&] { execute_gathered_leading_dimension(g); });
+    run_check("matrix extents that overflow 64 bits", [&] { overflowing_matrix_extents(g); });
+    run_check("counts whose sum overflows 64 bits", [&] { overflowing_count_sums(g); });
+    run_check("workspace that overflows 64 bits", [&] { overflowing_workspace(g); });
+    run_check("timeout and chunk counts that overflow", [&] { overflowing_timeout_and_counts(g); });
     run_check("timeout of a ring when rank 0 does not execute",
               [&] { timeout(g, WEAVE_ALGORITHM_RING, false); });
     run_check("timeout of a collective when rank 0 does not execute", [&] {

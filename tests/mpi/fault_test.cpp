@@ -259,7 +259,9 @@ void slow_gemm(weave_grid_t grid) {
                               {WEAVE_ALGORITHM_SEQUENTIAL, WEAVE_PROGRESS_THREAD, "sequential, thread"},
                               {WEAVE_ALGORITHM_RING, WEAVE_PROGRESS_THREAD, "ring, thread"}};
   const int64_t m = 512, n = 512;
-  // Grow rank 0's share of K until its execute takes at least 0.8 s.
+  // Grow rank 0's share of K until its execute takes at least 1.6 s, so that
+  // the timeouts below stay long against a loaded machine's scheduling
+  // delays (a rank that is not scheduled sends no "still working" notice).
   auto timed_execute = [&](int64_t k0, const Variant& v, int32_t timeout_ms, weave_status_t* status) {
     std::vector<int64_t> counts = balanced(1);
     counts[0] = k0;
@@ -283,18 +285,18 @@ void slow_gemm(weave_grid_t grid) {
   for (;;) {
     weave_status_t s = WEAVE_SUCCESS;
     const double slow = timed_execute(k0, variants[0], 120000, &s);
-    if (!require_ok(s, "execute (calibration)") || slow >= 0.8 || k0 >= 65536) break;
+    if (!require_ok(s, "execute (calibration)") || slow >= 1.6 || k0 >= 131072) break;
     k0 *= 2;
   }
   for (const Variant& v : variants) {
     // This variant's time with a long timeout, then again with a timeout
-    // of 30% of it.
+    // of 40% of it.
     weave_status_t s = WEAVE_SUCCESS;
     const double slow = timed_execute(k0, v, 120000, &s);
     if (!require_ok(s, v.name)) return;
     // A loaded machine can make the second run much faster than the first:
-    // then try again with a timeout cut to 30% of that run.
-    int timeout_ms = std::max(100, static_cast<int>(slow * 1000 * 0.3));
+    // then try again with a timeout cut to 40% of that run.
+    int timeout_ms = std::max(400, static_cast<int>(slow * 1000 * 0.4));
     for (int attempt = 0;; ++attempt) {
       const double took = timed_execute(k0, v, timeout_ms, &s);
       if (g_rank == 0)
@@ -311,7 +313,7 @@ void slow_gemm(weave_grid_t grid) {
                   "nothing");
         break;
       }
-      timeout_ms = std::max(50, static_cast<int>(took * 1000 * 0.3));
+      timeout_ms = std::max(200, static_cast<int>(took * 1000 * 0.4));
     }
   }
 }

@@ -26,10 +26,7 @@ exec::MatrixRef layout_of(const plan::Schedule& schedule, const plan::Region& re
 // Byte offset of a region's first element from a 256-byte aligned base:
 // the caller's buffer, or the workspace.
 uint64_t offset_from_aligned_base(const plan::Schedule& schedule, const plan::Region& region) {
-  const plan::BufferSpec& spec = schedule.buffer(region);
-  const int64_t base = region.buffer >= plan::kFirstWorkspaceBuffer ? spec.offset_bytes : 0;
-  return static_cast<uint64_t>(base + region.first_element(spec.ld, spec.order) *
-                                          static_cast<int64_t>(dtype_size(spec.dtype)));
+  return static_cast<uint64_t>(schedule.offset_from_binding(region));
 }
 
 uint32_t alignment_of(uint64_t address) {

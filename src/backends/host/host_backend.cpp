@@ -80,11 +80,10 @@ void launch_epilogue(const exec::MatrixRef& dst, const exec::MatrixRef* src, con
 HostBackend::HostBackend(std::size_t workspace_bytes, HostBackendOptions options) : options_(options) {
   ensure_kokkos_initialized();
   if (workspace_bytes > 0) {
-    try {
-      workspace_ = ::operator new(workspace_bytes, std::align_val_t(kWorkspaceAlignment));
-    } catch (const std::bad_alloc&) {
-      fail(WEAVE_ERROR_OUT_OF_MEMORY, "cannot allocate ", workspace_bytes, " bytes of host workspace");
-    }
+    // The nothrow form: a workspace too large for this machine is a status
+    // (also under AddressSanitizer, whose throwing operator new aborts).
+    workspace_ = ::operator new(workspace_bytes, std::align_val_t(kWorkspaceAlignment), std::nothrow);
+    if (!workspace_) fail(WEAVE_ERROR_OUT_OF_MEMORY, "cannot allocate ", workspace_bytes, " bytes of host workspace");
   }
 }
 

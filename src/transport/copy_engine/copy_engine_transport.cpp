@@ -160,11 +160,9 @@ void CopyEngineTransport::exchange_tables(const plan::Schedule& schedule) {
   for (const plan::Step& s : schedule.steps) {
     if (s.kind() == plan::StepKind::Recv) {
       const auto& op = std::get<plan::RecvOp>(s.op);
-      const plan::BufferSpec& spec = schedule.buffer(op.dst);
       if (op.dst.buffer < plan::kFirstWorkspaceBuffer)
         fail(WEAVE_ERROR_INTERNAL, "the copy-engine transport receives only into the workspace (step '", s.label, "')");
-      const int64_t offset =
-          spec.offset_bytes + op.dst.first_element(spec.ld, spec.order) * static_cast<int64_t>(dtype_size(spec.dtype));
+      const int64_t offset = schedule.offset_from_binding(op.dst);
       my_receives.push_back(Entry{op.peer, op.tag, offset, schedule.bytes(op.dst),
                                   static_cast<int64_t>(receive_steps.size())});
       receive_steps.push_back(&s);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <climits>
 
+#include "core/checked.hpp"
 #include "core/error.hpp"
 #include "core/mpi_check.hpp"
 
@@ -103,9 +104,9 @@ int MpiTransport::post(const plan::Step& step, const exec::Bindings& bindings) {
       std::vector<int> counts, displs;
       int64_t offset = 0;
       for (int64_t c : op.counts) {
-        counts.push_back(to_int(c * scale, "collective count"));
-        displs.push_back(to_int(offset * scale, "collective displacement"));
-        offset += c;
+        counts.push_back(to_int(checked_mul(c, scale, "a collective count"), "collective count"));
+        displs.push_back(to_int(checked_mul(offset, scale, "a collective displacement"), "collective displacement"));
+        offset = checked_add(offset, c, "a collective displacement");
       }
       MPI_Request r = MPI_REQUEST_NULL;
       int rank = 0;
