@@ -435,15 +435,43 @@ void warning(weave_grid_t grid) {
 // lost a rank, so no collective over all of it can run any more.
 int killed(weave_grid_t grid) {
   const int victim = g_size - 1;
-  std::vector<int64_t> counts = balanced(1);
-  counts[victim] = 16384;  // the victim's GEMM takes a while
-  Operands o;
-  if (!make_gemm_ar(grid, 512, 512, counts, &o)) return 1;
-  const weave_plan_desc_t d = gemm_ar_desc(o, 1000, WEAVE_ALGORITHM_AUTO, 0);
-  Plan p;
-  if (!require_ok(weave_plan_create(grid, &d, &p.h), "weave_plan_create")) return 1;
-  Buffers x = ones(o);
-  MPI_Barrier(MPI_COMM_WORLD);
+  // A GEMM-AR whose victim owns `share` of K, the others one each, planned
+  // with `timeout_ms`, its operands set and every rank lined up to start.
+  struct Setup {
+    Operands o;
+    Plan p;
+    Buffers x;
+  };
+  auto set_up = [&](int64_t share, int32_t timeout_ms, Setup* u) {
+    std::vector<int64_t> counts = balanced(1);
+    counts[victim] = share;
+    if (!make_gemm_ar(grid, 512, 512, counts, &u->o)) return false;
+    const weave_plan_desc_t d = gemm_ar_desc(u->o, timeout_ms, WEAVE_ALGORITHM_AUTO, 0);
+    if (!require_ok(weave_plan_create(grid, &d, &u->p.h), "weave_plan_create")) return false;
+    u->x = ones(u->o);
+    MPI_Barrier(MPI_COMM_WORLD);
+    return true;
+  };
+  // Grow the victim's share of K until its execute takes at least 1.5 s, so
+  // that it is certainly still multiplying when it is killed 0.3 s in, on a
+  // fast machine too (a fixed share finished first on some, and the
+  // survivors then rightly succeeded).
+  int64_t share = 4096;
+  for (;;) {
+    Setup u;
+    if (!set_up(share, 120000, &u)) return 1;
+    const auto start = std::chrono::steady_clock::now();
+    if (!require_ok(execute(u.p.h, u.x), "execute (calibration)")) return 1;
+    const double took = seconds_since(start);
+    double slowest = 0.0;
+    MPI_Allreduce(&took, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    if (slowest >= 1.5 || share >= 262144) break;
+    share *= 2;
+  }
+  Setup u;
+  if (!set_up(share, 1000, &u)) return 1;
+  Plan& p = u.p;
+  Buffers& x = u.x;
   if (g_rank == victim)
     std::thread([] {
       sleep_seconds(0.3);
