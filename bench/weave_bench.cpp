@@ -103,7 +103,8 @@ weave_transport_t parse_transport(const std::string& t) {
   if (t == "nccl") return WEAVE_TRANSPORT_NCCL;
   if (t == "ucx") return WEAVE_TRANSPORT_UCX;
   if (t == "copy_engine") return WEAVE_TRANSPORT_COPY_ENGINE;
-  throw std::runtime_error("unknown transport " + t + " (auto, mpi, nccl, ucx, copy_engine)");
+  if (t == "sm") return WEAVE_TRANSPORT_SM;
+  throw std::runtime_error("unknown transport " + t + " (auto, mpi, nccl, ucx, copy_engine, sm)");
 }
 
 weave_direction_t parse_direction(const std::string& d) {
@@ -345,13 +346,13 @@ int main(int argc, char** argv) {
   app.add_option("--iterations", o.iterations, "timed iterations (median reported)");
   app.add_option("--warmup", o.warmup, "untimed iterations first");
   app.add_option("--json", o.json, "write all results as JSON to this file (rank 0)");
-  app.add_option("--transport", o.transport, "auto, mpi, nccl, ucx, copy_engine");
+  app.add_option("--transport", o.transport, "auto, mpi, nccl, ucx, copy_engine, sm");
   app.add_option("--algorithm", o.algorithm, "auto, ring, sequential, direct (for the weave column)");
   app.add_option("--direction", o.direction, "auto, forward, backward, bidirectional");
   app.add_option("--chunks", o.chunks, "chunks per shard (0: automatic)");
   app.add_option("--variants", o.variants,
                  "more plans to time, each transport/direction/chunks[/algorithm[/streams[/WEAVE_NAME=VALUE+...]]], "
-                 "e.g. nccl/bidirectional/2, copy_engine/auto/4/direct, auto/auto/0/auto/2, "
+                 "e.g. nccl/bidirectional/2, copy_engine/auto/4/direct, sm/auto/0/direct, auto/auto/0/auto/2, "
                  "auto/auto/0/auto/0/WEAVE_COMM_PRIORITY=normal (variables set while that plan is created)")
       ->delimiter(',');
   app.add_option("--streams", o.streams, "compute streams (0: automatic)");

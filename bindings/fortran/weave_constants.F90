@@ -87,6 +87,7 @@ module weave_constants
   integer(c_int), parameter :: WEAVE_TRANSPORT_NCCL = 2
   integer(c_int), parameter :: WEAVE_TRANSPORT_UCX = 3
   integer(c_int), parameter :: WEAVE_TRANSPORT_COPY_ENGINE = 4
+  integer(c_int), parameter :: WEAVE_TRANSPORT_SM = 5
 
   ! weave_direction_t
   integer(c_int), parameter :: WEAVE_DIRECTION_AUTO = 0

@@ -98,7 +98,7 @@ module weave_types
 
   ! weave_plan_info_t: what a plan resolved its automatic choices to.
   type, bind(C) :: weave_plan_info_t
-    integer(c_size_t) :: struct_size = 80  ! sizeof(weave_plan_info_t)
+    integer(c_size_t) :: struct_size = 88  ! sizeof(weave_plan_info_t)
     integer(c_int) :: algorithm = 0
     integer(c_int) :: backend = 0
     integer(c_int) :: transport = 0
@@ -114,5 +114,6 @@ module weave_types
     integer(c_int) :: b_type = 0
     integer(c_int) :: c_type = 0
     integer(c_int) :: bias_type = 0          ! 0: the plan has no bias
+    integer(c_int) :: status = 0             ! WEAVE_SUCCESS while the plan can execute
   end type weave_plan_info_t
 end module weave_types

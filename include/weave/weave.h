@@ -184,11 +184,14 @@ typedef WEAVE_ENUM(weave_backend_t) {
 } weave_backend_t;
 
 typedef WEAVE_ENUM(weave_transport_t) {
-  WEAVE_TRANSPORT_AUTO = 0,        /* env WEAVE_TRANSPORT, else MPI on host, NCCL on CUDA */
+  WEAVE_TRANSPORT_AUTO = 0,        /* env WEAVE_TRANSPORT, else MPI on host; on CUDA the GPUs of one
+                                      node use peer transfers, other groups NCCL */
   WEAVE_TRANSPORT_MPI = 1,
   WEAVE_TRANSPORT_NCCL = 2,
   WEAVE_TRANSPORT_UCX = 3,
-  WEAVE_TRANSPORT_COPY_ENGINE = 4  /* intra-node CUDA peer copies, no SMs taken */
+  WEAVE_TRANSPORT_COPY_ENGINE = 4, /* intra-node CUDA peer copies, no SMs taken */
+  WEAVE_TRANSPORT_SM = 5           /* intra-node SM-driven peer transfers on a bounded number of SMs;
+                                      reductions sum where they read */
 } weave_transport_t;
 
 typedef WEAVE_ENUM(weave_direction_t) {
@@ -291,7 +294,8 @@ typedef struct weave_plan_s* weave_plan_t;
  * operation, a, b, c; every other zero field means "automatic" or "default". Environment
  * variables WEAVE_ALGORITHM, WEAVE_TRANSPORT, WEAVE_CHUNKS, WEAVE_DIRECTION,
  * WEAVE_PROGRESS, WEAVE_COMPUTE_STREAMS, WEAVE_TIMEOUT override the automatic
- * choices only; WEAVE_COMM_PRIORITY and WEAVE_SM_MARGIN tune GPU plans (see
+ * choices only; WEAVE_COMM_PRIORITY, WEAVE_SM_MARGIN, WEAVE_SM_TRANSPORT_CTAS,
+ * WEAVE_ALL_REDUCE and WEAVE_DEVICE_WAIT tune GPU plans (see
  * doc/api-reference.md). */
 typedef struct weave_plan_desc_t {
   WEAVE_STRUCT_SIZE_FIELD(struct weave_plan_desc_t);  /* sizeof(weave_plan_desc_t) */
@@ -346,6 +350,10 @@ typedef struct weave_plan_info_t {
   weave_dtype_t b_type;        /* so typed interfaces (C++, Fortran, Kokkos) can check the buffers */
   weave_dtype_t c_type;        /* they are handed against the plan */
   weave_dtype_t bias_type;
+  weave_status_t status;       /* WEAVE_SUCCESS while the plan can execute; WEAVE_ERROR_TIMEOUT once a
+                                  device-side wait of an earlier execute gave up (certain after the
+                                  caller synchronized with that execute's stream); WEAVE_ERROR_PLAN_FAILED
+                                  after another failed execute. Destroy a plan that is not SUCCESS. */
 } weave_plan_info_t;
 #define WEAVE_PLAN_INFO_INIT WEAVE_STRUCT_INIT(weave_plan_info_t)
 /* Writes the first info->struct_size bytes of what the plan resolved. */
@@ -357,8 +365,8 @@ weave_status_t weave_plan_get_info(weave_plan_t plan, weave_plan_info_t* info);
  * not read when beta == 0). Host plans return when C is complete (stream must
  * be NULL). Device plans enqueue on stream (a cudaStream_t; NULL is the
  * default stream) after the work already on it and return without waiting;
- * with the NCCL or copy-engine transport the call can be captured in a CUDA
- * graph. May be called any number of times. */
+ * with the NCCL, copy-engine or SM transport the call can be captured in a
+ * CUDA graph. May be called any number of times. */
 weave_status_t weave_execute(weave_plan_t plan, double alpha, const void* a, const void* b,
                              double beta, void* c, const void* bias, void* stream);
 

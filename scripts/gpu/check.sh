@@ -25,6 +25,17 @@
 #                    installed, its fused operations on the same shapes
 #   BENCH_ARGS       extra weave-bench arguments (e.g. "--shape 8192x8192x8192")
 #   BENCH_SECOND_ARGS  if set, a second weave-bench run with these arguments
+#   SM_BENCH         0 to skip the run that measures the SM transport against
+#                    the copy engines (default 1 where there are 2 GPUs or
+#                    more): weave-bench again (output bench-<N>gpu-sm.*) with
+#                    SM_VARIANTS, then one trace per entry of SM_TRACES over
+#                    WEAVE_TRANSPORT=sm
+#   SM_VARIANTS      the variants of that run (default below: the SM transport
+#                    with the direct reductions at automatic, 2 and 4 chunks,
+#                    two-shot GEMM-AR, 8 and 32 CTAs, its rings, and both
+#                    transports with unbounded stream-memory-op waits)
+#   SM_TRACES        traced executes over the SM transport, each op:MxKxN
+#                    (default "ar:8192x8192x8192 rs:8192x8192x8192")
 #   BENCH_TIMEOUT    seconds the benchmark may take (default 300)
 #   TORCH_PEERS      0 to skip PyTorch's fused operations (default 1)
 #   TRACES           traced executes of the default plan, each op:MxKxN
@@ -200,17 +211,32 @@ run_bench() {
     # shellcheck disable=SC2086
     bench_tp -second $BENCH_SECOND_ARGS || say "second weave-bench run failed or ran out of time"
   fi
-  # One traced execute of the default plan per entry of TRACES, merged over ranks.
-  local entry op shape
-  for entry in ${TRACES:-ag:8192x8192x8192}; do
-    op=${entry%%:*}
-    shape=${entry#*:}
+  # The SM transport against the copy engines (doc/performance.md says what
+  # each variant decides): the default plan (copy engines) and each variant
+  # take turns within every iteration.
+  if [ "${SM_BENCH:-1}" = 1 ] && [ "$GPUS" -ge 2 ]; then
+    local sm_variants=${SM_VARIANTS:-sm/auto/0/direct,sm/auto/2/direct,sm/auto/4/direct,sm/auto/0/direct/0/WEAVE_ALL_REDUCE=two_shot,sm/auto/0/direct/0/WEAVE_SM_TRANSPORT_CTAS=8,sm/auto/0/direct/0/WEAVE_SM_TRANSPORT_CTAS=32,sm/auto/0,sm/auto/0/direct/0/WEAVE_DEVICE_WAIT=stream,copy_engine/auto/0/auto/0/WEAVE_DEVICE_WAIT=stream}
+    bench_tp -sm --variants "$sm_variants" || say "SM transport weave-bench run failed or ran out of time"
+  fi
+  # One traced execute of the default plan per entry of TRACES (and over the
+  # SM transport per entry of SM_TRACES), merged over ranks.
+  trace_run() {
+    local entry=$1 suffix=$2
+    shift 2
+    local op=${entry%%:*} shape=${entry#*:}
     rm -f "$OUT"/trace-rank*.json
-    timeout 120 "${launcher[@]}" "$BUILD_DIR/bench/weave-bench" --backend cuda --dtype bf16 --ops "$op" \
-      --shape "$shape" --iterations 5 --warmup 2 --trace "$OUT/trace-rank%r.json" 2>&1 | sed "s/^/[trace $entry] /" &&
-      python3 "$ROOT/bench/merge_traces.py" "$OUT"/trace-rank*.json -o "$OUT/trace-$op-$shape-${GPUS}gpu.json" &&
-      rm -f "$OUT"/trace-rank*.json || say "trace run $entry failed"
-  done
+    timeout 120 "${launcher[@]}" "$@" "$BUILD_DIR/bench/weave-bench" --backend cuda --dtype bf16 --ops "$op" \
+      --shape "$shape" --iterations 5 --warmup 2 --trace "$OUT/trace-rank%r.json" 2>&1 | sed "s/^/[trace $entry$suffix] /" &&
+      python3 "$ROOT/bench/merge_traces.py" "$OUT"/trace-rank*.json -o "$OUT/trace-$op-$shape-${GPUS}gpu$suffix.json" &&
+      rm -f "$OUT"/trace-rank*.json || say "trace run $entry$suffix failed"
+  }
+  local entry
+  for entry in ${TRACES:-ag:8192x8192x8192}; do trace_run "$entry" ""; done
+  if [ "${SM_BENCH:-1}" = 1 ] && [ "$GPUS" -ge 2 ]; then
+    for entry in ${SM_TRACES:-ar:8192x8192x8192 rs:8192x8192x8192}; do
+      (export WEAVE_TRANSPORT=sm && trace_run "$entry" "-sm" -x WEAVE_TRANSPORT)
+    done
+  fi
   # The copy engines alone (one copy to one peer, two to two peers at once),
   # to compare with the transfer times in the traces.
   if [ "${PEER_COPY:-1}" = 1 ] && [ "$GPUS" -ge 2 ] && python3 -c "import torch" >/dev/null 2>&1; then
@@ -272,9 +298,9 @@ awk -v gpus="$GPUS" -v max_ranks="$MAX_RANKS" '
   }
   END {
     printf "GPU test summary (%d GPU(s), up to %d ranks)\n", gpus, max_ranks
-    printf "%-22s %-9s %-9s %-9s %-9s\n", "test", "1 rank", "2 ranks", "3 ranks", "4 ranks"
+    printf "%-44s %-9s %-9s %-9s %-9s\n", "test", "1 rank", "2 ranks", "3 ranks", "4 ranks"
     for (i = 1; i <= count; i++) {
-      printf "%-22s", order[i]
+      printf "%-44s", order[i]
       for (r = 1; r <= 4; r++) {
         s = ((order[i], r) in result) ? result[order[i], r] : "-"
         printf " %-9s", s

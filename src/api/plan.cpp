@@ -14,10 +14,7 @@
 #include "core/enum_value.hpp"
 #include "core/error.hpp"
 #include "core/mpi_check.hpp"
-#include "transport/mpi/mpi_transport.hpp"
-#include "transport/copy_engine/copy_engine_entry.hpp"
-#include "transport/nccl/nccl_entry.hpp"
-#include "transport/ucx/ucx_entry.hpp"
+#include "transport/registry.hpp"
 #include "weave_features.h"
 
 namespace weave::internal {
@@ -32,9 +29,7 @@ double cores_per_rank(MPI_Comm comm) {
 plan::Capabilities capabilities() {
   plan::Capabilities caps;
   caps.cuda = WEAVE_HAVE_CUDA;
-  caps.nccl = WEAVE_HAVE_NCCL;
-  caps.ucx = WEAVE_HAVE_UCX;
-  caps.copy_engine = WEAVE_HAVE_COPY_ENGINE;
+  caps.transports = transport::transport_descriptions();
   MPI_Query_thread(&caps.mpi_thread_level);
   return caps;
 }
@@ -78,7 +73,9 @@ std::vector<Argument> resolved_fields(const plan::Resolved& r) {
           {"transport (resolved)", static_cast<int64_t>(r.transport)},
           {"direction (resolved)", static_cast<int64_t>(r.schedule.direction)},
           {"chunks_per_shard (resolved)", r.schedule.chunks_per_shard},
-          {"compute_streams (resolved)", r.schedule.compute_lanes}};
+          {"compute_streams (resolved)", r.schedule.compute_lanes},
+          {"sums read from peers (resolved)", r.schedule.peer_sums ? 1 : 0},
+          {"one-shot all-reduce (resolved, WEAVE_ALL_REDUCE)", r.schedule.all_reduce_one_shot ? 1 : 0}};
 }
 
 }  // namespace
@@ -125,12 +122,18 @@ std::unique_ptr<Plan> Plan::create(const std::shared_ptr<GridState>& grid, const
     caps.cores_per_rank = *std::static_pointer_cast<double>(
         grid->cached("cores per rank", [&] { return std::make_shared<double>(cores_per_rank(grid->comm())); }));
   });
+  // The transports that reach only the GPUs of one node share one probe,
+  // run when a device plan leaves its transport to Weave and such a
+  // transport is built and could be chosen.
   const bool transport_from_env = env.count("WEAVE_TRANSPORT") > 0;
-  if (plan->problem_.memory == Memory::Device && caps.copy_engine &&
-      enum_value(desc.transport) == WEAVE_TRANSPORT_AUTO && !transport_from_env)
-    agree_on_errors(grid->channel(), [&] {
-      caps.copy_engine_usable = transport::copy_engine_usable(plan->group_, &caps.copy_engine_why_not);
-    });
+  if (plan->problem_.memory == Memory::Device && enum_value(desc.transport) == WEAVE_TRANSPORT_AUTO &&
+      !transport_from_env)
+    for (const transport::TransportRow& row : transport::transport_table()) {
+      const plan::TransportDescription& t = row.description;
+      if (!t.automatic || !t.compiled || t.reach != plan::Reach::OneNodePeerAccess || !row.probe) continue;
+      agree_on_errors(grid->channel(), [&] { caps.peer_access = row.probe(plan->group_, &caps.peer_access_why_not); });
+      break;
+    }
   agree_on_errors(grid->channel(), [&] {
     plan->resolved_ = plan::resolve_options(desc, plan->problem_, env, caps);
     plan->schedule_ = plan::build_schedule(plan->problem_, plan->resolved_.schedule);
@@ -156,33 +159,9 @@ std::unique_ptr<Plan> Plan::create(const std::shared_ptr<GridState>& grid, const
     }
   });
   agree_on_errors(grid->channel(), [&] {
-    const plan::Resolved& r = plan->resolved_;
-    switch (r.transport) {
-      case plan::Transport::Mpi: {
-        auto mpi = std::make_unique<transport::MpiTransport>(duplicate(*plan->group_.channel));
-        // Reductions tag their second phase above the first: tags stay below
-        // 2 x group size x chunks_per_shard.
-        const int64_t max_tag = checked_mul(2 * static_cast<int64_t>(plan->problem_.group_size),
-                                            r.schedule.chunks_per_shard, "the MPI tags this schedule needs (2 x ",
-                                            plan->problem_.group_size, " ranks x chunks_per_shard)");
-        if (max_tag > mpi->max_tag())
-          fail(WEAVE_ERROR_UNSUPPORTED, "this schedule needs MPI tags up to ", max_tag, " but MPI_TAG_UB is ",
-               mpi->max_tag(), "; use fewer chunks_per_shard");
-        plan->transport_ = std::move(mpi);
-        break;
-      }
-      case plan::Transport::Nccl:
-        plan->transport_ = transport::make_nccl_transport(*grid, plan->group_);
-        break;
-      case plan::Transport::Ucx:
-        plan->transport_ = transport::make_ucx_transport(*grid, plan->group_, plan->schedule_,
-                                                         plan->problem_.memory == Memory::Device);
-        break;
-      case plan::Transport::CopyEngine:
-        plan->transport_ = transport::make_copy_engine_transport(*grid, plan->group_, plan->schedule_,
-                                                                 plan->backend_->workspace(), r.comm_high_priority);
-        break;
-    }
+    const transport::TransportContext context{*grid,           plan->group_,      plan->problem_,
+                                              plan->schedule_, plan->resolved_, plan->backend_->workspace()};
+    plan->transport_ = transport::transport_row(plan->resolved_.transport).make(context);
   });
 
   agree_on_errors(grid->channel(), [&] {
@@ -261,6 +240,9 @@ weave_plan_info_t Plan::info() const {
   info.b_type = static_cast<weave_dtype_t>(problem_.b_type);
   info.c_type = static_cast<weave_dtype_t>(problem_.c_type);
   info.bias_type = problem_.has_bias ? static_cast<weave_dtype_t>(problem_.bias_type) : weave_dtype_t{};
+  info.status = !transport_->device_wait_failure().empty() ? WEAVE_ERROR_TIMEOUT
+                : failed_                                  ? WEAVE_ERROR_PLAN_FAILED
+                                                           : WEAVE_SUCCESS;
   return info;
 }
 
@@ -328,14 +310,28 @@ void Plan::validate_execute_args(const weave_execute_args_t& args) const {
 
   if (!device && args.stream)
     fail(WEAVE_ERROR_INVALID_VALUE, "stream must be NULL for a host plan (host execution is synchronous)");
-  if (device && !transport_->stream_ordered() && cuda::stream_is_capturing(args.stream))
+  if (device && !transport_->stream_ordered() && cuda::stream_is_capturing(args.stream)) {
+    std::string capturable;
+    for (const transport::TransportRow& row : transport::transport_table())
+      if (row.description.progression == plan::Progression::StreamOrdered && row.description.device_memory != plan::MemorySupport::No)
+        capturable += str(capturable.empty() ? "" : ", ", row.description.name);
     fail(WEAVE_ERROR_UNSUPPORTED, "the ", transport_->name(), " transport is driven by the host and cannot be "
-         "captured in a CUDA graph; use the nccl or copy_engine transport");
+         "captured in a CUDA graph; use a stream-ordered transport (", capturable, ")");
+  }
 }
 
 void Plan::execute(const weave_execute_args_t* args_pointer) {
   if (failed_)
     fail(WEAVE_ERROR_PLAN_FAILED, "an earlier execute of this plan failed; destroy it and create a new one");
+  // A device-side wait of an earlier execute that gave up (a peer that did
+  // not raise its flag within the timeout) fails the plan on this rank at
+  // once; the other ranks learn it from their own waits, or time out in
+  // this call's argument check.
+  const std::string device_failure = transport_->device_wait_failure();
+  if (!device_failure.empty()) {
+    failed_ = true;
+    fail(WEAVE_ERROR_TIMEOUT, device_failure, "; the plan is failed: destroy it on every rank");
+  }
   weave_execute_args_t args{};
   auto validate = [&] {
     if (!args_pointer) fail(WEAVE_ERROR_NULL_ARGUMENT, "args is NULL");
@@ -374,6 +370,7 @@ void Plan::run_and_agree_on_outcome(const weave_execute_args_t& args, bool check
   bindings.gathered_ld = args.ld_gathered_a;
   bindings.workspace = backend_->workspace();
   exec::Scalars scalars{args.alpha, args.beta};
+  bindings.scalars = scalars;
   std::exception_ptr error;
   try {
     executor_->run(bindings, scalars, args.stream);

@@ -19,6 +19,13 @@ namespace weave::internal {
 template <class T>
 struct StructVersions;
 
+// The size an earlier version of T had when it ended where `end` (the offset
+// of the first field appended later) is: rounded up to T's alignment.
+template <class T>
+constexpr std::size_t size_up_to(std::size_t end) {
+  return (end + alignof(T) - 1) / alignof(T) * alignof(T);
+}
+
 // Since struct_size was introduced (Weave 0.2): the sizes on LP64 targets.
 template <>
 struct StructVersions<weave_matrix_desc_t> {
@@ -42,7 +49,9 @@ template <>
 struct StructVersions<weave_plan_info_t> {
   static constexpr const char* name = "weave_plan_info_t";
   static constexpr const char* initializer = "WEAVE_PLAN_INFO_INIT";
-  static constexpr std::size_t sizes[] = {sizeof(weave_plan_info_t)};
+  // Weave 0.2 ended after bias_type; status was appended.
+  static constexpr std::size_t sizes[] = {size_up_to<weave_plan_info_t>(offsetof(weave_plan_info_t, status)),
+                                          sizeof(weave_plan_info_t)};
 };
 
 // The caller's struct_size, checked against the sizes the struct has had.

@@ -22,15 +22,6 @@ struct MatrixRef {
   int64_t column_stride() const { return order == Order::ColMajor ? ld : 1; }
 };
 
-struct Bindings {
-  const plan::Schedule* schedule = nullptr;
-  std::array<const void*, plan::kFirstWorkspaceBuffer> user{};  // A, B, C, bias, gathered
-  int64_t gathered_ld = 0;                                       // 0: the schedule's tight one
-  void* workspace = nullptr;
-
-  MatrixRef resolve(const plan::Region& region) const;
-};
-
 // The values of the symbolic scalars of one execute.
 struct Scalars {
   double alpha = 1.0, beta = 0.0;
@@ -43,6 +34,17 @@ struct Scalars {
     }
     return 0.0;
   }
+};
+
+struct Bindings {
+  const plan::Schedule* schedule = nullptr;
+  std::array<const void*, plan::kFirstWorkspaceBuffer> user{};  // A, B, C, bias, gathered
+  int64_t gathered_ld = 0;                                       // 0: the schedule's tight one
+  void* workspace = nullptr;
+  // For transports that finish C themselves (PeerSum steps).
+  Scalars scalars;
+
+  MatrixRef resolve(const plan::Region& region) const;
 };
 
 }  // namespace weave::internal::exec

@@ -16,22 +16,19 @@ namespace weave::internal::plan {
 
 const char* backend_name(Backend b) { return b == Backend::Host ? "host" : "cuda"; }
 
-const char* transport_name(Transport t) {
-  switch (t) {
-    case Transport::Mpi: return "mpi";
-    case Transport::Nccl: return "nccl";
-    case Transport::Ucx: return "ucx";
-    case Transport::CopyEngine: return "copy_engine";
-  }
-  return "?";
-}
-
 const char* progress_name(ProgressMode p) { return p == ProgressMode::Tiles ? "tiles" : "thread"; }
+
+const TransportDescription* find_transport(const Capabilities& caps, Transport id) {
+  for (const TransportDescription& t : caps.transports)
+    if (t.id == id) return &t;
+  return nullptr;
+}
 
 Environment read_environment() {
   Environment env;
   for (const char* name : {"WEAVE_ALGORITHM", "WEAVE_TRANSPORT", "WEAVE_CHUNKS", "WEAVE_DIRECTION", "WEAVE_PROGRESS",
-                           "WEAVE_TIMEOUT", "WEAVE_COMPUTE_STREAMS", "WEAVE_COMM_PRIORITY", "WEAVE_SM_MARGIN"}) {
+                           "WEAVE_TIMEOUT", "WEAVE_COMPUTE_STREAMS", "WEAVE_COMM_PRIORITY", "WEAVE_SM_MARGIN",
+                           "WEAVE_SM_TRANSPORT_CTAS", "WEAVE_DEVICE_WAIT", "WEAVE_ALL_REDUCE"}) {
     const char* value = std::getenv(name);
     if (value && *value) env[name] = value;
   }
@@ -85,22 +82,79 @@ double local_flops(const Problem& p) {
 
 // Chunks per shard when the caller leaves it to Weave. AG-GEMM: one chunk
 // (whole shards; more chunks made measured device AG-GEMMs slower). Direct
-// reductions: one, two from kDirectTwoChunkBytes of a rank's product shard,
-// four from kDirectFourChunkBytes (GEMM-AR over two ranks: four from
-// kDirectPairAllReduceFourChunkBytes). Host ring reductions: two. Device
-// ring reductions: two, or four when a chunk's partial sums would exceed
-// kDeviceReductionChunkBytes.
-int default_chunks(const Problem& p, Backend backend, Algorithm algorithm) {
+// reductions: the direct chunk rule of their transfers (transfer_choice.hpp).
+// Host ring reductions: two. Device ring reductions: two, or four when a
+// chunk's partial sums would exceed kDeviceReductionChunkBytes.
+int default_chunks(const Problem& p, Backend backend, Algorithm algorithm, bool peer_sums) {
   if (p.operation == Operation::AgGemm) return 1;
-  if (algorithm == Algorithm::Direct) {
-    const double shard = static_cast<double>(p.m) / p.group_size * static_cast<double>(p.n) * dtype_size(p.dtype);
-    if (p.operation == Operation::GemmAr && p.group_size == 2 && shard >= kDirectPairAllReduceFourChunkBytes) return 4;
-    return shard < kDirectTwoChunkBytes ? 1 : shard < kDirectFourChunkBytes ? 2 : 4;
-  }
+  if (algorithm == Algorithm::Direct) return direct_chunks(p, peer_sums ? kPeerSumDirectChunks : kCopyEngineDirectChunks);
   if (backend != Backend::Cuda) return 2;  // host reductions: two chunks pipeline best (doc/performance.md)
   const double rows_per_chunk = static_cast<double>(p.m) / p.group_size / 2.0;
   const double bytes = rows_per_chunk * static_cast<double>(p.n) * static_cast<double>(dtype_size(accumulation_type(p.dtype)));
   return bytes > kDeviceReductionChunkBytes ? 4 : 2;
+}
+
+// "a, b or c"
+std::string either(const std::vector<std::string>& names) {
+  std::string text;
+  for (std::size_t i = 0; i < names.size(); ++i)
+    text += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
+  return text;
+}
+
+// The transport of a plan that leaves it automatic: the first row of the
+// table that is automatic, moves the plan's memory and reaches its group
+// (a row for one node's GPUs only when compiled in and the peer-access probe
+// passed); a row taking SMs from a budget only where the measured rule
+// prefers SM-driven transfers for this operation and shape. A row reaching
+// any ranks is taken even when it is not compiled in, so that the plan
+// fails saying which option builds it rather than falling back.
+const TransportDescription& automatic_transport(bool device, const Problem& problem, const Capabilities& caps,
+                                                std::string& notes) {
+  std::string passed_over;  // why a better row was not taken
+  for (const TransportDescription& t : caps.transports) {
+    if (!t.automatic || (device ? t.device_memory : t.host_memory) == MemorySupport::No) continue;
+    if (t.reach == Reach::OneNodePeerAccess) {
+      if (!t.compiled) continue;
+      if (!caps.peer_access) {
+        if (!caps.peer_access_why_not.empty() && passed_over.empty()) passed_over = caps.peer_access_why_not;
+        continue;
+      }
+    }
+    if (t.sms == SmUse::Budget) {
+      const TransferChoice choice = choose_transfers(problem, caps.sm_transfer_rules);
+      if (!choice.sm_transfers) {
+        passed_over = str("not ", t.name, ": ", choice.why);
+        continue;
+      }
+      notes += str(" ", t.name, " chosen: the group shares one node with peer access, ", choice.why, ";");
+      return t;
+    }
+    if (t.reach == Reach::OneNodePeerAccess)
+      notes += str(" ", t.name, " chosen: the group shares one node with peer access",
+                   passed_over.empty() ? "" : " (" + passed_over + ")", ";");
+    else if (device && !passed_over.empty())
+      notes += str(" ", t.name, " chosen: ", passed_over, ";");
+    return t;
+  }
+  fail(WEAVE_ERROR_INTERNAL, "no transport of the table moves ", device ? "device" : "host", " memory");
+}
+
+// A transport asked for, or chosen, must be built and move the plan's memory.
+void check_transport_fits(const TransportDescription& t, Backend backend, bool automatic, const Capabilities& caps) {
+  if (!t.compiled)
+    fail(WEAVE_ERROR_NOT_COMPILED, "the ", t.title, " transport is not compiled into this Weave; rebuild with -D",
+         t.build_option, "=ON");
+  const bool device = backend == Backend::Cuda;
+  if ((device ? t.device_memory : t.host_memory) != MemorySupport::No) return;
+  // Those that do, for the message (with the option that builds them).
+  std::vector<std::string> fitting;
+  for (const TransportDescription& other : caps.transports)
+    if ((device ? other.device_memory : other.host_memory) != MemorySupport::No)
+      fitting.push_back(str(other.name, other.compiled ? "" : str(" (-D", other.build_option, "=ON)")));
+  fail(WEAVE_ERROR_UNSUPPORTED, "the ", t.name, " transport moves ", device ? "host" : "device", " memory only; ",
+       device ? "device" : "host", " plans use the ", either(fitting), " transport",
+       automatic ? str(" (", t.name, " was chosen by WEAVE_TRANSPORT)") : "");
 }
 
 }  // namespace
@@ -137,54 +191,27 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
     fail(WEAVE_ERROR_UNSUPPORTED_TYPE, "the host backend supports f32 and f64, not ", dtype_name(problem.dtype),
          "; 16-bit types run on the CUDA backend");
 
-  // Transport.
-  int transport = enum_value(desc.transport);
-  if (transport == WEAVE_TRANSPORT_AUTO) {
-    weave_transport_t from_env = WEAVE_TRANSPORT_AUTO;
-    if (env_choice<weave_transport_t>(env, "WEAVE_TRANSPORT",
-                                      {{"mpi", WEAVE_TRANSPORT_MPI},
-                                       {"nccl", WEAVE_TRANSPORT_NCCL},
-                                       {"ucx", WEAVE_TRANSPORT_UCX},
-                                       {"copy_engine", WEAVE_TRANSPORT_COPY_ENGINE}},
-                                      &from_env)) {
-      transport = from_env;
+  // Transport: asked for, from the environment, or the first automatic row
+  // of the table that fits (automatic_transport).
+  const TransportDescription* transport = nullptr;
+  const int asked_transport = enum_value(desc.transport);
+  if (asked_transport == WEAVE_TRANSPORT_AUTO) {
+    std::map<std::string, Transport> names;
+    for (const TransportDescription& t : caps.transports) names[t.name] = t.id;
+    Transport from_env{};
+    if (env_choice<Transport>(env, "WEAVE_TRANSPORT", names, &from_env)) {
+      transport = find_transport(caps, from_env);
       notes += " transport from WEAVE_TRANSPORT;";
     } else {
-      // Device plans use the copy engines when the group shares one node
-      // with peer access, NCCL otherwise; without NCCL they fail below with
-      // the option that enables it, never fall back to host MPI.
-      transport = WEAVE_TRANSPORT_MPI;
-      if (r.backend == Backend::Cuda) {
-        if (caps.copy_engine && caps.copy_engine_usable) {
-          transport = WEAVE_TRANSPORT_COPY_ENGINE;
-          notes += " copy_engine chosen: the group shares one node with peer access;";
-        } else {
-          transport = WEAVE_TRANSPORT_NCCL;
-          if (!caps.copy_engine_why_not.empty()) notes += " nccl chosen: " + caps.copy_engine_why_not + ";";
-        }
-      }
+      transport = &automatic_transport(r.backend == Backend::Cuda, problem, caps, notes);
     }
+  } else {
+    transport = find_transport(caps, static_cast<Transport>(asked_transport));
+    if (!transport)
+      fail(WEAVE_ERROR_INVALID_VALUE, "transport = ", asked_transport, " is not a weave_transport_t");
   }
-  switch (transport) {
-    case WEAVE_TRANSPORT_MPI: r.transport = Transport::Mpi; break;
-    case WEAVE_TRANSPORT_NCCL: r.transport = Transport::Nccl; break;
-    case WEAVE_TRANSPORT_UCX: r.transport = Transport::Ucx; break;
-    case WEAVE_TRANSPORT_COPY_ENGINE: r.transport = Transport::CopyEngine; break;
-    default: fail(WEAVE_ERROR_INVALID_VALUE, "transport = ", transport, " is not a weave_transport_t");
-  }
-  if (r.transport == Transport::Nccl && !caps.nccl)
-    fail(WEAVE_ERROR_NOT_COMPILED, "the NCCL transport is not compiled into this Weave; rebuild with -DWEAVE_ENABLE_NCCL=ON");
-  if (r.transport == Transport::Ucx && !caps.ucx)
-    fail(WEAVE_ERROR_NOT_COMPILED, "the UCX transport is not compiled into this Weave; rebuild with -DWEAVE_ENABLE_UCX=ON");
-  if (r.transport == Transport::CopyEngine && !caps.copy_engine)
-    fail(WEAVE_ERROR_NOT_COMPILED, "the copy-engine transport is not compiled into this Weave; rebuild with -DWEAVE_ENABLE_CUDA=ON");
-  if (r.backend == Backend::Cuda && r.transport == Transport::Mpi)
-    fail(WEAVE_ERROR_UNSUPPORTED, "the mpi transport moves host memory (Weave does not rely on CUDA-aware MPI); "
-         "device plans use the nccl transport", caps.nccl ? "" : ", which needs -DWEAVE_ENABLE_NCCL=ON",
-         enum_value(desc.transport) == WEAVE_TRANSPORT_AUTO ? " (mpi was chosen by WEAVE_TRANSPORT)" : "");
-  if (r.backend == Backend::Host && (r.transport == Transport::Nccl || r.transport == Transport::CopyEngine))
-    fail(WEAVE_ERROR_UNSUPPORTED, "the ", transport_name(r.transport),
-         " transport moves device memory; host plans use the mpi or ucx transport");
+  r.transport = transport->id;
+  check_transport_fits(*transport, r.backend, asked_transport == WEAVE_TRANSPORT_AUTO, caps);
 
   // Algorithm.
   const int P = problem.group_size;
@@ -207,26 +234,28 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
     } else {
       algorithm = WEAVE_ALGORITHM_RING;
       const double flops = local_flops(problem);
-      const bool direct = reduction && P > 1 && r.transport == Transport::CopyEngine;
-      if (r.backend == Backend::Cuda && problem.group_size > 1 && flops < kDeviceOverlapMinFlops) {
+      // What measurement chose over this transport (its row): over copy
+      // engines the direct algorithm beat the ring, whose hops wait on one
+      // another; over NCCL, whose kernels take SMs from the GEMMs, no
+      // reduction ring beat the sequential plan on one node, and AG-GEMM's
+      // ring did only from about 1 TFLOP per rank (doc/performance.md; not
+      // measured across nodes: WEAVE_ALGORITHM=ring asks for the ring).
+      const Algorithm measured = transport->reduction_algorithm;
+      const double min_flops = transport->reads_peer_memory ? kPeerSumOverlapMinFlops : kDeviceOverlapMinFlops;
+      if (r.backend == Backend::Cuda && problem.group_size > 1 && flops < min_flops) {
         algorithm = WEAVE_ALGORITHM_SEQUENTIAL;
         notes += str(" sequential chosen: ", flops / 1e9, " GFLOP per rank is too little for overlap to pay;");
-      } else if (direct) {
-        // Measured (doc/performance.md): over copy engines the direct
-        // algorithm beats the ring, whose hops wait on one another.
+      } else if (reduction && P > 1 && measured == Algorithm::Direct) {
         algorithm = WEAVE_ALGORITHM_DIRECT;
-        notes += " direct chosen: reductions over copy engines;";
-      } else if (r.backend == Backend::Cuda && r.transport == Transport::Nccl && problem.group_size > 1 &&
-                 (reduction || flops < kNcclRingMinFlops)) {
-        // Measured on one node (doc/performance.md): NCCL's kernels take SMs
-        // from the GEMMs, and no reduction ring over NCCL beat the
-        // sequential plan; AG-GEMM's ring did only from about 1 TFLOP per
-        // rank. Not measured across nodes: WEAVE_ALGORITHM=ring asks for it.
+        notes += str(" direct chosen: the reductions' algorithm over the ", transport->title, " transport;");
+      } else if (r.backend == Backend::Cuda && problem.group_size > 1 && measured == Algorithm::Sequential &&
+                 (reduction || flops < transport->ag_gemm_ring_min_flops)) {
         algorithm = WEAVE_ALGORITHM_SEQUENTIAL;
-        notes += reduction ? " sequential chosen: over NCCL the reduction rings measured slower than the sequential "
-                             "plan (WEAVE_ALGORITHM=ring overrides);"
-                           : str(" sequential chosen: over NCCL the ring paid only from 1000 GFLOP per rank, this is ",
-                                 flops / 1e9, " (WEAVE_ALGORITHM=ring overrides);");
+        notes += reduction ? str(" sequential chosen: over ", transport->title, " the reduction rings measured slower "
+                                 "than the sequential plan (WEAVE_ALGORITHM=ring overrides);")
+                           : str(" sequential chosen: over ", transport->title, " the ring paid only from ",
+                                 transport->ag_gemm_ring_min_flops / 1e9, " GFLOP per rank, this is ", flops / 1e9,
+                                 " (WEAVE_ALGORITHM=ring overrides);");
       }
     }
   }
@@ -240,6 +269,15 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
   if (P == 1) {
     r.schedule.algorithm = Algorithm::Sequential;
     notes += " one rank: local GEMM, nothing to communicate;";
+  }
+  // The sequential algorithm's collectives, where the transport hands them
+  // to NCCL, need NCCL in the build.
+  if (r.schedule.algorithm == Algorithm::Sequential && P > 1 && transport->collectives == Collectives::Nccl) {
+    const TransportDescription* nccl = find_transport(caps, Transport::Nccl);
+    if (!nccl || !nccl->compiled)
+      fail(WEAVE_ERROR_NOT_COMPILED, "the sequential algorithm over the ", transport->title, " transport runs its "
+           "collectives over NCCL, which is not compiled into this Weave; rebuild with -DWEAVE_ENABLE_NCCL=ON, or "
+           "use an overlapped algorithm (ring, direct)");
   }
 
   // Direction and chunks.
@@ -272,6 +310,23 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
     r.schedule.direction = Direction::Forward;
   }
 
+  // A transport that reads its peers' memory sums the direct algorithm's
+  // products where they were made, in the pass that finishes C (PeerSum
+  // steps); GEMM-AR then gathers the finished rows the same way, or, over
+  // few ranks, reads every rank's whole product at once (one-shot).
+  const bool peer_sums = transport->reads_peer_memory && r.schedule.algorithm == Algorithm::Direct;
+  r.schedule.peer_sums = peer_sums;
+  bool one_shot = P <= kOneShotAllReduceMaxRanks;
+  const bool shots_asked =
+      env_choice<bool>(env, "WEAVE_ALL_REDUCE", {{"one_shot", true}, {"two_shot", false}}, &one_shot);
+  if (peer_sums && problem.operation == Operation::GemmAr) {
+    if (shots_asked)
+      notes += str(" ", one_shot ? "one" : "two", "-shot all-reduce (WEAVE_ALL_REDUCE);");
+    else
+      notes += one_shot ? str(" one-shot all-reduce: every rank reads the others' products over ", P, " ranks;")
+                        : str(" two-shot all-reduce: owners sum their rows, then every rank reads them;");
+    r.schedule.all_reduce_one_shot = one_shot;
+  }
   require_count("chunks_per_shard", desc.chunks_per_shard, kMaxChunksPerShard, "the chunks Weave cuts a shard into");
   int chunks = desc.chunks_per_shard;
   // A bidirectional reduction ring sends half of every shard each way, so it
@@ -281,7 +336,7 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
   const bool chunks_asked_for = chunks > 0;
   if (chunks == 0) {
     chunks = static_cast<int>(env_integer(env, "WEAVE_CHUNKS", 0, 1, kMaxChunksPerShard));
-    if (chunks == 0) chunks = default_chunks(problem, r.backend, r.schedule.algorithm);
+    if (chunks == 0) chunks = default_chunks(problem, r.backend, r.schedule.algorithm, peer_sums);
   }
   if (halves && chunks < 2 && direction_chosen_here) {
     // Whole shards were asked for (argument or WEAVE_CHUNKS) and the
@@ -325,15 +380,37 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
   // 11-23%, but they stayed 1.6-2.3 x the sequential plan that NCCL plans
   // run by default, and slowed the large AG-GEMM rings by up to 16%.
   // A sequential plan runs nothing beside its GEMMs and keeps every SM.
-  const int margin = static_cast<int>(env_integer(env, "WEAVE_SM_MARGIN", 0, 0, INT_MAX));
+  // A transport with an SM budget runs its kernels on that many CTAs, one
+  // per SM, and the GEMMs leave those SMs free unless WEAVE_SM_MARGIN says
+  // otherwise.
+  r.sm_transport_ctas =
+      static_cast<int>(env_integer(env, "WEAVE_SM_TRANSPORT_CTAS", kSmTransportDefaultCtas, 1, kSmTransportMaxCtas));
+  const bool budget = transport->sms == SmUse::Budget && r.backend == Backend::Cuda;
+  const bool margin_asked = env.count("WEAVE_SM_MARGIN") > 0;
+  const int margin = margin_asked ? static_cast<int>(env_integer(env, "WEAVE_SM_MARGIN", 0, 0, INT_MAX))
+                     : budget     ? r.sm_transport_ctas
+                                  : 0;
+  if (budget && r.schedule.algorithm != Algorithm::Sequential)
+    notes += str(" SM transfers on ", r.sm_transport_ctas, " CTAs",
+                 env.count("WEAVE_SM_TRANSPORT_CTAS") ? " (WEAVE_SM_TRANSPORT_CTAS)" : "", ";");
   if (margin > 0 && r.backend == Backend::Cuda) {
     if (r.schedule.algorithm == Algorithm::Sequential) {
-      notes += " WEAVE_SM_MARGIN not applied: the sequential plan runs nothing beside its GEMMs;";
+      if (margin_asked) notes += " WEAVE_SM_MARGIN not applied: the sequential plan runs nothing beside its GEMMs;";
     } else {
       r.gemm_sm_margin = margin;
-      notes += str(" GEMMs leave ", margin, " SMs free (WEAVE_SM_MARGIN);");
+      notes += margin_asked ? str(" GEMMs leave ", margin, " SMs free (WEAVE_SM_MARGIN);")
+                            : str(" GEMMs leave ", margin, " SMs free for the ", transport->title, " transport;");
     }
   }
+
+  // Device-side waits for peers' flags: bounded kernels unless the stream
+  // memory operations are asked for (WEAVE_DEVICE_WAIT=stream).
+  if (env_choice<DeviceWait>(env, "WEAVE_DEVICE_WAIT",
+                             {{"bounded", DeviceWait::Bounded}, {"stream", DeviceWait::StreamMemoryOperation}},
+                             &r.device_wait) &&
+      r.device_wait == DeviceWait::StreamMemoryOperation && transport->progression == Progression::StreamOrdered &&
+      transport->reach == Reach::OneNodePeerAccess)
+    notes += " device waits on stream memory operations, unbounded (WEAVE_DEVICE_WAIT);";
 
   r.schedule.gathered_output = (desc.flags & WEAVE_FLAG_GATHERED_OUTPUT) != 0;
   r.schedule.reduce_in_output_type = (desc.flags & WEAVE_FLAG_REDUCE_IN_OUTPUT_TYPE) != 0;
@@ -346,7 +423,7 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
                                       {{"tiles", WEAVE_PROGRESS_TILES}, {"thread", WEAVE_PROGRESS_THREAD}}, &from_env)) {
       // A progress thread moves data while BLAS computes, but only helps
       // when it has a core of its own and MPI lets it call in.
-      const bool mpi_allows = r.transport != Transport::Mpi || caps.mpi_thread_level >= MPI_THREAD_SERIALIZED;
+      const bool mpi_allows = !transport->calls_mpi || caps.mpi_thread_level >= MPI_THREAD_SERIALIZED;
       from_env = mpi_allows && caps.cores_per_rank >= 2.0 ? WEAVE_PROGRESS_THREAD : WEAVE_PROGRESS_TILES;
     }
     progress = from_env;
@@ -354,7 +431,7 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
   if (progress != WEAVE_PROGRESS_TILES && progress != WEAVE_PROGRESS_THREAD)
     fail(WEAVE_ERROR_INVALID_VALUE, "progress = ", enum_value(desc.progress), " is not a weave_progress_t");
   r.progress = static_cast<ProgressMode>(progress);
-  if (r.progress == ProgressMode::Thread && r.transport == Transport::Mpi && caps.mpi_thread_level < MPI_THREAD_SERIALIZED)
+  if (r.progress == ProgressMode::Thread && transport->calls_mpi && caps.mpi_thread_level < MPI_THREAD_SERIALIZED)
     fail(WEAVE_ERROR_UNSUPPORTED, "WEAVE_PROGRESS_THREAD calls MPI from a second thread and needs MPI initialized "
          "with MPI_THREAD_SERIALIZED or MPI_THREAD_MULTIPLE (MPI_Init_thread); this process has level ",
          caps.mpi_thread_level);

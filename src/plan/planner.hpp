@@ -9,16 +9,21 @@
 
 #include "core/problem.hpp"
 #include "plan/schedule.hpp"
+#include "plan/transfer_choice.hpp"
+#include "plan/transport_description.hpp"
 #include "weave/weave.h"
 
 namespace weave::internal::plan {
 
 enum class Backend { Host = WEAVE_BACKEND_HOST, Cuda = WEAVE_BACKEND_CUDA };
-enum class Transport { Mpi = WEAVE_TRANSPORT_MPI, Nccl = WEAVE_TRANSPORT_NCCL, Ucx = WEAVE_TRANSPORT_UCX, CopyEngine = WEAVE_TRANSPORT_COPY_ENGINE };
 enum class ProgressMode { Tiles = WEAVE_PROGRESS_TILES, Thread = WEAVE_PROGRESS_THREAD };
+// How a GPU stream waits for a flag a peer writes: a one-warp kernel that
+// gives up at the plan's timeout and records which step and peer it waited
+// for (the default), or a CUDA stream memory operation (cuStreamWaitValue32:
+// no kernel, no bound), WEAVE_DEVICE_WAIT=stream.
+enum class DeviceWait { Bounded, StreamMemoryOperation };
 
 const char* backend_name(Backend b);
-const char* transport_name(Transport t);
 const char* progress_name(ProgressMode p);
 
 // The environment variables a plan reads (name -> value; absent = unset).
@@ -33,23 +38,36 @@ struct Resolved {
   std::chrono::milliseconds timeout{300000};
   bool comm_high_priority = true;  // GPU communication streams above the compute streams
   // SMs the GEMMs of an overlapped device plan leave to what runs beside
-  // them (WEAVE_SM_MARGIN); 0: none, always for sequential plans.
+  // them (WEAVE_SM_MARGIN, else the SM budget of a transport that has one);
+  // 0: none, always for sequential plans.
   int gemm_sm_margin = 0;
+  // CTAs (one per SM) of an SM-driven transport's kernels.
+  int sm_transport_ctas = kSmTransportDefaultCtas;
+  DeviceWait device_wait = DeviceWait::Bounded;
   int flags = 0;
   // Why the automatic choices came out as they did, for describe.
   std::string notes;
 };
 
-// What this build contains.
+// What this build contains and what the machine offers.
 struct Capabilities {
-  bool cuda = false, nccl = false, ucx = false, copy_engine = false;
+  bool cuda = false;
   int mpi_thread_level = 0;  // MPI_Query_thread
   double cores_per_rank = 1;  // hardware threads of the node over the ranks on it
-  // The group's ranks share one node with peer access between their GPUs
-  // (found collectively before planning, for device plans only).
-  bool copy_engine_usable = false;
-  std::string copy_engine_why_not;
+  // The transport table's rows, in its order (src/transport/registry.cpp),
+  // each saying whether it is compiled in.
+  std::vector<TransportDescription> transports;
+  // The group's ranks share one node with peer access between their GPUs:
+  // the probe of Reach::OneNodePeerAccess, run collectively before planning
+  // for device plans that leave the transport automatic.
+  bool peer_access = false;
+  std::string peer_access_why_not;
+  // Where SM-driven transfers beat the copy engines on this machine.
+  std::vector<SmTransferRule> sm_transfer_rules = default_sm_transfer_rules();
 };
+
+// The row of `id` in caps.transports; null when the table has none.
+const TransportDescription* find_transport(const Capabilities& caps, Transport id);
 
 // Below this many flops per rank a device plan runs sequentially: the ring's
 // per-step costs outweigh what overlap hides (measured: doc/performance.md).
@@ -61,18 +79,16 @@ constexpr double kDeviceOverlapMinFlops = 64e9;
 // sums would move), AG-GEMM's ring 1.17-1.37 x up to 275 GFLOP per rank and
 // 0.83-0.99 x from 1.9 TFLOP (doc/performance.md).
 constexpr double kNcclRingMinFlops = 1e12;
-// Direct reductions cut shards in two from this many bytes of a rank's
-// product shard in C's type, in four from kDirectFourChunkBytes, else send
-// whole shards (measured: doc/performance.md; whole 32 MiB shards won once
-// the sums ran at vector speed; from 128 MiB four chunks shorten the wait for
-// the first product and for the last sum, GEMM-AR by 5-6% on 4 H200s).
-constexpr double kDirectTwoChunkBytes = 64.0 * 1024 * 1024;
-constexpr double kDirectFourChunkBytes = 128.0 * 1024 * 1024;
-// GEMM-AR over two ranks cuts shards in four from this many bytes: with one
-// peer a chunk costs two transfers, not 2 (P - 1), and four chunks let the
-// all-gather half start sooner (2 H200s: 6-9% faster on 32 and 64 MiB
-// shards; on 4 H200s four chunks of a 32 MiB shard were 37% slower).
-constexpr double kDirectPairAllReduceFourChunkBytes = 32.0 * 1024 * 1024;
+// Direct reductions over copy engines cut shards as kCopyEngineDirectChunks
+// (transfer_choice.hpp) says: in two from 64 MiB of a rank's product shard
+// in C's type, in four from 128 MiB, else whole shards (measured:
+// doc/performance.md; whole 32 MiB shards won once the sums ran at vector
+// speed; from 128 MiB four chunks shorten the wait for the first product and
+// for the last sum, GEMM-AR by 5-6% on 4 H200s). GEMM-AR over two ranks cuts
+// shards in four from 32 MiB: with one peer a chunk costs two transfers, not
+// 2 (P - 1), and four chunks let the all-gather half start sooner (2 H200s:
+// 6-9% faster on 32 and 64 MiB shards; on 4 H200s four chunks of a 32 MiB
+// shard were 37% slower).
 // Partial-sum chunks of device reduction rings stay below this many bytes
 // (chunks per shard 2, or 4 above it; measured: doc/performance.md).
 constexpr double kDeviceReductionChunkBytes = 128.0 * 1024 * 1024;

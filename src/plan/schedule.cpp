@@ -42,6 +42,9 @@ const char* step_kind_name(StepKind k) {
     case StepKind::Send: return "send";
     case StepKind::Recv: return "recv";
     case StepKind::Collective: return "collective";
+    case StepKind::Publish: return "publish";
+    case StepKind::PeerSum: return "peer-sum";
+    case StepKind::AwaitRelease: return "await-release";
   }
   return "?";
 }
@@ -141,6 +144,23 @@ std::string format_schedule(const Schedule& s) {
             out << format_region(s, op.src) << " -> rank " << op.peer << " tag " << op.tag;
           } else if constexpr (std::is_same_v<T, RecvOp>) {
             out << format_region(s, op.dst) << " <- rank " << op.peer << " tag " << op.tag;
+          } else if constexpr (std::is_same_v<T, PublishOp>) {
+            out << format_region(s, op.src) << " => rank " << op.peer << " tag " << op.tag;
+          } else if constexpr (std::is_same_v<T, PeerSumOp>) {
+            out << format_region(s, op.dst) << " = " << scalar_name(op.src_scale) << "*(";
+            for (std::size_t t = 0; t < op.terms.size(); ++t) {
+              const SumTerm& term = op.terms[t];
+              out << (t ? " + " : "");
+              if (term.remote)
+                out << "rank " << term.peer << " tag " << term.tag;
+              else
+                out << format_region(s, term.local);
+            }
+            out << ") + " << scalar_name(op.dst_scale) << "*dst";
+            if (op.has_bias) out << " + bias";
+            if (op.has_copy) out << ", copied to " << format_region(s, op.copy);
+          } else if constexpr (std::is_same_v<T, AwaitReleaseOp>) {
+            out << "released by rank " << op.peer << " tag " << op.tag;
           } else {
             out << collective_name(op.kind) << " " << format_region(s, op.send) << " -> "
                 << format_region(s, op.recv);

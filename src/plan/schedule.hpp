@@ -103,16 +103,70 @@ struct CollectiveOp {
   std::vector<int64_t> counts;
 };
 
-using StepOp = std::variant<GemmOp, EpilogueOp, SendOp, RecvOp, CollectiveOp>;
+// Steps of transports that read their peers' memory (SM-driven transfers):
+// a rank publishes a region of its workspace to a peer, the peer reads it
+// where it lies (a PeerSum term) and releases it, and the publisher waits
+// for the release before its next execute may overwrite the region.
 
-enum class StepKind : uint8_t { Gemm = 0, Epilogue, Send, Recv, Collective };
+// Tells `peer` that `src` (tight row-major bytes in my workspace) is ready
+// for it to read as the remote term `tag` of a PeerSum. `src` must stay
+// unchanged until the peer has released it (AwaitReleaseOp).
+struct PublishOp {
+  Region src;
+  int peer = 0;
+  int tag = 0;
+};
+
+// One term of a PeerSum: a region of my workspace, or the region a peer
+// published to me under `tag`, read where it lies. Every term is tight
+// row-major, dst's shape, in the PeerSum's term type.
+struct SumTerm {
+  bool remote = false;
+  Region local;   // !remote
+  int peer = -1;  // remote: the group rank that published it
+  int tag = -1;   // remote: the tag it published it under
+};
+
+// At most this many terms (a peer-reading transport's kernel takes that
+// many sources).
+constexpr int kMaxPeerSumTerms = 16;
+
+// Run by a transport that reads peers' memory, in one pass:
+//   dst = src_scale * (terms[0] + terms[1] + ...) + dst_scale * dst + bias
+// summed in the accumulation type in the order listed (ranks that sum the
+// same terms list them in the same order and get the same bits), stored in
+// dst's type and layout and, with has_copy, also into `copy` (tight
+// row-major workspace, dst's type) for peers to read in turn. It starts once
+// every remote term is published and releases each remote term to its
+// publisher once read.
+struct PeerSumOp {
+  Region dst;
+  std::vector<SumTerm> terms;
+  DType term_type = DType::F64;
+  Scalar src_scale = Scalar::One;
+  Scalar dst_scale = Scalar::Zero;
+  bool has_bias = false;
+  Region bias;
+  bool has_copy = false;
+  Region copy;
+};
+
+// Waits until `peer` has released what I published to it under `tag`.
+struct AwaitReleaseOp {
+  int peer = 0;
+  int tag = 0;
+};
+
+using StepOp = std::variant<GemmOp, EpilogueOp, SendOp, RecvOp, CollectiveOp, PublishOp, PeerSumOp, AwaitReleaseOp>;
+
+enum class StepKind : uint8_t { Gemm = 0, Epilogue, Send, Recv, Collective, Publish, PeerSum, AwaitRelease };
 const char* step_kind_name(StepKind k);
 
 constexpr int kCommLane = -1;
 
 struct Step {
   StepOp op;
-  int lane = 0;             // compute lane (0..compute_lanes-1) or kCommLane
+  int lane = 0;             // compute lane (0..compute_lanes-1) or kCommLane (what a transport runs)
   int batch = -1;           // communication steps with one batch id start together
   std::vector<int> deps;    // indices of earlier steps that must finish first
   std::string label;        // for describe and traces
@@ -143,6 +197,13 @@ struct ScheduleOptions {
   bool gathered_output = false;
   bool reduce_in_output_type = false;  // 16-bit partial sums travel in C's type
   int slot_window = 3;        // reused partial-sum slots per chunk chain
+  // Direct algorithm over a transport that reads peers' memory: each owner
+  // sums the products where they were made (PeerSum steps) instead of
+  // receiving them.
+  bool peer_sums = false;
+  // With peer_sums, GEMM-AR in one pass: every rank makes its whole product,
+  // and every rank sums every rank's product into all of C.
+  bool all_reduce_one_shot = false;
 };
 
 struct Schedule {

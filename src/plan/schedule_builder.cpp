@@ -184,7 +184,10 @@ Schedule build_schedule(const Problem& problem, const ScheduleOptions& options) 
   }
   if (algorithm == Algorithm::Direct) {
     if (problem.operation == Operation::AgGemm) fail(WEAVE_ERROR_INTERNAL, "AG-GEMM has no direct algorithm");
-    build_reduction_direct(builder);
+    if (options.peer_sums)
+      build_reduction_peer_sums(builder);
+    else
+      build_reduction_direct(builder);
     return builder.finish_schedule(algorithm, Direction::Forward, options.chunks_per_shard);
   }
   if (options.direction == Direction::Bidirectional && options.chunks_per_shard < 2 &&

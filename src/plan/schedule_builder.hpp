@@ -72,6 +72,7 @@ std::vector<DirectionChunks> split_chunks_by_direction(Direction direction, int 
 void build_ag_gemm_ring(ScheduleBuilder& b);
 void build_reduction_ring(ScheduleBuilder& b);    // GEMM-RS and GEMM-AR
 void build_reduction_direct(ScheduleBuilder& b);  // GEMM-RS and GEMM-AR
+void build_reduction_peer_sums(ScheduleBuilder& b);  // the direct algorithm, sums read from peers' memory
 void build_sequential(ScheduleBuilder& b);
 
 }  // namespace weave::internal::plan

@@ -43,6 +43,11 @@ class Transport {
   }
   // Called at the start of every execute (e.g. to reset request tables).
   virtual void begin_execute() {}
+  // Stream-ordered transports that wait on the device for their peers'
+  // flags: what the first of those waits that gave up (in an earlier
+  // execute, a peer that did not raise its flag within the timeout) waited
+  // for, naming the step and the peer; empty while none has.
+  virtual std::string device_wait_failure() const { return {}; }
 };
 
 }  // namespace weave::internal::transport

@@ -8,11 +8,13 @@
 //     anything is written;
 //   - the C++ interface's typed execute checks its pointers' types against
 //     the plan (a float buffer on an f64 plan), on every rank;
-//   - weave_plan_get_info reports the element types.
+//   - weave_plan_get_info reports the element types and the plan's status,
+//     and writes no more of its struct than the caller's size says.
 // Prints PASS or FAIL per check; exit code 1 if any failed.
 #include <mpi.h>
 
 #include <cmath>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <functional>
@@ -137,6 +139,18 @@ int main(int argc, char** argv) {
       const weave_plan_info_t info = p.plan.info();
       return info.a_type == WEAVE_FLOAT64 && info.b_type == WEAVE_FLOAT64 && info.c_type == WEAVE_FLOAT64 &&
              info.bias_type == WEAVE_FLOAT64 && info.struct_size == sizeof(weave_plan_info_t);
+    });
+
+    check("plan info of the size before status was appended: accepted, nothing written past it", [&] {
+      weave_plan_info_t info{};
+      info.struct_size = offsetof(weave_plan_info_t, status);
+      info.status = static_cast<weave_status_t>(12345);
+      return weave_plan_get_info(p.plan.get(), &info) == WEAVE_SUCCESS && info.c_type == WEAVE_FLOAT64 &&
+             static_cast<int>(info.status) == 12345;
+    });
+
+    check("plan info says a plan that has not failed can execute", [&] {
+      return p.plan.info().status == WEAVE_SUCCESS;
     });
 
     check("execute arguments with struct_size 0 on one rank", [&] {

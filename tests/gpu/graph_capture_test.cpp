@@ -1,6 +1,7 @@
 // Execute captured into a CUDA graph: for every operation, element type
-// and algorithm (the rings' grouped NCCL send/receive, the sequential
-// algorithms' NCCL collectives), the first execute of a plan is captured
+// and algorithm (the rings' transfers, the sequential algorithms' NCCL
+// collectives, the direct reductions' transfers or sums read from peers),
+// the first execute of a plan is captured
 // (global capture mode) on the caller's stream and launched, then the graph
 // is replayed twice with fresh random A, B, C and bias written into the same
 // buffers; every run is checked against the oracle. That capture is refused
@@ -19,7 +20,8 @@ std::vector<weave_test::Case> graph_cases(const weave_test::CaseListOptions& opt
   int counter = 0;
   for (weave_operation_t operation : {WEAVE_AG_GEMM, WEAVE_GEMM_RS, WEAVE_GEMM_AR})
     for (weave_dtype_t type : options.types)
-      for (weave_algorithm_t algorithm : {WEAVE_ALGORITHM_RING, WEAVE_ALGORITHM_SEQUENTIAL}) {
+      for (weave_algorithm_t algorithm : {WEAVE_ALGORITHM_RING, WEAVE_ALGORITHM_SEQUENTIAL, WEAVE_ALGORITHM_DIRECT}) {
+        if (algorithm == WEAVE_ALGORITHM_DIRECT && operation == WEAVE_AG_GEMM) continue;  // reductions only
         weave_test::Case c;
         c.operation = operation;
         c.dtype = type;

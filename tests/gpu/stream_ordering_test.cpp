@@ -1,8 +1,8 @@
 // Execute is ordered on the caller's stream with no host synchronization:
 // the inputs are written by a kernel on the stream right before
 // weave_execute and the results read by a kernel right after it
-// (stream_ordering_device_memory.hpp), for every operation and algorithm,
-// checked against the oracle. Exits with 77 (skipped) without a GPU per rank.
+// (stream_ordering_device_memory.hpp), for every operation and algorithm
+// (the reductions' direct algorithm too), checked against the oracle. Exits with 77 (skipped) without a GPU per rank.
 #include "device_case_list.hpp"
 #include "stream_ordering_device_memory.hpp"
 #include "support/case_runner.hpp"
@@ -14,7 +14,8 @@ std::vector<weave_test::Case> ordering_cases(const weave_test::CaseListOptions& 
   int counter = 0;
   for (weave_operation_t operation : {WEAVE_AG_GEMM, WEAVE_GEMM_RS, WEAVE_GEMM_AR})
     for (weave_dtype_t type : options.types)
-      for (weave_algorithm_t algorithm : {WEAVE_ALGORITHM_RING, WEAVE_ALGORITHM_SEQUENTIAL}) {
+      for (weave_algorithm_t algorithm : {WEAVE_ALGORITHM_RING, WEAVE_ALGORITHM_SEQUENTIAL, WEAVE_ALGORITHM_DIRECT}) {
+        if (algorithm == WEAVE_ALGORITHM_DIRECT && operation == WEAVE_AG_GEMM) continue;  // reductions only
         weave_test::Case c;
         c.operation = operation;
         c.dtype = type;

@@ -613,6 +613,13 @@ void not_compiled(weave_grid_t grid) {
     if (s != WEAVE_ERROR_NOT_COMPILED && s != WEAVE_ERROR_UNSUPPORTED)
       fail_here(std::string("copy-engine transport on a host plan returned ") + weave_status_string(s));
   }
+  // The SM transport moves device memory between one node's GPUs.
+  pd.transport = WEAVE_TRANSPORT_SM;
+  if (!has_feature("cuda"))
+    EXPECT_STATUS(weave_plan_create(grid, &pd, &p.h), WEAVE_ERROR_NOT_COMPILED, "SM transport", "WEAVE_ENABLE_CUDA");
+  else
+    EXPECT_STATUS(weave_plan_create(grid, &pd, &p.h), WEAVE_ERROR_UNSUPPORTED, "sm transport moves device memory",
+                  "host plans");
   pd.transport = WEAVE_TRANSPORT_AUTO;
   pd.backend = WEAVE_BACKEND_CUDA;
   if (!has_feature("cuda"))

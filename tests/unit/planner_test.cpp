@@ -5,11 +5,13 @@
 
 #include <mpi.h>
 
+#include <set>
 #include <string>
 
 #include "core/error.hpp"
 #include "group_problem.hpp"
 #include "plan/planner.hpp"
+#include "transport/registry.hpp"
 
 namespace weave_test {
 namespace {
@@ -34,15 +36,39 @@ weave::internal::Problem device_problem(weave::internal::DType dtype = weave::in
   return p;
 }
 
+// The transport table's rows as a build has them: MPI alone, or every
+// optional transport compiled in.
+std::vector<TransportDescription> transport_table(bool optional_ones_compiled) {
+  std::vector<TransportDescription> rows = weave::internal::transport::transport_descriptions();
+  for (TransportDescription& t : rows) t.compiled = optional_ones_compiled || t.id == Transport::Mpi;
+  return rows;
+}
+
+// A bf16 device problem of M x 8192 x 8192 over `ranks` ranks, rank 0's
+// view (M = 8192 over 4 ranks: 275 GFLOP per rank).
+weave::internal::Problem device_case(weave::internal::Operation op, int64_t m = 8192, int ranks = 4) {
+  GroupCase g;
+  g.operation = op;
+  g.ranks = ranks;
+  g.m = m;
+  g.n = g.k = 8192;
+  g.dtype = weave::internal::DType::BF16;
+  weave::internal::Problem p = make_group_problems(g)[0];
+  p.memory = weave::internal::Memory::Device;
+  return p;
+}
+
 Capabilities host_only() {
   Capabilities caps;
   caps.mpi_thread_level = MPI_THREAD_SINGLE;
+  caps.transports = transport_table(false);
   return caps;
 }
 
 Capabilities everything() {
   Capabilities caps;
-  caps.cuda = caps.nccl = caps.ucx = caps.copy_engine = true;
+  caps.cuda = true;
+  caps.transports = transport_table(true);
   caps.mpi_thread_level = MPI_THREAD_MULTIPLE;
   return caps;
 }
@@ -256,20 +282,10 @@ TEST(Planner, SmMarginFromTheEnvironment) {
 // algorithm, over NCCL the ring; AG-GEMM always the ring.
 TEST(Planner, DeviceReductionsOverCopyEnginesRunDirect) {
   using weave::internal::Operation;
-  auto large = [](Operation op, int64_t m = 8192, int ranks = 4) {
-    GroupCase g;
-    g.operation = op;
-    g.ranks = ranks;
-    g.m = m;
-    g.n = g.k = 8192;  // m = 8192: 275 GFLOP per rank
-    g.dtype = weave::internal::DType::BF16;
-    weave::internal::Problem p = make_group_problems(g)[0];
-    p.memory = weave::internal::Memory::Device;
-    return p;
-  };
+  const auto large = [](Operation op, int64_t m = 8192, int ranks = 4) { return device_case(op, m, ranks); };
   const weave_plan_desc_t desc{};
   Capabilities caps = everything();
-  caps.copy_engine_usable = true;
+  caps.peer_access = true;
   for (Operation op : {Operation::GemmRs, Operation::GemmAr, Operation::AgGemm}) {
     const Resolved r = resolve_options(desc, large(op), {}, caps);
     EXPECT_EQ(r.transport, Transport::CopyEngine);
@@ -297,7 +313,7 @@ TEST(Planner, DeviceReductionsOverCopyEnginesRunDirect) {
   // Over NCCL the rings measured slower than the sequential plan for the
   // reductions, and for AG-GEMM below 1 TFLOP per rank: sequential, said
   // in describe; WEAVE_ALGORITHM=ring still asks for the ring.
-  caps.copy_engine_usable = false;
+  caps.peer_access = false;
   for (Operation op : {Operation::GemmRs, Operation::GemmAr, Operation::AgGemm}) {
     const Resolved nccl = resolve_options(desc, large(op), {}, caps);
     EXPECT_EQ(nccl.transport, Transport::Nccl);
@@ -322,6 +338,238 @@ TEST(Planner, DirectFromTheEnvironmentAppliesToReductions) {
   const Resolved ag = resolve_options(desc, host_problem(weave::internal::Operation::AgGemm), env, host_only());
   EXPECT_EQ(ag.schedule.algorithm, Algorithm::Ring);
   EXPECT_NE(ag.notes.find("applies to GEMM-RS and GEMM-AR only"), std::string::npos) << ag.notes;
+}
+
+// --- The transport table ---------------------------------------------------
+
+// Every weave_transport_t has exactly one row, named as WEAVE_TRANSPORT
+// spells it; rows that reach one node's GPUs only have the probe that finds
+// that out, and what the row says about the build matches the build.
+TEST(TransportTable, OneRowPerTransportWithItsProbe) {
+  const auto& table = weave::internal::transport::transport_table();
+  std::set<int> ids;
+  std::set<std::string> names;
+  for (const auto& row : table) {
+    const TransportDescription& t = row.description;
+    EXPECT_TRUE(ids.insert(static_cast<int>(t.id)).second) << t.name << " has a second row";
+    EXPECT_TRUE(names.insert(t.name).second) << t.name;
+    EXPECT_NE(row.make, nullptr) << t.name;
+    EXPECT_EQ(row.probe != nullptr, t.reach == Reach::OneNodePeerAccess) << t.name;
+    EXPECT_NE(std::string(t.build_option).find("WEAVE_ENABLE_"), std::string::npos) << t.name;
+    EXPECT_TRUE(t.host_memory != MemorySupport::No || t.device_memory != MemorySupport::No) << t.name;
+    // A transport that takes an SM budget or reads peers' memory runs on the GPU's streams.
+    if (t.sms == SmUse::Budget || t.reads_peer_memory) {
+      EXPECT_EQ(t.progression, Progression::StreamOrdered) << t.name;
+    }
+  }
+  for (int id = WEAVE_TRANSPORT_MPI; id <= WEAVE_TRANSPORT_SM; ++id)
+    EXPECT_TRUE(ids.count(id)) << "weave_transport_t " << id << " has no row";
+  EXPECT_EQ(ids.size(), static_cast<std::size_t>(WEAVE_TRANSPORT_SM));
+  EXPECT_EQ(names, (std::set<std::string>{"mpi", "ucx", "sm", "copy_engine", "nccl"}));
+  // weave_build_features() lists the transports this build contains.
+  const std::string features = std::string(",") + weave_build_features() + ",";
+  for (const auto& row : table)
+    EXPECT_EQ(row.description.compiled, features.find(weave::internal::str(",", row.description.name, ",")) != std::string::npos)
+        << row.description.name << " in " << features;
+}
+
+// The planner reads rows, not names: change a row's properties and the
+// automatic choices follow.
+TEST(TransportTable, AutomaticChoicesFollowTheRows) {
+  using weave::internal::Operation;
+  const weave::internal::Problem p = device_case(Operation::GemmRs);
+  const weave_plan_desc_t desc{};
+  Capabilities caps = everything();
+  caps.peer_access = true;
+  ASSERT_EQ(resolve_options(desc, p, {}, caps).transport, Transport::CopyEngine);
+
+  // The copy engines no longer offered automatically: the next row that
+  // moves device memory and reaches the group, NCCL, whose row says its
+  // reductions run sequentially.
+  Capabilities no_copy_engine = caps;
+  for (TransportDescription& t : no_copy_engine.transports)
+    if (t.id == Transport::CopyEngine) t.automatic = false;
+  const Resolved nccl = resolve_options(desc, p, {}, no_copy_engine);
+  EXPECT_EQ(nccl.transport, Transport::Nccl);
+  EXPECT_EQ(nccl.schedule.algorithm, Algorithm::Sequential);
+
+  // NCCL's row saying the ring: its reductions then run the ring.
+  for (TransportDescription& t : no_copy_engine.transports)
+    if (t.id == Transport::Nccl) t.reduction_algorithm = Algorithm::Ring;
+  EXPECT_EQ(resolve_options(desc, p, {}, no_copy_engine).schedule.algorithm, Algorithm::Ring);
+
+  // Without the peer-access probe's blessing neither peer transport is
+  // taken, and describe says why.
+  caps.peer_access = false;
+  caps.peer_access_why_not = "GPU 0 of group rank 0 has no peer access to GPU 1";
+  const Resolved far = resolve_options(desc, p, {}, caps);
+  EXPECT_EQ(far.transport, Transport::Nccl);
+  EXPECT_NE(far.notes.find("no peer access"), std::string::npos) << far.notes;
+}
+
+// SM-driven transfers where the measured rule prefers them for the
+// operation and shape, copy engines elsewhere; describe says which and why.
+TEST(TransportTable, SmTransfersWhereTheMeasuredRuleSaysSo) {
+  using weave::internal::Operation;
+  const auto device = [](Operation op, int64_t m, int ranks = 4) { return device_case(op, m, ranks); };
+  const weave_plan_desc_t desc{};
+  Capabilities caps = everything();
+  caps.peer_access = true;
+  // This build's rules: none measured yet, so copy engines everywhere.
+  for (Operation op : {Operation::AgGemm, Operation::GemmRs, Operation::GemmAr}) {
+    const Resolved r = resolve_options(desc, device(op, 8192), {}, caps);
+    EXPECT_EQ(r.transport, Transport::CopyEngine) << operation_name(op);
+    EXPECT_NE(r.notes.find("not sm: no measurement"), std::string::npos) << r.notes;
+  }
+  // A machine where SM transfers measured faster for GEMM-AR below 64 MiB
+  // shards: 8192 rows over 4 ranks move 32 MiB shards of bf16.
+  caps.sm_transfer_rules = {{Operation::GemmAr, 0, 64.0 * 1024 * 1024}};
+  const Resolved sm = resolve_options(desc, device(Operation::GemmAr, 8192), {}, caps);
+  EXPECT_EQ(sm.transport, Transport::Sm);
+  EXPECT_EQ(sm.schedule.algorithm, Algorithm::Direct);
+  EXPECT_TRUE(sm.schedule.peer_sums);
+  EXPECT_FALSE(sm.schedule.all_reduce_one_shot) << "two-shot over four ranks";
+  EXPECT_NE(sm.notes.find("sm chosen"), std::string::npos) << sm.notes;
+  EXPECT_NE(sm.notes.find("32 MiB shards"), std::string::npos) << sm.notes;
+  const Resolved large = resolve_options(desc, device(Operation::GemmAr, 32768), {}, caps);
+  EXPECT_EQ(large.transport, Transport::CopyEngine);
+  EXPECT_NE(large.notes.find("outside"), std::string::npos) << large.notes;
+  EXPECT_EQ(resolve_options(desc, device(Operation::GemmRs, 8192), {}, caps).transport, Transport::CopyEngine);
+  // Over two ranks GEMM-AR reads every rank's product at once.
+  const Resolved pair = resolve_options(desc, device(Operation::GemmAr, 4096, 2), {}, caps);
+  EXPECT_EQ(pair.transport, Transport::Sm);
+  EXPECT_TRUE(pair.schedule.all_reduce_one_shot);
+  EXPECT_NE(pair.notes.find("one-shot"), std::string::npos) << pair.notes;
+}
+
+// Asked for by name (WEAVE_TRANSPORT=sm or the descriptor), the SM
+// transport runs every operation; its reductions sum where they read, and
+// the GEMMs of overlapped plans leave its CTAs' SMs free.
+TEST(TransportTable, SmTransportAskedFor) {
+  using weave::internal::Operation;
+  const auto device = [](Operation op, int ranks) { return device_case(op, 8192, ranks); };
+  weave_plan_desc_t desc{};
+  const Environment env{{"WEAVE_TRANSPORT", "sm"}};
+  const Capabilities caps = everything();
+  const Resolved rs = resolve_options(desc, device(Operation::GemmRs, 4), env, caps);
+  EXPECT_EQ(rs.transport, Transport::Sm);
+  EXPECT_EQ(rs.schedule.algorithm, Algorithm::Direct);
+  EXPECT_TRUE(rs.schedule.peer_sums);
+  EXPECT_EQ(rs.sm_transport_ctas, kSmTransportDefaultCtas);
+  EXPECT_EQ(rs.gemm_sm_margin, kSmTransportDefaultCtas);
+  EXPECT_NE(rs.notes.find("SMs free for the SM transport"), std::string::npos) << rs.notes;
+  EXPECT_NE(rs.notes.find("transport from WEAVE_TRANSPORT"), std::string::npos) << rs.notes;
+
+  const Resolved ag = resolve_options(desc, device(Operation::AgGemm, 4), env, caps);
+  EXPECT_EQ(ag.schedule.algorithm, Algorithm::Ring);
+  EXPECT_FALSE(ag.schedule.peer_sums);
+
+  // The budget, a margin of one's own, and no margin at all.
+  Environment tuned = env;
+  tuned["WEAVE_SM_TRANSPORT_CTAS"] = "8";
+  const Resolved eight = resolve_options(desc, device(Operation::GemmAr, 4), tuned, caps);
+  EXPECT_EQ(eight.sm_transport_ctas, 8);
+  EXPECT_EQ(eight.gemm_sm_margin, 8);
+  tuned["WEAVE_SM_MARGIN"] = "0";
+  EXPECT_EQ(resolve_options(desc, device(Operation::GemmAr, 4), tuned, caps).gemm_sm_margin, 0);
+  tuned["WEAVE_SM_MARGIN"] = "24";
+  EXPECT_EQ(resolve_options(desc, device(Operation::GemmAr, 4), tuned, caps).gemm_sm_margin, 24);
+  desc.algorithm = WEAVE_ALGORITHM_SEQUENTIAL;
+  EXPECT_EQ(resolve_options(desc, device(Operation::GemmAr, 4), env, caps).gemm_sm_margin, 0)
+      << "a sequential plan runs nothing beside its GEMMs";
+  desc.algorithm = WEAVE_ALGORITHM_AUTO;
+
+  // One-shot over two ranks, two-shot over more, unless WEAVE_ALL_REDUCE says.
+  EXPECT_TRUE(resolve_options(desc, device(Operation::GemmAr, 2), env, caps).schedule.all_reduce_one_shot);
+  EXPECT_FALSE(resolve_options(desc, device(Operation::GemmAr, 3), env, caps).schedule.all_reduce_one_shot);
+  Environment shots = env;
+  shots["WEAVE_ALL_REDUCE"] = "two_shot";
+  EXPECT_FALSE(resolve_options(desc, device(Operation::GemmAr, 2), shots, caps).schedule.all_reduce_one_shot);
+  shots["WEAVE_ALL_REDUCE"] = "one_shot";
+  EXPECT_TRUE(resolve_options(desc, device(Operation::GemmAr, 4), shots, caps).schedule.all_reduce_one_shot);
+
+  // Below kPeerSumOverlapMinFlops per rank (1024 rows over 4 ranks: 34
+  // GFLOP) the sequential plan, whose collectives go through NCCL.
+  const Resolved small = resolve_options(desc, device_case(Operation::GemmRs, 1024), env, caps);
+  EXPECT_EQ(small.schedule.algorithm, Algorithm::Sequential);
+  EXPECT_FALSE(small.schedule.peer_sums);
+  EXPECT_EQ(small.gemm_sm_margin, 0);
+
+  // The descriptor's transport, too.
+  desc.transport = WEAVE_TRANSPORT_SM;
+  EXPECT_EQ(resolve_options(desc, device(Operation::GemmRs, 4), {}, caps).transport, Transport::Sm);
+}
+
+TEST(TransportTable, DeviceWaitsFromTheEnvironment) {
+  const weave_plan_desc_t desc{};
+  EXPECT_EQ(resolve_options(desc, device_problem(), {}, everything()).device_wait, DeviceWait::Bounded);
+  const Resolved stream = resolve_options(desc, device_problem(), {{"WEAVE_DEVICE_WAIT", "stream"}}, everything());
+  EXPECT_EQ(stream.device_wait, DeviceWait::StreamMemoryOperation);
+  expect_failure(desc, device_problem(), {{"WEAVE_DEVICE_WAIT", "spin"}}, everything(), WEAVE_ERROR_INVALID_VALUE,
+                 "WEAVE_DEVICE_WAIT=spin");
+  expect_failure(desc, device_problem(), {{"WEAVE_SM_TRANSPORT_CTAS", "0"}}, everything(), WEAVE_ERROR_INVALID_VALUE,
+                 "WEAVE_SM_TRANSPORT_CTAS=0");
+  expect_failure(desc, device_problem(), {{"WEAVE_SM_TRANSPORT_CTAS", "100000"}}, everything(),
+                 WEAVE_ERROR_INVALID_VALUE, "WEAVE_SM_TRANSPORT_CTAS=100000");
+  expect_failure(desc, device_problem(), {{"WEAVE_ALL_REDUCE", "three_shot"}, {"WEAVE_TRANSPORT", "sm"}},
+                 everything(), WEAVE_ERROR_INVALID_VALUE, "WEAVE_ALL_REDUCE=three_shot");
+}
+
+// The rule's pieces on their own: the bytes a shard moves, the ranges, and
+// the direct algorithm's chunk counts.
+TEST(TransferChoice, ShardBytesRangesAndChunks) {
+  using weave::internal::Operation;
+  GroupCase g;
+  g.operation = Operation::AgGemm;
+  g.ranks = 4;
+  g.m = 8192;
+  g.n = 1024;
+  g.k = 4096;
+  g.dtype = weave::internal::DType::BF16;
+  const weave::internal::Problem ag = make_group_problems(g)[0];
+  EXPECT_DOUBLE_EQ(transfer_shard_bytes(ag), 2048.0 * 4096 * 2);  // rows of op(A)
+  g.operation = Operation::GemmRs;
+  const weave::internal::Problem rs = make_group_problems(g)[0];
+  EXPECT_DOUBLE_EQ(transfer_shard_bytes(rs), 2048.0 * 1024 * 2);  // rows of the product
+  const double mib = 1024.0 * 1024;
+  EXPECT_FALSE(choose_transfers(rs, default_sm_transfer_rules()).sm_transfers);
+  EXPECT_TRUE(choose_transfers(rs, {{Operation::GemmRs, 4 * mib, 8 * mib}}).sm_transfers);
+  EXPECT_FALSE(choose_transfers(rs, {{Operation::GemmRs, 0, 4 * mib}}).sm_transfers) << "the range ends below";
+  EXPECT_FALSE(choose_transfers(rs, {{Operation::GemmAr, 0, 64 * mib}}).sm_transfers) << "another operation's rule";
+  EXPECT_FALSE(choose_transfers(ag, {{Operation::GemmRs, 0, 64 * mib}}).sm_transfers);
+  // 4 MiB of product shard: one chunk by the copy engines' rule, and by
+  // rules that cut finer.
+  EXPECT_EQ(direct_chunks(rs, kCopyEngineDirectChunks), 1);
+  EXPECT_EQ(direct_chunks(rs, DirectChunkRule{2 * mib, 4 * mib, 1 * mib}), 4);
+  EXPECT_EQ(direct_chunks(rs, DirectChunkRule{2 * mib, 8 * mib, 1 * mib}), 2);
+}
+
+// The SM transport reaches only one node's GPUs and moves device memory:
+// on a host plan, or not built, it fails saying so.
+// The peer transports hand the sequential algorithm's collectives to NCCL
+// (their rows say so): without NCCL that plan fails saying how to build it.
+TEST(PlannerErrors, SequentialOverPeerTransportsWithoutNccl) {
+  Capabilities caps = everything();
+  for (TransportDescription& t : caps.transports)
+    if (t.id == Transport::Nccl) t.compiled = false;
+  weave_plan_desc_t desc{};
+  desc.algorithm = WEAVE_ALGORITHM_SEQUENTIAL;
+  for (weave_transport_t transport : {WEAVE_TRANSPORT_COPY_ENGINE, WEAVE_TRANSPORT_SM}) {
+    desc.transport = transport;
+    expect_failure(desc, device_problem(), {}, caps, WEAVE_ERROR_NOT_COMPILED, "WEAVE_ENABLE_NCCL");
+  }
+  desc.algorithm = WEAVE_ALGORITHM_RING;
+  EXPECT_EQ(resolve_options(desc, device_problem(), {}, caps).transport, Transport::Sm);
+}
+
+TEST(PlannerErrors, SmTransportOnAHostPlanOrNotBuilt) {
+  weave_plan_desc_t desc{};
+  desc.transport = WEAVE_TRANSPORT_SM;
+  expect_failure(desc, host_problem(), {}, everything(), WEAVE_ERROR_UNSUPPORTED, "the sm transport moves device");
+  Capabilities caps = host_only();
+  caps.cuda = true;
+  expect_failure(desc, device_problem(), {}, caps, WEAVE_ERROR_NOT_COMPILED, "the SM transport is not compiled");
+  expect_failure(desc, device_problem(), {}, caps, WEAVE_ERROR_NOT_COMPILED, "WEAVE_ENABLE_CUDA");
 }
 
 // --- Requests that cannot be satisfied ------------------------------------

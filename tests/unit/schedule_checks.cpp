@@ -81,6 +81,13 @@ void check_buffers(const weave::internal::Problem& p, const Schedule& s, int ran
   }
 }
 
+// Whether `r` holds exactly the bytes of a tight row-major matrix of its
+// shape (what a peer reads as a PeerSum term).
+bool tight_row_major(const Schedule& s, const Region& r) {
+  if (!s.contiguous(r)) return false;
+  return s.buffer(r).order == Order::RowMajor || r.rows <= 1 || r.cols <= 1;
+}
+
 // op(region) extents.
 int64_t op_rows(const Region& r, Op op) { return op == Op::N ? r.rows : r.cols; }
 int64_t op_cols(const Region& r, Op op) { return op == Op::N ? r.cols : r.rows; }
@@ -138,6 +145,52 @@ void check_step_shapes(const Schedule& s, int rank, int i, std::vector<std::stri
             errors.push_back(str(at, ": point-to-point region ", region_text(s, r), " is not contiguous"));
           if (op.peer < 0 || op.peer >= s.group_size || op.peer == rank)
             errors.push_back(str(at, ": peer ", op.peer, " is not another rank of a group of ", s.group_size));
+        } else if constexpr (std::is_same_v<T, PublishOp>) {
+          check_region(s, op.src, at, errors);
+          if (region_ok(s, op.src)) {
+            if (op.src.buffer < kFirstWorkspaceBuffer)
+              errors.push_back(str(at, ": publishes ", region_text(s, op.src), ", which is not in the workspace"));
+            else if (!tight_row_major(s, op.src))
+              errors.push_back(str(at, ": publishes ", region_text(s, op.src), ", which is not tight row-major"));
+          }
+          if (op.peer < 0 || op.peer >= s.group_size || op.peer == rank)
+            errors.push_back(str(at, ": peer ", op.peer, " is not another rank of a group of ", s.group_size));
+        } else if constexpr (std::is_same_v<T, PeerSumOp>) {
+          check_region(s, op.dst, at, errors);
+          if (op.terms.empty() || op.terms.size() > static_cast<std::size_t>(kMaxPeerSumTerms))
+            errors.push_back(str(at, ": ", op.terms.size(), " terms (1 to ", kMaxPeerSumTerms, ")"));
+          for (const SumTerm& term : op.terms) {
+            if (term.remote) {
+              if (term.peer < 0 || term.peer >= s.group_size || term.peer == rank)
+                errors.push_back(str(at, ": a remote term of peer ", term.peer, " in a group of ", s.group_size));
+              continue;
+            }
+            check_region(s, term.local, at, errors);
+            if (!region_ok(s, term.local)) continue;
+            if (term.local.rows != op.dst.rows || term.local.cols != op.dst.cols ||
+                s.buffer(term.local).dtype != op.term_type || !tight_row_major(s, term.local))
+              errors.push_back(str(at, ": term ", region_text(s, term.local), " is not a tight row-major ",
+                                    op.dst.rows, " x ", op.dst.cols, " block of ",
+                                    weave::internal::dtype_name(op.term_type)));
+          }
+          if (op.has_bias) {
+            check_region(s, op.bias, at, errors);
+            if (op.bias.buffer != kBufferBias || op.bias.rows != 1 || op.bias.cols != op.dst.cols)
+              errors.push_back(str(at, ": bias region ", region_text(s, op.bias),
+                                    " is not one row of bias as wide as ", region_text(s, op.dst)));
+          }
+          if (op.has_copy) {
+            check_region(s, op.copy, at, errors);
+            if (region_ok(s, op.copy) && region_ok(s, op.dst) &&
+                (op.copy.buffer < kFirstWorkspaceBuffer || op.copy.rows != op.dst.rows ||
+                 op.copy.cols != op.dst.cols || s.buffer(op.copy).dtype != s.buffer(op.dst).dtype ||
+                 !tight_row_major(s, op.copy)))
+              errors.push_back(str(at, ": copy ", region_text(s, op.copy),
+                                    " is not a tight row-major workspace block like dst ", region_text(s, op.dst)));
+          }
+        } else if constexpr (std::is_same_v<T, AwaitReleaseOp>) {
+          if (op.peer < 0 || op.peer >= s.group_size || op.peer == rank)
+            errors.push_back(str(at, ": peer ", op.peer, " is not another rank of a group of ", s.group_size));
         } else {
           check_region(s, op.send, at, errors);
           check_region(s, op.recv, at, errors);
@@ -161,8 +214,7 @@ void check_steps(const Schedule& s, int rank, std::vector<std::string>& errors) 
         errors.push_back(str(at, ": depends on step ", d, " of its own batch ", step.batch,
                               ", so the batch can never be issued"));
     }
-    const bool comm_kind =
-        step.kind() == StepKind::Send || step.kind() == StepKind::Recv || step.kind() == StepKind::Collective;
+    const bool comm_kind = step.kind() != StepKind::Gemm && step.kind() != StepKind::Epilogue;
     if (comm_kind && step.lane != kCommLane)
       errors.push_back(str(at, ": a communication step on compute lane ", step.lane));
     if (!comm_kind && (step.lane < 0 || step.lane >= s.compute_lanes))
@@ -296,6 +348,86 @@ PointToPointMatching match_point_to_point(const std::vector<Schedule>& schedules
   return m;
 }
 
+PeerReadMatching match_peer_reads(const std::vector<Schedule>& schedules) {
+  PeerReadMatching m;
+  const int P = static_cast<int>(schedules.size());
+  m.publication.resize(P);
+  m.awaited.resize(P);
+  using Key = std::tuple<int, int, int>;  // publisher, reader, tag
+  std::map<Key, StepRef> publishes, awaits;
+  struct Read {
+    StepRef sum;
+    std::size_t term;
+  };
+  std::map<Key, Read> reads;
+  for (int r = 0; r < P; ++r) {
+    const Schedule& s = schedules[r];
+    m.publication[r].assign(s.steps.size(), {});
+    m.awaited[r].assign(s.steps.size(), StepRef{});
+    for (int i = 0; i < static_cast<int>(s.steps.size()); ++i) {
+      const Step& step = s.steps[i];
+      if (const auto* pub = std::get_if<PublishOp>(&step.op)) {
+        if (!publishes.emplace(Key{r, pub->peer, pub->tag}, StepRef{r, i}).second)
+          m.errors.push_back(str(where(r, i, s), ": a second publish to rank ", pub->peer, " with tag ", pub->tag));
+      } else if (const auto* sum = std::get_if<PeerSumOp>(&step.op)) {
+        m.publication[r][i].assign(sum->terms.size(), StepRef{});
+        for (std::size_t t = 0; t < sum->terms.size(); ++t) {
+          const SumTerm& term = sum->terms[t];
+          if (!term.remote) continue;
+          if (!reads.emplace(Key{term.peer, r, term.tag}, Read{StepRef{r, i}, t}).second)
+            m.errors.push_back(str(where(r, i, s), ": a second read of rank ", term.peer, "'s tag ", term.tag));
+        }
+      } else if (const auto* await = std::get_if<AwaitReleaseOp>(&step.op)) {
+        if (!awaits.emplace(Key{r, await->peer, await->tag}, StepRef{r, i}).second)
+          m.errors.push_back(str(where(r, i, s), ": a second wait for rank ", await->peer, "'s release of tag ",
+                                  await->tag));
+      }
+    }
+  }
+  for (const auto& [key, read] : reads) {
+    const auto [publisher, reader, tag] = key;
+    const Schedule& to = schedules[reader];
+    const auto& sum = std::get<PeerSumOp>(to.steps[read.sum.step].op);
+    auto found = publishes.find(key);
+    if (found == publishes.end()) {
+      m.errors.push_back(str(where(reader, read.sum.step, to), ": reads rank ", publisher, "'s tag ", tag,
+                              ", which that rank never publishes to it (no ready signal)"));
+      continue;
+    }
+    m.publication[reader][read.sum.step][read.term] = found->second;
+    const Schedule& from = schedules[publisher];
+    const auto& pub = std::get<PublishOp>(from.steps[found->second.step].op);
+    if (region_ok(from, pub.src) &&
+        (pub.src.elements() != sum.dst.elements() || from.buffer(pub.src).dtype != sum.term_type))
+      m.errors.push_back(str(where(publisher, found->second.step, from), " publishes ", pub.src.elements(),
+                              " elements of ", weave::internal::dtype_name(from.buffer(pub.src).dtype), " but ",
+                              where(reader, read.sum.step, to), " reads ", sum.dst.elements(), " of ",
+                              weave::internal::dtype_name(sum.term_type)));
+  }
+  for (const auto& [key, publish] : publishes) {
+    const auto [publisher, reader, tag] = key;
+    const Schedule& s = schedules[publisher];
+    if (!reads.count(key))
+      m.errors.push_back(str(where(publisher, publish.step, s), ": publishes tag ", tag, " to rank ", reader,
+                              ", which never reads it"));
+    auto await = awaits.find(key);
+    if (await == awaits.end()) {
+      m.errors.push_back(str(where(publisher, publish.step, s), ": publishes tag ", tag, " to rank ", reader,
+                              " but never waits for its release, so the next execute could overwrite it"));
+      continue;
+    }
+    m.awaited[publisher][await->second.step] = publish;
+    if (await->second.step < publish.step)
+      m.errors.push_back(str(where(publisher, await->second.step, s), ": waits for the release of step ",
+                              publish.step, ", which comes after it"));
+  }
+  for (const auto& [key, await] : awaits)
+    if (!publishes.count(key))
+      m.errors.push_back(str(where(await.rank, await.step, schedules[await.rank]), ": waits for the release of tag ",
+                              std::get<2>(key), " by rank ", std::get<1>(key), ", which it never publishes"));
+  return m;
+}
+
 std::vector<std::string> check_schedules(const std::vector<weave::internal::Problem>& problems,
                                          const std::vector<Schedule>& schedules) {
   std::vector<std::string> errors;
@@ -313,6 +445,8 @@ std::vector<std::string> check_schedules(const std::vector<weave::internal::Prob
   }
   const PointToPointMatching m = match_point_to_point(schedules);
   errors.insert(errors.end(), m.errors.begin(), m.errors.end());
+  const PeerReadMatching reads = match_peer_reads(schedules);
+  errors.insert(errors.end(), reads.errors.begin(), reads.errors.end());
   check_collectives(schedules, errors);
   return errors;
 }

@@ -35,6 +35,23 @@ struct PointToPointMatching {
 // twice (which MPI could match either way).
 PointToPointMatching match_point_to_point(const std::vector<weave::internal::plan::Schedule>& schedules);
 
+// What a transport that reads peers' memory links at plan creation: each
+// remote term of a PeerSum to the Publish of the same (publisher, reader,
+// tag), and each AwaitRelease to the Publish it waits for.
+struct PeerReadMatching {
+  // publication[rank][step][term]: the Publish feeding remote term `term` of
+  // PeerSum `step` (invalid for local terms and other steps).
+  std::vector<std::vector<std::vector<StepRef>>> publication;
+  // awaited[rank][step]: the Publish an AwaitRelease waits for.
+  std::vector<std::vector<StepRef>> awaited;
+  std::vector<std::string> errors;
+};
+
+// Every remote term is published by its peer exactly once, with the same
+// byte count and element type, and every Publish is read by exactly one
+// term and awaited exactly once, after it, on its own rank.
+PeerReadMatching match_peer_reads(const std::vector<weave::internal::plan::Schedule>& schedules);
+
 // Every structural property at once; empty when all hold:
 //   - each schedule belongs to its rank of a group of schedules.size();
 //   - deps point to earlier steps, never to a step of the same batch (a
@@ -49,7 +66,9 @@ PointToPointMatching match_point_to_point(const std::vector<weave::internal::pla
 //     the same batch id;
 //   - batch ids never decrease along the step list;
 //   - collectives appear in the same order with the same kind and counts on
-//     every rank, and their regions hold exactly those counts.
+//     every rank, and their regions hold exactly those counts;
+//   - published regions are tight row-major workspace blocks, PeerSum terms
+//     have dst's shape and the term type, and match_peer_reads holds.
 // problems[r] is rank r's Problem (for the buffer shapes of the caller's
 // matrices).
 std::vector<std::string> check_schedules(const std::vector<weave::internal::Problem>& problems,

@@ -26,7 +26,8 @@ struct Group {
   std::vector<Schedule> schedules;
 };
 
-Group make_group(Operation op, int P, Algorithm algorithm, Direction direction, int chunks, bool gathered = false) {
+Group make_group(Operation op, int P, Algorithm algorithm, Direction direction, int chunks, bool gathered = false,
+                 bool peer_sums = false, bool one_shot = false) {
   GroupCase g;
   g.operation = op;
   g.ranks = P;
@@ -43,6 +44,8 @@ Group make_group(Operation op, int P, Algorithm algorithm, Direction direction, 
   o.direction = direction;
   o.chunks_per_shard = chunks;
   o.gathered_output = gathered;
+  o.peer_sums = peer_sums;
+  o.all_reduce_one_shot = one_shot;
   Group group;
   group.problems = make_group_problems(g);
   group.schedules = build_group_schedules(group.problems, o);
@@ -132,6 +135,7 @@ TEST(ScheduleMutations, EveryNecessaryDependencyIsChecked) {
     Algorithm algorithm;
     Direction direction;
     int chunks;
+    bool peer_sums = false, one_shot = false;
   };
   const Config configs[] = {
       {Operation::AgGemm, Algorithm::Ring, Direction::Forward, 2},
@@ -142,12 +146,15 @@ TEST(ScheduleMutations, EveryNecessaryDependencyIsChecked) {
       {Operation::GemmRs, Algorithm::Sequential, Direction::Forward, 1},
       {Operation::GemmAr, Algorithm::Ring, Direction::Bidirectional, 2},
       {Operation::GemmAr, Algorithm::Sequential, Direction::Forward, 1},
+      {Operation::GemmRs, Algorithm::Direct, Direction::Forward, 2, true},
+      {Operation::GemmAr, Algorithm::Direct, Direction::Forward, 2, true},
+      {Operation::GemmAr, Algorithm::Direct, Direction::Forward, 2, true, true},
   };
   int edges_removed = 0;
   for (const Config& c : configs) {
     const bool gathered = c.op == Operation::AgGemm;
     for (int P : {2, 4}) {
-      const Group original = make_group(c.op, P, c.algorithm, c.direction, c.chunks, gathered);
+      const Group original = make_group(c.op, P, c.algorithm, c.direction, c.chunks, gathered, c.peer_sums, c.one_shot);
       const int rank = 1;
       const Schedule& s = original.schedules[rank];
       for (int step = 0; step < static_cast<int>(s.steps.size()); ++step)
@@ -370,6 +377,59 @@ TEST(ScheduleMutations, StructuralBreakagesAreReported) {
     Group g = original;
     g.schedules[0].steps[0].lane = kCommLane;
     EXPECT_TRUE(contains(check_schedules(g.problems, g.schedules), "compute step on lane"));
+  }
+}
+
+// Reads of a peer's memory: a read whose region is never published (no
+// ready signal), a publication whose release nobody waits for (the next
+// execute could overwrite it mid-read), and a published region overwritten
+// before its reader let it go.
+TEST(ScheduleMutations, PeerReadsWithoutTheirSignalsAreReported) {
+  for (bool one_shot : {false, true}) {
+    const Group original =
+        make_group(Operation::GemmAr, 3, Algorithm::Direct, Direction::Forward, 2, false, true, one_shot);
+    ASSERT_TRUE(check_schedules(original.problems, original.schedules).empty());
+    std::string why;
+    ASSERT_FALSE(some_order_fails(original, 8, false, &why)) << why;
+    {
+      Group g = original;
+      Schedule& s = g.schedules[1];
+      const int publish = find_step(s, [](const Step& x) { return x.kind() == StepKind::Publish; });
+      ASSERT_GE(publish, 0);
+      erase_step(s, publish);
+      const auto errors = check_schedules(g.problems, g.schedules);
+      EXPECT_TRUE(contains(errors, "never publishes to it (no ready signal)"));
+      EXPECT_TRUE(some_order_fails(g, 1, false, &why));
+      EXPECT_NE(why.find("deadlock"), std::string::npos) << why;
+    }
+    {
+      Group g = original;
+      Schedule& s = g.schedules[2];
+      const int await = find_step(s, [](const Step& x) { return x.kind() == StepKind::AwaitRelease; });
+      ASSERT_GE(await, 0);
+      erase_step(s, await);
+      EXPECT_TRUE(contains(check_schedules(g.problems, g.schedules), "never waits for its release"));
+    }
+    {
+      // Rank 0 zeroes a published product right after publishing it.
+      Group g = original;
+      Schedule& s = g.schedules[0];
+      const int publish = find_step(s, [](const Step& x) { return x.kind() == StepKind::Publish; });
+      ASSERT_GE(publish, 0);
+      EpilogueOp scribble;
+      scribble.dst = std::get<PublishOp>(s.steps[publish].op).src;
+      Step step;
+      step.op = scribble;
+      step.lane = 0;
+      step.deps = {publish};
+      step.label = "scribble";
+      s.steps.push_back(step);
+      bool caught = false;
+      for (int seed = 1; seed <= 32 && !caught; ++seed)
+        caught = simulate(g.problems, g.schedules, options(seed)).summary().find("changed what it published") !=
+                 std::string::npos;
+      EXPECT_TRUE(caught);
+    }
   }
 }
 

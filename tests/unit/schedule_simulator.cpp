@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <map>
 #include <random>
@@ -172,10 +173,12 @@ struct RankState {
   std::vector<int> missing;       // compute steps: unmet conditions
   std::vector<int> unit_missing;  // units: unmet conditions
   std::vector<int> unit_finished;
-  std::vector<std::vector<Cell>> snapshot;  // what a posted send / collective sends
+  std::vector<std::vector<Cell>> snapshot;  // what a posted send / collective sends / publish offers
+  std::vector<bool> published, released;    // Publish steps: ready for the reader; read and let go
+  std::vector<bool> enabled;                // PeerSum, AwaitRelease: their completion is enabled
 };
 
-enum class EventKind { Compute, PostUnit, CompletePointToPoint, CompleteCollective };
+enum class EventKind { Compute, PostUnit, CompletePointToPoint, CompleteCollective, CompleteOneSided };
 struct Event {
   EventKind kind;
   int rank;
@@ -222,6 +225,15 @@ class Simulator {
   void post_unit(int r, int unit);
   void complete_point_to_point(int r, int step);
   void complete_collective(int n);
+  void complete_one_sided(int r, int step);
+  void run_peer_sum(int r, int step, const PeerSumOp& op);
+  using TermCell = std::function<const Cell*(int64_t i, int64_t j, int term)>;
+  bool element_wise(int r, const Region& dst, int terms, const TermCell& term, Scalar src_scale, Scalar dst_scale,
+                    const Region* bias, std::vector<Cell>* out);
+  // Enables a posted PeerSum once every remote term is published, a posted
+  // AwaitRelease once its publication is released.
+  void try_peer_sum(int r, int step);
+  void try_await(int r, int step);
   double scalar(Scalar s) const {
     switch (s) {
       case Scalar::Zero: return 0.0;
@@ -242,6 +254,9 @@ class Simulator {
   SimulationReport report_;
   std::vector<RankState> ranks_;
   PointToPointMatching matching_;
+  PeerReadMatching reads_;
+  std::vector<std::vector<StepRef>> reader_of_;  // [publisher][publish step]: the PeerSum that reads it
+  std::vector<std::vector<StepRef>> await_of_;   // [publisher][publish step]: the AwaitRelease for it
   std::vector<int> collective_posts_;  // per collective number: ranks that posted it
   std::vector<Event> enabled_;
   GlobalData data_;
@@ -302,6 +317,9 @@ void Simulator::set_up_rank(int r) {
   st.unit_missing.assign(st.units.size(), 0);
   st.unit_finished.assign(st.units.size(), 0);
   st.snapshot.assign(n, {});
+  st.published.assign(n, false);
+  st.released.assign(n, false);
+  st.enabled.assign(n, false);
   for (int i = 0; i < n; ++i) {
     const Step& step = s.steps[i];
     if (step.is_comm())
@@ -462,43 +480,56 @@ void Simulator::run_gemm(int r, int step, const GemmOp& op) {
     for (int64_t i = 0; i < m; ++i) store(r, op.c, cell(r, op.c, i, j), out[static_cast<std::size_t>(i + j * m)], step);
 }
 
-void Simulator::run_epilogue(int r, int step, const EpilogueOp& op) {
-  const int64_t m = op.dst.rows, n = op.dst.cols;
-  const double src_scale = scalar(op.src_scale), dst_scale = scalar(op.dst_scale);
-  std::vector<Cell> out(static_cast<std::size_t>(m * n));
+// dst = src_scale * (the terms, summed in order) + dst_scale * dst + bias,
+// element by element into `out` (column by column); no terms: no src part.
+// False when a cell could not be reached (reported).
+bool Simulator::element_wise(int r, const Region& dst, int terms, const TermCell& term, Scalar src_scale,
+                             Scalar dst_scale, const Region* bias, std::vector<Cell>* out) {
+  const int64_t m = dst.rows, n = dst.cols;
+  const double src_factor = scalar(src_scale), dst_factor = scalar(dst_scale);
+  out->assign(static_cast<std::size_t>(m * n), Cell{});
   for (int64_t j = 0; j < n; ++j)
     for (int64_t i = 0; i < m; ++i) {
       Cell result;
-      if (op.has_src) {
-        const Cell* src = cell(r, op.src, i, j);
-        if (!src) return;
-        double sum = src->value;
-        Tag tag = src->tag;
-        for (const Region& more : op.more_src) {
-          const Cell* term = cell(r, more, i, j);
-          if (!term) return;
-          sum += term->value;
-          tag = tag + term->tag;
+      if (terms > 0) {
+        double sum = 0.0;
+        Tag tag;
+        for (int t = 0; t < terms; ++t) {
+          const Cell* c = term(i, j, t);
+          if (!c) return false;
+          sum = t == 0 ? c->value : sum + c->value;
+          tag = t == 0 ? c->tag : tag + c->tag;
         }
-        result.value = src_scale * sum;
-        result.tag = scaled(tag, op.src_scale);
+        result.value = src_factor * sum;
+        result.tag = scaled(tag, src_scale);
       }
-      const Cell* dst = cell(r, op.dst, i, j);
-      if (!dst) return;
+      const Cell* old = cell(r, dst, i, j);
+      if (!old) return false;
       // dst is not read when its scale is zero (it may hold NaN).
-      if (op.dst_scale != Scalar::Zero && dst_scale != 0.0) result.value += dst_scale * dst->value;
-      result.tag = result.tag + scaled(dst->tag, op.dst_scale);
-      if (op.has_bias) {
-        const Cell* bias = cell(r, op.bias, 0, j);
-        if (!bias) return;
-        result.value += bias->value;
-        result.tag = result.tag + bias->tag;
+      if (dst_scale != Scalar::Zero && dst_factor != 0.0) result.value += dst_factor * old->value;
+      result.tag = result.tag + scaled(old->tag, dst_scale);
+      if (bias) {
+        const Cell* b = cell(r, *bias, 0, j);
+        if (!b) return false;
+        result.value += b->value;
+        result.tag = result.tag + b->tag;
       }
-      out[static_cast<std::size_t>(i + j * m)] = result;
+      (*out)[static_cast<std::size_t>(i + j * m)] = result;
     }
-  for (int64_t j = 0; j < n; ++j)
-    for (int64_t i = 0; i < m; ++i)
-      store(r, op.dst, cell(r, op.dst, i, j), out[static_cast<std::size_t>(i + j * m)], step);
+  return true;
+}
+
+void Simulator::run_epilogue(int r, int step, const EpilogueOp& op) {
+  const TermCell term = [&](int64_t i, int64_t j, int t) {
+    return cell(r, t == 0 ? op.src : op.more_src[static_cast<std::size_t>(t - 1)], i, j);
+  };
+  std::vector<Cell> out;
+  const int terms = op.has_src ? 1 + static_cast<int>(op.more_src.size()) : 0;
+  if (!element_wise(r, op.dst, terms, term, op.src_scale, op.dst_scale, op.has_bias ? &op.bias : nullptr, &out))
+    return;
+  for (int64_t j = 0; j < op.dst.cols; ++j)
+    for (int64_t i = 0; i < op.dst.rows; ++i)
+      store(r, op.dst, cell(r, op.dst, i, j), out[static_cast<std::size_t>(i + j * op.dst.rows)], step);
 }
 
 void Simulator::run_compute(int r, int step) {
@@ -527,6 +558,18 @@ void Simulator::post_unit(int r, int unit) {
         store(r, recv->dst, c, poison_cell(), i);
         c->written = was_written;
       }
+    } else if (const auto* pub = std::get_if<PublishOp>(&step.op)) {
+      // What the reader must find when it reads, whenever that is.
+      for (int64_t t = 0; t < pub->src.elements(); ++t)
+        if (const Cell* c = linear(r, pub->src, t)) st.snapshot[i].push_back(*c);
+      enable({EventKind::CompleteOneSided, r, i});
+      continue;
+    } else if (std::holds_alternative<PeerSumOp>(step.op)) {
+      try_peer_sum(r, i);
+      continue;
+    } else if (std::holds_alternative<AwaitReleaseOp>(step.op)) {
+      try_await(r, i);
+      continue;
     } else if (const auto* coll = std::get_if<CollectiveOp>(&step.op)) {
       std::set<const Cell*> sent;
       for (int64_t t = 0; t < coll->send.elements(); ++t)
@@ -578,6 +621,93 @@ void Simulator::complete_point_to_point(int r, int step) {
     }
   }
   finish_step(r, step);
+}
+
+void Simulator::try_peer_sum(int r, int step) {
+  RankState& st = ranks_[r];
+  if (!st.posted[step] || st.done[step]) return;
+  // A remote term nobody publishes is never ready: the sum waits forever.
+  const auto& op = std::get<PeerSumOp>(st.schedule->steps[step].op);
+  for (std::size_t t = 0; t < op.terms.size(); ++t) {
+    const StepRef publish = reads_.publication[r][step][t];
+    if (op.terms[t].remote && (!publish.valid() || !ranks_[publish.rank].published[publish.step])) return;
+  }
+  if (st.enabled[step]) return;
+  st.enabled[step] = true;
+  enable({EventKind::CompleteOneSided, r, step});
+}
+
+void Simulator::try_await(int r, int step) {
+  RankState& st = ranks_[r];
+  if (!st.posted[step] || st.done[step]) return;
+  const StepRef publish = reads_.awaited[r][step];
+  if (!publish.valid() || !ranks_[publish.rank].released[publish.step] || st.enabled[step]) return;
+  st.enabled[step] = true;
+  enable({EventKind::CompleteOneSided, r, step});
+}
+
+void Simulator::complete_one_sided(int r, int step) {
+  RankState& st = ranks_[r];
+  const Step& s = st.schedule->steps[step];
+  if (std::holds_alternative<PublishOp>(s.op)) {
+    st.published[step] = true;
+    finish_step(r, step);
+    const StepRef reader = reader_of_[r][step];
+    if (reader.valid()) try_peer_sum(reader.rank, reader.step);
+    return;
+  }
+  if (const auto* sum = std::get_if<PeerSumOp>(&s.op)) {
+    run_peer_sum(r, step, *sum);
+    for (const StepRef& publish : reads_.publication[r][step]) {
+      if (!publish.valid()) continue;
+      ranks_[publish.rank].released[publish.step] = true;
+      const StepRef await = await_of_[publish.rank][publish.step];
+      if (await.valid()) try_await(await.rank, await.step);
+    }
+  }
+  finish_step(r, step);
+}
+
+// The PeerSum reads its remote terms where their publishers keep them, as
+// they are now; a term that differs from what was published means its
+// publisher overwrote it before the reader let it go.
+void Simulator::run_peer_sum(int r, int step, const PeerSumOp& op) {
+  for (std::size_t t = 0; t < op.terms.size(); ++t) {
+    const StepRef publish = reads_.publication[r][step][t];
+    if (!op.terms[t].remote || !publish.valid()) continue;
+    const PublishOp& pub = std::get<PublishOp>(schedules_[publish.rank].steps[publish.step].op);
+    const std::vector<Cell>& offered = ranks_[publish.rank].snapshot[publish.step];
+    for (int64_t x = 0; x < pub.src.elements() && x < static_cast<int64_t>(offered.size()); ++x) {
+      const Cell* now = linear(publish.rank, pub.src, x);
+      if (now && !same_cell(*now, offered[static_cast<std::size_t>(x)])) {
+        error(str(where(r, step), ": rank ", publish.rank, " changed what it published (step ", publish.step,
+                  ") before this read released it"));
+        return;
+      }
+    }
+  }
+  // Term t's element (i, j): tight row-major, so linear index i * n + j.
+  const int64_t n = op.dst.cols;
+  const TermCell term = [&](int64_t i, int64_t j, int t) -> const Cell* {
+    const SumTerm& sum_term = op.terms[static_cast<std::size_t>(t)];
+    if (!sum_term.remote) return cell(r, sum_term.local, i, j);
+    const StepRef publish = reads_.publication[r][step][static_cast<std::size_t>(t)];
+    if (!publish.valid()) {
+      error(str(where(r, step), ": term ", t, " has no publication"));
+      return nullptr;
+    }
+    return linear(publish.rank, std::get<PublishOp>(schedules_[publish.rank].steps[publish.step].op).src, i * n + j);
+  };
+  std::vector<Cell> out;
+  if (!element_wise(r, op.dst, static_cast<int>(op.terms.size()), term, op.src_scale, op.dst_scale,
+                    op.has_bias ? &op.bias : nullptr, &out))
+    return;
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t i = 0; i < op.dst.rows; ++i) {
+      const Cell& value = out[static_cast<std::size_t>(i + j * op.dst.rows)];
+      store(r, op.dst, cell(r, op.dst, i, j), value, step);
+      if (op.has_copy) store(r, op.copy, cell(r, op.copy, i, j), value, step);
+    }
 }
 
 void Simulator::complete_collective(int n) {
@@ -739,6 +869,20 @@ SimulationReport Simulator::run() {
   }
   data_ = make_global_data(problems_[0], options_.data_seed);
   matching_ = match_point_to_point(schedules_);
+  reads_ = match_peer_reads(schedules_);
+  reader_of_.assign(P, {});
+  await_of_.assign(P, {});
+  for (int r = 0; r < P; ++r) {
+    reader_of_[r].assign(schedules_[r].steps.size(), StepRef{});
+    await_of_[r].assign(schedules_[r].steps.size(), StepRef{});
+  }
+  for (int r = 0; r < P; ++r)
+    for (std::size_t i = 0; i < schedules_[r].steps.size(); ++i) {
+      for (const StepRef& publish : reads_.publication[r][i])
+        if (publish.valid()) reader_of_[publish.rank][publish.step] = StepRef{r, static_cast<int>(i)};
+      const StepRef publish = reads_.awaited[r][i];
+      if (publish.valid()) await_of_[publish.rank][publish.step] = StepRef{r, static_cast<int>(i)};
+    }
   ranks_.resize(P);
   for (int r = 0; r < P; ++r) set_up_rank(r);
 
@@ -753,6 +897,7 @@ SimulationReport Simulator::run() {
       case EventKind::PostUnit: post_unit(e.rank, e.index); break;
       case EventKind::CompletePointToPoint: complete_point_to_point(e.rank, e.index); break;
       case EventKind::CompleteCollective: complete_collective(e.index); break;
+      case EventKind::CompleteOneSided: complete_one_sided(e.rank, e.index); break;
     }
   }
   if (!report_.errors.empty()) return report_;

@@ -37,6 +37,7 @@ struct ScheduleCase {
         << weave::internal::plan::direction_name(options.direction) << " chunks=" << options.chunks_per_shard
         << " lanes=" << options.compute_lanes << " window=" << options.slot_window
         << " gathered=" << options.gathered_output << " reduce_in_output=" << options.reduce_in_output_type
+        << " peer_sums=" << options.peer_sums << " one_shot=" << options.all_reduce_one_shot
         << " alpha=" << alpha << " beta=" << beta;
     return out.str();
   }
@@ -120,6 +121,25 @@ struct Sizes {
   int64_t m, n, k;
 };
 
+// Sizes, transposes, storage orders, bias, padding and element type, rotated
+// with a case counter so that each meets every operation and algorithm.
+void vary_group(GroupCase& g, int counter) {
+  const std::array<Sizes, 5> sizes = {{{13, 11, 9}, {7, 5, 3}, {20, 3, 8}, {5, 1, 12}, {9, 6, 0}}};
+  const DType types[] = {DType::F64, DType::F32, DType::F16};
+  const Sizes& z = sizes[counter % sizes.size()];
+  g.m = z.m;
+  g.n = z.n;
+  g.k = z.k;
+  g.op_a = counter % 2 ? Op::T : Op::N;
+  g.op_b = (counter / 2) % 2 ? Op::T : Op::N;
+  g.order_a = counter % 3 == 1 ? Order::RowMajor : Order::ColMajor;
+  g.order_b = counter % 5 >= 3 ? Order::RowMajor : Order::ColMajor;
+  g.order_c = (counter / 3) % 2 ? Order::RowMajor : Order::ColMajor;
+  g.bias = counter % 4 != 3;
+  g.ld_padding = counter % 7 == 2 ? 2 : 0;
+  g.dtype = types[counter % 3];
+}
+
 // The sweep: operation x algorithm/direction x chunks x ranks x shard
 // pattern, with transposes, orders, bias, beta, padding, element type,
 // lanes, slot window and gathered output rotating through the cases.
@@ -135,8 +155,6 @@ std::vector<ScheduleCase> sweep_cases() {
                               {Algorithm::Ring, Direction::Bidirectional},
                               {Algorithm::Direct, Direction::Forward}};
   const Shards patterns[] = {Shards::Balanced, Shards::Uneven, Shards::WithEmpty};
-  const std::array<Sizes, 5> sizes = {{{13, 11, 9}, {7, 5, 3}, {20, 3, 8}, {5, 1, 12}, {9, 6, 0}}};
-  const DType types[] = {DType::F64, DType::F32, DType::F16};
   std::vector<ScheduleCase> cases;
   int counter = 0;
   for (Operation op : operations)
@@ -153,18 +171,7 @@ std::vector<ScheduleCase> sweep_cases() {
             g.operation = op;
             g.ranks = P;
             g.shards = s;
-            const Sizes& z = sizes[counter % sizes.size()];
-            g.m = z.m;
-            g.n = z.n;
-            g.k = z.k;
-            g.op_a = counter % 2 ? Op::T : Op::N;
-            g.op_b = (counter / 2) % 2 ? Op::T : Op::N;
-            g.order_a = counter % 3 == 1 ? Order::RowMajor : Order::ColMajor;
-            g.order_b = counter % 5 >= 3 ? Order::RowMajor : Order::ColMajor;
-            g.order_c = (counter / 3) % 2 ? Order::RowMajor : Order::ColMajor;
-            g.bias = counter % 4 != 3;
-            g.ld_padding = counter % 7 == 2 ? 2 : 0;
-            g.dtype = types[counter % 3];
+            vary_group(g, counter);
             c.options.algorithm = v.algorithm;
             c.options.direction = v.direction;
             c.options.chunks_per_shard = chunks;
@@ -307,6 +314,161 @@ TEST(Schedules, DirectWithMoreRanksThanOnePassSums) {
   run_cases(cases, {Model::DepsOnly, Model::StreamOrdered}, 2, 12);
 }
 
+// An f32 group whose rows split into P x chunks pieces of four rows each.
+GroupCase whole_tiles(Operation op, int P, int chunks) {
+  GroupCase g;
+  g.operation = op;
+  g.ranks = P;
+  g.m = 4 * P * chunks;
+  g.n = 3;
+  g.k = 2 * P;
+  g.dtype = DType::F32;
+  return g;
+}
+
+// The direct algorithm with sums read from peers' memory (the SM
+// transport): GEMM-RS and two-shot GEMM-AR, and one-shot GEMM-AR at every
+// group size (the planner takes it over two ranks), at 1 to 5 ranks, every
+// shard pattern and 1 to 4 chunks, with transposes, orders, bias, beta,
+// padding, types and lanes rotating. Stream-ordered is how the transport
+// runs them (every comm step in order on one stream, each waiting on the
+// device for its peers' flags), where a wrong order deadlocks.
+std::vector<ScheduleCase> peer_sum_cases() {
+  struct Variant {
+    Operation op;
+    bool one_shot;
+  };
+  const Variant variants[] = {{Operation::GemmRs, false}, {Operation::GemmAr, false}, {Operation::GemmAr, true}};
+  const Shards patterns[] = {Shards::Balanced, Shards::Uneven, Shards::WithEmpty};
+  std::vector<ScheduleCase> cases;
+  int counter = 0;
+  for (const Variant& v : variants)
+    for (int chunks = 1; chunks <= 4; ++chunks)
+      for (int P = 1; P <= 5; ++P)
+        for (Shards shards : patterns) {
+          ScheduleCase c;
+          GroupCase& g = c.group;
+          g.operation = v.op;
+          g.ranks = P;
+          g.shards = shards;
+          vary_group(g, counter);
+          c.options.algorithm = Algorithm::Direct;
+          c.options.peer_sums = true;
+          c.options.all_reduce_one_shot = v.one_shot;
+          c.options.chunks_per_shard = chunks;
+          c.options.compute_lanes = 1 + counter % 2;
+          c.alpha = counter % 3 == 0 ? 1.0 : -1.25;
+          c.beta = counter % 2 == 0 ? 0.0 : (counter % 4 == 1 ? 1.0 : 0.5);
+          ++counter;
+          cases.push_back(c);
+        }
+  return cases;
+}
+
+TEST(Schedules, PeerSumsSweep) {
+  run_cases(peer_sum_cases(), {Model::DepsOnly, Model::StreamOrdered}, 3, 180);
+}
+
+// Edge shapes with sums read from peers: K = 0, fewer rows than ranks, a
+// single column, every rank but one empty.
+TEST(Schedules, PeerSumsDegenerateShapes) {
+  const std::array<Sizes, 5> sizes = {{{6, 4, 0}, {2, 3, 5}, {1, 1, 1}, {9, 1, 4}, {3, 8, 2}}};
+  std::vector<ScheduleCase> cases;
+  for (Operation op : {Operation::GemmRs, Operation::GemmAr})
+    for (bool one_shot : {false, true})
+      for (const Sizes& z : sizes)
+        for (int P : {2, 3, 5}) {
+          if (one_shot && op != Operation::GemmAr) continue;
+          ScheduleCase c;
+          c.options.algorithm = Algorithm::Direct;
+          c.options.peer_sums = true;
+          c.options.all_reduce_one_shot = one_shot;
+          c.group.operation = op;
+          c.group.ranks = P;
+          c.group.shards = Shards::WithEmpty;
+          c.group.m = z.m;
+          c.group.n = z.n;
+          c.group.k = z.k;
+          c.group.bias = true;
+          c.options.chunks_per_shard = 3;
+          c.beta = -0.5;
+          cases.push_back(c);
+        }
+  run_cases(cases, {Model::DepsOnly, Model::StreamOrdered}, 3, 45);
+}
+
+// One-shot GEMM-AR: every rank sums every rank's product of a piece, the
+// terms in rank order on every rank, so every rank's C gets the same bits.
+TEST(Schedules, OneShotSumsEveryProductInRankOrderOnEveryRank) {
+  using weave::internal::plan::PeerSumOp;
+  for (int P : {2, 3, 4})
+    for (int chunks : {1, 2, 3}) {
+      GroupCase g;
+      g.operation = Operation::GemmAr;
+      g.ranks = P;
+      g.shards = Shards::Uneven;
+      g.m = 5 * P * chunks + 1;
+      g.n = 3;
+      g.k = 2 * P;
+      g.dtype = DType::F32;
+      ScheduleOptions o;
+      o.algorithm = Algorithm::Direct;
+      o.peer_sums = true;
+      o.all_reduce_one_shot = true;
+      o.chunks_per_shard = chunks;
+      const std::vector<weave::internal::Problem> problems = make_group_problems(g);
+      std::vector<std::vector<int64_t>> rows_summed(static_cast<std::size_t>(P));
+      for (const weave::internal::Problem& p : problems) {
+        const weave::internal::plan::Schedule s = weave::internal::plan::build_schedule(p, o);
+        for (const auto& step : s.steps) {
+          const auto* sum = std::get_if<PeerSumOp>(&step.op);
+          if (!sum) continue;
+          ASSERT_EQ(static_cast<int>(sum->terms.size()), P) << step.label;
+          for (int q = 0; q < P; ++q) {
+            const auto& term = sum->terms[static_cast<std::size_t>(q)];
+            EXPECT_EQ(term.remote, q != p.group_rank) << step.label;
+            if (term.remote) {
+              EXPECT_EQ(term.peer, q) << step.label;
+            }
+          }
+          rows_summed[static_cast<std::size_t>(p.group_rank)].push_back(sum->dst.row0);
+        }
+      }
+      for (int q = 1; q < P; ++q) EXPECT_EQ(rows_summed[static_cast<std::size_t>(q)], rows_summed[0]);
+    }
+}
+
+// Two-shot GEMM-AR: a finished chunk leaves for every peer as soon as it is
+// summed: the publishes of its staging copy follow its sum directly, and
+// every rank reads the finished chunk j of every other owner before the
+// products of chunk j + 2 are published.
+TEST(Schedules, TwoShotFinishedChunksLeaveAsSoonAsSummed) {
+  using weave::internal::plan::PeerSumOp;
+  using weave::internal::plan::PublishOp;
+  for (int P : {3, 4})
+    for (int chunks : {2, 4}) {
+      ScheduleOptions o;
+      o.algorithm = Algorithm::Direct;
+      o.peer_sums = true;
+      o.chunks_per_shard = chunks;
+      for (const weave::internal::Problem& p : make_group_problems(whole_tiles(Operation::GemmAr, P, chunks))) {
+        const weave::internal::plan::Schedule s = weave::internal::plan::build_schedule(p, o);
+        int sums = 0;
+        for (int i = 0; i < static_cast<int>(s.steps.size()); ++i) {
+          const auto* sum = std::get_if<PeerSumOp>(&s.steps[static_cast<std::size_t>(i)].op);
+          if (!sum || !sum->has_copy) continue;
+          ++sums;
+          for (int k = 1; k < P; ++k) {
+            const auto& next = s.steps[static_cast<std::size_t>(i + k)];
+            ASSERT_TRUE(std::holds_alternative<PublishOp>(next.op)) << next.label;
+            EXPECT_EQ(next.deps, std::vector<int>{i}) << next.label;
+          }
+        }
+        EXPECT_EQ(sums, chunks) << "rank " << p.group_rank;
+      }
+    }
+}
+
 // A transfer can start only once its product is made, and the owner's own
 // products are needed only by the final sums: the direct algorithm emits
 // (so puts on the compute streams) every product that is sent before any
@@ -316,18 +478,11 @@ TEST(Schedules, DirectMakesProductsForOthersBeforeItsOwn) {
   for (Operation op : {Operation::GemmRs, Operation::GemmAr})
     for (int P : {2, 3, 4})
       for (int chunks : {1, 2, 3}) {
-        GroupCase g;
-        g.operation = op;
-        g.ranks = P;
-        g.m = 4 * P * chunks;
-        g.n = 3;
-        g.k = 2 * P;
-        g.dtype = DType::F32;
         ScheduleOptions o;
         o.algorithm = Algorithm::Direct;
         o.chunks_per_shard = chunks;
         o.compute_lanes = 2;
-        for (const weave::internal::Problem& p : make_group_problems(g)) {
+        for (const weave::internal::Problem& p : make_group_problems(whole_tiles(op, P, chunks))) {
           const weave::internal::plan::Schedule s = weave::internal::plan::build_schedule(p, o);
           std::vector<bool> sent(s.steps.size(), false);
           for (const auto& step : s.steps)

@@ -22,6 +22,7 @@
 #include "group_schedules.hpp"
 #include "plan/planner.hpp"
 #include "plan/schedule.hpp"
+#include "transport/registry.hpp"
 
 namespace weave_test {
 namespace {
@@ -161,6 +162,7 @@ TEST(SizeOverflow, ChunkNumbersOfAHugeGroup) {
 weave::internal::plan::Capabilities host_caps() {
   weave::internal::plan::Capabilities caps;
   caps.mpi_thread_level = MPI_THREAD_SINGLE;
+  caps.transports = weave::internal::transport::transport_descriptions();
   return caps;
 }
 

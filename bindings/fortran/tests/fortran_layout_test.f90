@@ -107,6 +107,7 @@ program fortran_layout_test
   call expect("weave_plan_info_t.b_type", offset(c_loc(info%b_type), c_loc(info)))
   call expect("weave_plan_info_t.c_type", offset(c_loc(info%c_type), c_loc(info)))
   call expect("weave_plan_info_t.bias_type", offset(c_loc(info%bias_type), c_loc(info)))
+  call expect("weave_plan_info_t.status", offset(c_loc(info%status), c_loc(info)))
 
   call expect("WEAVE_VERSION_MAJOR", int(WEAVE_VERSION_MAJOR, c_int64_t))
   call expect("WEAVE_VERSION_MINOR", int(WEAVE_VERSION_MINOR, c_int64_t))
@@ -166,6 +167,7 @@ program fortran_layout_test
   call expect("WEAVE_TRANSPORT_NCCL", int(WEAVE_TRANSPORT_NCCL, c_int64_t))
   call expect("WEAVE_TRANSPORT_UCX", int(WEAVE_TRANSPORT_UCX, c_int64_t))
   call expect("WEAVE_TRANSPORT_COPY_ENGINE", int(WEAVE_TRANSPORT_COPY_ENGINE, c_int64_t))
+  call expect("WEAVE_TRANSPORT_SM", int(WEAVE_TRANSPORT_SM, c_int64_t))
   call expect("WEAVE_DIRECTION_AUTO", int(WEAVE_DIRECTION_AUTO, c_int64_t))
   call expect("WEAVE_DIRECTION_FORWARD", int(WEAVE_DIRECTION_FORWARD, c_int64_t))
   call expect("WEAVE_DIRECTION_BACKWARD", int(WEAVE_DIRECTION_BACKWARD, c_int64_t))

@@ -7,6 +7,7 @@
 
 #include "backends/cuda/cuda_check.hpp"
 #include "backends/cuda/epilogue_launcher.hpp"
+#include "backends/cuda/type_dispatch.cuh"
 #include "kernels/epilogue.hpp"
 
 namespace weave::internal::cuda {
@@ -155,24 +156,10 @@ bool vector_kernel_applies(const kernels::EpilogueFunctor<Dst, Src>& f) {
   return !f.bias || !f.dst_row_major || f.bias_stride != 1 || aligned(f.bias, dst_vector);
 }
 
-template <class Dst, class Src>
-struct TypePair {
-  using dst = Dst;
-  using src = Src;
-};
-
 // Calls visit(TypePair<Dst, Src>{}) for a supported pair; false otherwise.
 template <class Visit>
 bool visit_type_pair(DType dst, DType src, Visit&& visit) {
-  if (dst == src) {
-    switch (dst) {
-      case DType::F64: visit(TypePair<double, double>{}); return true;
-      case DType::F32: visit(TypePair<float, float>{}); return true;
-      case DType::F16: visit(TypePair<__half, __half>{}); return true;
-      case DType::BF16: visit(TypePair<__nv_bfloat16, __nv_bfloat16>{}); return true;
-    }
-    return false;
-  }
+  if (dst == src) return visit_same_type(dst, visit);
   if (src == DType::F32 && dst == DType::F16) {
     visit(TypePair<__half, float>{});
     return true;

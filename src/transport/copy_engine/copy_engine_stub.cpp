@@ -4,15 +4,9 @@
 
 namespace weave::internal::transport {
 
-std::unique_ptr<Transport> make_copy_engine_transport(GridState&, const GroupView&, const plan::Schedule&, void*,
-                                                      bool) {
+std::unique_ptr<Transport> make_copy_engine_transport(const TransportContext&) {
   fail(WEAVE_ERROR_NOT_COMPILED, "the copy-engine transport is not compiled into this Weave; rebuild with "
        "-DWEAVE_ENABLE_CUDA=ON");
-}
-
-bool copy_engine_usable(const GroupView&, std::string* why_not) {
-  if (why_not) *why_not = "the copy-engine transport is not compiled into this Weave";
-  return false;
 }
 
 }  // namespace weave::internal::transport

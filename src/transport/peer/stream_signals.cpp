@@ -1,4 +1,4 @@
-#include "transport/copy_engine/stream_signals.hpp"
+#include "transport/peer/stream_signals.hpp"
 
 #include <cuda.h>
 
@@ -15,7 +15,7 @@ void* driver_entry_point(const char* symbol) {
   const cudaError_t code = cudaGetDriverEntryPointByVersion(symbol, &function, 12000, cudaEnableDefault, &found);
   if (code != cudaSuccess || found != cudaDriverEntryPointSuccess || !function)
     fail(WEAVE_ERROR_UNSUPPORTED, "the CUDA driver does not provide ", symbol,
-         ", which the copy-engine transport signals with; use the nccl transport");
+         ", which peer transports signal with; use the nccl transport");
   return function;
 }
 

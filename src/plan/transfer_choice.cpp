@@ -1,0 +1,49 @@
+#include "plan/transfer_choice.hpp"
+
+#include "core/error.hpp"
+
+namespace weave::internal::plan {
+
+std::vector<SmTransferRule> default_sm_transfer_rules() {
+  return {{Operation::AgGemm, 0, 0}, {Operation::GemmRs, 0, 0}, {Operation::GemmAr, 0, 0}};
+}
+
+double transfer_shard_bytes(const Problem& p) {
+  const double rows = static_cast<double>(p.m) / p.group_size;
+  // p.dtype: the type of C, and today of A and B.
+  if (p.operation == Operation::AgGemm) return rows * static_cast<double>(p.k) * dtype_size(p.dtype);
+  return rows * static_cast<double>(p.n) * dtype_size(p.dtype);
+}
+
+namespace {
+std::string mib(double bytes) { return str(bytes / (1024.0 * 1024.0), " MiB"); }
+}  // namespace
+
+TransferChoice choose_transfers(const Problem& p, const std::vector<SmTransferRule>& rules) {
+  const double bytes = transfer_shard_bytes(p);
+  TransferChoice choice;
+  for (const SmTransferRule& rule : rules) {
+    if (rule.operation != p.operation) continue;
+    if (rule.from_bytes >= rule.below_bytes) {
+      choice.why = str("no measurement on this machine favours SM-driven transfers for ", operation_name(p.operation));
+      return choice;
+    }
+    choice.sm_transfers = bytes >= rule.from_bytes && bytes < rule.below_bytes;
+    choice.why = str(mib(bytes), " shards, SM-driven transfers measured faster for ", operation_name(p.operation),
+                     " from ", mib(rule.from_bytes), " below ", mib(rule.below_bytes));
+    if (!choice.sm_transfers)
+      choice.why = str(mib(bytes), " shards, outside the ", mib(rule.from_bytes), " to ", mib(rule.below_bytes),
+                       " where SM-driven transfers measured faster for ", operation_name(p.operation));
+    return choice;
+  }
+  choice.why = str("no rule for ", operation_name(p.operation));
+  return choice;
+}
+
+int direct_chunks(const Problem& p, const DirectChunkRule& rule) {
+  const double shard = static_cast<double>(p.m) / p.group_size * static_cast<double>(p.n) * dtype_size(p.dtype);
+  if (p.operation == Operation::GemmAr && p.group_size == 2 && shard >= rule.pair_all_reduce_four_chunk_bytes) return 4;
+  return shard < rule.two_chunk_bytes ? 1 : shard < rule.four_chunk_bytes ? 2 : 4;
+}
+
+}  // namespace weave::internal::plan

@@ -1,0 +1,88 @@
+// Copy engines or SM-driven transfers, per operation and shape, between the
+// GPUs of one node: the rule and every threshold it uses, in one place.
+//
+// Both transports map their peers' workspaces and take the same peer-access
+// probe; they differ in cost. A copy-engine transfer takes no SM from the
+// GEMMs but costs a fixed 15-25 µs of signalling, and the owner of a
+// reduction reads every received product again in a separate summing pass.
+// SM-driven transfers run kernels on a budget of SMs (WEAVE_SM_TRANSPORT_CTAS
+// CTAs, which the GEMMs leave free) that read a peer's products where they
+// were made and sum them in the same pass. Which wins depends on the
+// operation and the bytes per transfer, so the choice is a table of measured
+// ranges (doc/performance.md says how each range is measured).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/problem.hpp"
+
+namespace weave::internal::plan {
+
+// CTAs (one per SM) of the SM transport's kernels when WEAVE_SM_TRANSPORT_CTAS
+// is not set. Provisional, not measured: 16 of an H100's or H200's 132 SMs
+// keep 16 x 512 threads x 4 vector loads of 16 B (512 KiB) in flight, which
+// by estimate covers the latency of NVLink reads at several hundred GB/s,
+// while leaving the GEMMs 88% of the SMs.
+constexpr int kSmTransportDefaultCtas = 16;
+constexpr int kSmTransportMaxCtas = 1024;
+
+// SM-driven transfers are chosen automatically for `operation` when the
+// bytes of one rank's shard on the wire (transfer_shard_bytes) lie in
+// [from_bytes, below_bytes). An empty range: never.
+struct SmTransferRule {
+  Operation operation;
+  double from_bytes;
+  double below_bytes;
+};
+
+// The rules of this build. Provisional, until measured on the machine:
+// every range is empty, so plans left automatic keep the copy engines
+// (measured, doc/performance.md) and the SM transport runs where it is asked
+// for (WEAVE_TRANSPORT=sm or WEAVE_TRANSPORT_SM).
+std::vector<SmTransferRule> default_sm_transfer_rules();
+
+// The bytes of one rank's shard as it travels: op(A)'s rows for AG-GEMM, the
+// rank's rows of the product in C's type for GEMM-RS and GEMM-AR.
+double transfer_shard_bytes(const Problem& p);
+
+struct TransferChoice {
+  bool sm_transfers = false;
+  std::string why;  // for describe
+};
+TransferChoice choose_transfers(const Problem& p, const std::vector<SmTransferRule>& rules);
+
+// Chunks per shard of the direct algorithm when left automatic: one, two
+// from two_chunk_bytes of a rank's product shard in C's type, four from
+// four_chunk_bytes; GEMM-AR over two ranks four from
+// pair_all_reduce_four_chunk_bytes.
+struct DirectChunkRule {
+  double two_chunk_bytes;
+  double four_chunk_bytes;
+  double pair_all_reduce_four_chunk_bytes;
+};
+// Measured over copy engines (doc/performance.md).
+constexpr DirectChunkRule kCopyEngineDirectChunks{64.0 * 1024 * 1024, 128.0 * 1024 * 1024, 32.0 * 1024 * 1024};
+// With sums fused into SM-driven transfers. Provisional, not measured: the
+// copy engines' rule; a chunk costs less here (no copy-engine rendezvous),
+// so finer chunks may pay, which `--variants sm/auto/C/direct` measures.
+constexpr DirectChunkRule kPeerSumDirectChunks = kCopyEngineDirectChunks;
+int direct_chunks(const Problem& p, const DirectChunkRule& rule);
+
+// Below this many flops per rank a device plan whose reductions are summed
+// where they are read runs sequentially. Provisional, not measured: the copy
+// engines' threshold (kDeviceOverlapMinFlops); SM-driven transfers cost
+// less per chunk, so overlap may pay on smaller shapes, which
+// `--variants sm/auto/0/direct` (an explicit algorithm, so no threshold)
+// against the sequential column measures.
+constexpr double kPeerSumOverlapMinFlops = 64e9;
+
+// GEMM-AR with fused sums over at most this many ranks runs the one-shot
+// exchange (every rank reads every other rank's whole product and writes
+// all of C in one pass); over more ranks the two-shot one (each owner sums
+// its rows, then every rank reads the finished rows of the others). Two:
+// there one-shot moves the same bytes as two-shot in one phase instead of
+// two; from three ranks it moves more. WEAVE_ALL_REDUCE overrides.
+constexpr int kOneShotAllReduceMaxRanks = 2;
+
+}  // namespace weave::internal::plan

@@ -1,0 +1,95 @@
+// A rank that never calls execute, after the others enqueued stream-ordered
+// transfers that wait on the device for its flags: their device-side waits
+// give up after the plan's timeout (2 s here), their streams drain, the
+// plan reports WEAVE_ERROR_TIMEOUT (weave_plan_get_info's status, then the
+// next execute, naming the step and the peer) and then
+// WEAVE_ERROR_PLAN_FAILED, and every rank destroys the plan. For every
+// operation over the transports that map their peers' memory (sm,
+// copy_engine), overlapped algorithms only (NCCL's collectives wait inside
+// NCCL). WEAVE_FLAG_NO_EXECUTE_CHECK lets the others enqueue without
+// waiting for the absent rank on the host. Needs 2 ranks or more, one GPU
+// each; exits with 77 (skipped) otherwise.
+#include <mpi.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "cuda_device_memory.hpp"
+#include "peer_problem.hpp"
+#include "peer_test_harness.hpp"
+
+namespace {
+
+using weave_gpu_test::agree;
+using weave_gpu_test::PeerProblem;
+
+constexpr int kTimeoutMs = 2000;
+// How long past the timeout the streams may take to drain: the first wait
+// to give up makes every later one give up at once, but a wait starts only
+// once its stream reaches it.
+constexpr double kDrainSeconds = 8.0;
+
+void run_case(weave_grid_t grid, cudaStream_t stream, const char* transport, weave_operation_t op) {
+  setenv("WEAVE_TRANSPORT", transport, 1);
+  const std::string what = std::string(transport) + (op == WEAVE_AG_GEMM   ? " AG-GEMM"
+                                                     : op == WEAVE_GEMM_RS ? " GEMM-RS"
+                                                                           : " GEMM-AR");
+  const int ranks = weave_gpu_test::peer_test_size(), rank = weave_gpu_test::peer_test_rank();
+  PeerProblem p(grid, op, 64 * ranks, 32, 16 * ranks, WEAVE_ORDER_ROW_MAJOR);
+  p.fill(0, 5);
+  weave_plan_desc_t pd = p.plan_desc();
+  pd.algorithm = op == WEAVE_AG_GEMM ? WEAVE_ALGORITHM_RING : WEAVE_ALGORITHM_DIRECT;
+  pd.timeout_ms = kTimeoutMs;
+  pd.flags = WEAVE_FLAG_NO_EXECUTE_CHECK;
+  weave_plan_t plan = nullptr;
+  if (!agree(weave_plan_create(grid, &pd, &plan) == WEAVE_SUCCESS, what + ": plan creation", weave_last_error()))
+    return;
+  const int absent = ranks - 1;
+  bool ok = true;
+  std::string why;
+  if (rank != absent) {
+    const auto start = std::chrono::steady_clock::now();
+    ok = weave_execute(plan, 1.0, p.a(0), p.b(0), 0.0, p.c(0), nullptr, stream) == WEAVE_SUCCESS;
+    if (!ok) why = std::string("the execute itself failed: ") + weave_last_error();
+    WEAVE_TEST_CUDA(cudaStreamSynchronize(stream));
+    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (ok && (waited < 0.9 * kTimeoutMs / 1000.0 || waited > kTimeoutMs / 1000.0 + kDrainSeconds)) {
+      ok = false;
+      why = "the stream drained after " + std::to_string(waited) + " s";
+    }
+    weave_plan_info_t info = WEAVE_PLAN_INFO_INIT;
+    if (ok && (weave_plan_get_info(plan, &info) != WEAVE_SUCCESS || info.status != WEAVE_ERROR_TIMEOUT)) {
+      ok = false;
+      why = std::string("weave_plan_get_info's status is ") + weave_status_string(info.status);
+    }
+    if (ok) {
+      const weave_status_t next = weave_execute(plan, 1.0, p.a(0), p.b(0), 0.0, p.c(0), nullptr, stream);
+      const std::string message = weave_last_error();
+      const std::string peer = ranks == 2 ? "group rank 1" : "group rank";
+      if (next != WEAVE_ERROR_TIMEOUT || message.find("step ") == std::string::npos ||
+          message.find(peer) == std::string::npos) {
+        ok = false;
+        why = std::string("the next execute returned ") + weave_status_string(next) + ": " + message;
+      }
+    }
+    if (ok && weave_execute(plan, 1.0, p.a(0), p.b(0), 0.0, p.c(0), nullptr, stream) != WEAVE_ERROR_PLAN_FAILED) {
+      ok = false;
+      why = "an execute after the timeout did not say the plan failed";
+    }
+    WEAVE_TEST_CUDA(cudaStreamSynchronize(stream));
+  }
+  agree(ok, what + ": waits for an absent rank end in WEAVE_ERROR_TIMEOUT within the timeout", why);
+  MPI_Barrier(MPI_COMM_WORLD);  // every stream has drained before any rank unmaps
+  agree(weave_plan_destroy(plan) == WEAVE_SUCCESS, what + ": the plan is destroyed on every rank", weave_last_error());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return weave_gpu_test::run_peer_test(argc, argv, [](weave_grid_t grid, cudaStream_t stream) {
+    for (const char* transport : {"sm", "copy_engine"})
+      for (weave_operation_t op : {WEAVE_AG_GEMM, WEAVE_GEMM_RS, WEAVE_GEMM_AR}) run_case(grid, stream, transport, op);
+  });
+}
