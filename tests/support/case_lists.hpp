@@ -125,6 +125,24 @@ inline std::vector<Case> sweep_cases(const CaseListOptions& options, std::mt1993
       c.algorithm = WEAVE_ALGORITHM_RING;
       cases.push_back(c);
     }
+  // Empty products (N = 0, then M = 0) under every reduction algorithm: a
+  // rank whose products are all empty has no workspace, and peers that
+  // read from it (the SM transport's fused sums) must not need its address.
+  for (weave_operation_t op : {WEAVE_GEMM_RS, WEAVE_GEMM_AR})
+    for (int variant = 0; variant < 4; ++variant) {
+      Case c;
+      c.operation = op;
+      c.dtype = options.types.front();
+      c.m = variant < 2 ? 5 : 0;
+      c.n = variant < 2 ? 0 : 7;
+      c.k = 35;
+      c.shards = Shards::WithEmpty;
+      c.bias = variant % 2 == 0;
+      c.beta = variant == 1 ? 0.5 : 0.0;
+      c.chunks = 1;
+      c.algorithm = variant % 2 ? WEAVE_ALGORITHM_RING : WEAVE_ALGORITHM_DIRECT;
+      cases.push_back(c);
+    }
   // Rows that are whole 16-byte vectors in every type (N a multiple of 8,
   // tight leading dimensions): the CUDA backend's element-wise steps take
   // its vector kernel here (the sizes above take the scalar one). Row-major

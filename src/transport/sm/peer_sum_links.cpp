@@ -62,10 +62,12 @@ PeerSumLinks::PeerSumLinks(MPI_Comm comm, const plan::Schedule& schedule, const 
     const PeerEntry& mine = my_reads[i];
     const int publisher = static_cast<int>(mine.peer);
     const PeerEntry& match = publications.match(publisher, me, mine, "publication");
-    if (!mappings.workspace(publisher))
+    // A rank whose products are all empty (N = 0, say) has no workspace; a
+    // read of nothing from it needs no address, only its flags.
+    if (mine.bytes > 0 && !mappings.workspace(publisher))
       fail(WEAVE_ERROR_INTERNAL, "group rank ", publisher, " has no workspace");
     TermLink& link = terms_[reads[i].step][reads[i].term];
-    link.data = mappings.workspace(publisher) + match.offset;
+    link.data = mappings.workspace(publisher) ? mappings.workspace(publisher) + match.offset : nullptr;
     link.ready_flag = mappings.flags(me) + mine.flag;
     link.released_flag = mappings.flags(publisher) + match.flag;
   }
