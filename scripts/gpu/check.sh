@@ -34,6 +34,7 @@
 #                    with the direct reductions at automatic, 2 and 4 chunks,
 #                    two-shot GEMM-AR, 8 and 32 CTAs, its rings, and both
 #                    transports with unbounded stream-memory-op waits)
+#   SM_BENCH_ARGS    extra weave-bench arguments of that run (e.g. "--ops rs,ar")
 #   SM_TRACES        traced executes over the SM transport, each op:MxKxN
 #                    (default "ar:8192x8192x8192 rs:8192x8192x8192")
 #   BENCH_TIMEOUT    seconds the benchmark may take (default 300)
@@ -216,7 +217,8 @@ run_bench() {
   # take turns within every iteration.
   if [ "${SM_BENCH:-1}" = 1 ] && [ "$GPUS" -ge 2 ]; then
     local sm_variants=${SM_VARIANTS:-sm/auto/0/direct,sm/auto/2/direct,sm/auto/4/direct,sm/auto/0/direct/0/WEAVE_ALL_REDUCE=two_shot,sm/auto/0/direct/0/WEAVE_SM_TRANSPORT_CTAS=8,sm/auto/0/direct/0/WEAVE_SM_TRANSPORT_CTAS=32,sm/auto/0,sm/auto/0/direct/0/WEAVE_DEVICE_WAIT=stream,copy_engine/auto/0/auto/0/WEAVE_DEVICE_WAIT=stream}
-    bench_tp -sm --variants "$sm_variants" || say "SM transport weave-bench run failed or ran out of time"
+    # shellcheck disable=SC2086
+    bench_tp -sm --variants "$sm_variants" ${SM_BENCH_ARGS:-} || say "SM transport weave-bench run failed or ran out of time"
   fi
   # One traced execute of the default plan per entry of TRACES (and over the
   # SM transport per entry of SM_TRACES), merged over ranks.

@@ -383,8 +383,11 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
   // A transport with an SM budget runs its kernels on that many CTAs, one
   // per SM, and the GEMMs leave those SMs free unless WEAVE_SM_MARGIN says
   // otherwise.
+  // By default the fused sums, which read peers' memory, get more CTAs than
+  // pushes (transfer_choice.hpp says why).
+  const int default_ctas = r.schedule.peer_sums ? kSmTransportPeerSumCtas : kSmTransportPushCtas;
   r.sm_transport_ctas =
-      static_cast<int>(env_integer(env, "WEAVE_SM_TRANSPORT_CTAS", kSmTransportDefaultCtas, 1, kSmTransportMaxCtas));
+      static_cast<int>(env_integer(env, "WEAVE_SM_TRANSPORT_CTAS", default_ctas, 1, kSmTransportMaxCtas));
   const bool budget = transport->sms == SmUse::Budget && r.backend == Backend::Cuda;
   const bool margin_asked = env.count("WEAVE_SM_MARGIN") > 0;
   const int margin = margin_asked ? static_cast<int>(env_integer(env, "WEAVE_SM_MARGIN", 0, 0, INT_MAX))

@@ -42,7 +42,7 @@ struct Resolved {
   // 0: none, always for sequential plans.
   int gemm_sm_margin = 0;
   // CTAs (one per SM) of an SM-driven transport's kernels.
-  int sm_transport_ctas = kSmTransportDefaultCtas;
+  int sm_transport_ctas = kSmTransportPushCtas;
   DeviceWait device_wait = DeviceWait::Bounded;
   int flags = 0;
   // Why the automatic choices came out as they did, for describe.

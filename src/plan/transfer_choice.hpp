@@ -20,11 +20,18 @@
 namespace weave::internal::plan {
 
 // CTAs (one per SM) of the SM transport's kernels when WEAVE_SM_TRANSPORT_CTAS
-// is not set. Provisional, not measured: 16 of an H100's or H200's 132 SMs
-// keep 16 x 512 threads x 4 vector loads of 16 B (512 KiB) in flight, which
-// by estimate covers the latency of NVLink reads at several hundred GB/s,
-// while leaving the GEMMs 88% of the SMs.
-constexpr int kSmTransportDefaultCtas = 16;
+// is not set, measured on 2 H100s (doc/performance.md, "The SM transport"):
+// - fused sums (the reductions' direct algorithm, whose owners read the
+//   peers' products over NVLink): the reads are bounded by the requests each
+//   SM keeps in flight, so their speed grew with the CTAs: GEMM-AR 8192^3 at
+//   2.50, 1.75 and 1.39 x its limit on 16, 32 and 64 CTAs, GEMM-RS
+//   16384x8192x28672 at 1.87, 1.35 and 1.31 (the GEMMs leaving those SMs
+//   free); 64 was the fastest from 4096 rows up;
+// - pushes (AG-GEMM and the rings): writes need few SMs, and every SM given
+//   to them is taken from the GEMMs: AG-GEMM 16384^3 at 1.07 on 16 CTAs and
+//   1.21 on 32.
+constexpr int kSmTransportPeerSumCtas = 64;
+constexpr int kSmTransportPushCtas = 16;
 constexpr int kSmTransportMaxCtas = 1024;
 
 // SM-driven transfers are chosen automatically for `operation` when the
@@ -36,10 +43,12 @@ struct SmTransferRule {
   double below_bytes;
 };
 
-// The rules of this build. Provisional, until measured on the machine:
-// every range is empty, so plans left automatic keep the copy engines
-// (measured, doc/performance.md) and the SM transport runs where it is asked
-// for (WEAVE_TRANSPORT=sm or WEAVE_TRANSPORT_SM).
+// The rules of this build, measured on 2 H100s (doc/performance.md, "The SM
+// transport"): the copy engines were faster for GEMM-RS and GEMM-AR on every
+// benchmarked shape (1024 to 16384 rows), so their ranges are empty; the SM
+// ring was faster for AG-GEMM only with shards below 16 MiB (1024 rows of
+// K = 8192 in bf16 over two ranks). Elsewhere the SM transport runs where it
+// is asked for (WEAVE_TRANSPORT=sm or WEAVE_TRANSPORT_SM).
 std::vector<SmTransferRule> default_sm_transfer_rules();
 
 // The bytes of one rank's shard as it travels: op(A)'s rows for AG-GEMM, the

@@ -415,11 +415,22 @@ TEST(TransportTable, SmTransfersWhereTheMeasuredRuleSaysSo) {
   const weave_plan_desc_t desc{};
   Capabilities caps = everything();
   caps.peer_access = true;
-  // This build's rules: none measured yet, so copy engines everywhere.
+  // This build's rules (measured: the copy engines won everywhere), so copy engines everywhere.
   for (Operation op : {Operation::AgGemm, Operation::GemmRs, Operation::GemmAr}) {
     const Resolved r = resolve_options(desc, device(op, 8192), {}, caps);
     EXPECT_EQ(r.transport, Transport::CopyEngine) << operation_name(op);
-    EXPECT_NE(r.notes.find("not sm: no measurement"), std::string::npos) << r.notes;
+    EXPECT_NE(r.notes.find(op == Operation::AgGemm ? "not sm: 32 MiB shards, outside the 0 MiB to 16 MiB"
+                                                   : "not sm: copy engines measured faster"),
+              std::string::npos)
+        << r.notes;
+  }
+  // AG-GEMM with shards below 16 MiB: 1024 rows of K = 8192 in bf16 over
+  // two ranks are 8 MiB shards.
+  {
+    const Resolved small = resolve_options(desc, device(Operation::AgGemm, 1024, 2), {}, caps);
+    EXPECT_EQ(small.transport, Transport::Sm) << small.notes;
+    EXPECT_NE(small.notes.find("SM-driven transfers measured faster for AG-GEMM"), std::string::npos) << small.notes;
+    EXPECT_EQ(resolve_options(desc, device(Operation::GemmAr, 1024, 2), {}, caps).transport, Transport::CopyEngine);
   }
   // A machine where SM transfers measured faster for GEMM-AR below 64 MiB
   // shards: 8192 rows over 4 ranks move 32 MiB shards of bf16.
@@ -455,14 +466,16 @@ TEST(TransportTable, SmTransportAskedFor) {
   EXPECT_EQ(rs.transport, Transport::Sm);
   EXPECT_EQ(rs.schedule.algorithm, Algorithm::Direct);
   EXPECT_TRUE(rs.schedule.peer_sums);
-  EXPECT_EQ(rs.sm_transport_ctas, kSmTransportDefaultCtas);
-  EXPECT_EQ(rs.gemm_sm_margin, kSmTransportDefaultCtas);
+  EXPECT_EQ(rs.sm_transport_ctas, kSmTransportPeerSumCtas);
+  EXPECT_EQ(rs.gemm_sm_margin, kSmTransportPeerSumCtas);
   EXPECT_NE(rs.notes.find("SMs free for the SM transport"), std::string::npos) << rs.notes;
   EXPECT_NE(rs.notes.find("transport from WEAVE_TRANSPORT"), std::string::npos) << rs.notes;
 
   const Resolved ag = resolve_options(desc, device(Operation::AgGemm, 4), env, caps);
   EXPECT_EQ(ag.schedule.algorithm, Algorithm::Ring);
   EXPECT_FALSE(ag.schedule.peer_sums);
+  EXPECT_EQ(ag.sm_transport_ctas, kSmTransportPushCtas);
+  EXPECT_EQ(ag.gemm_sm_margin, kSmTransportPushCtas);
 
   // The budget, a margin of one's own, and no margin at all.
   Environment tuned = env;

@@ -59,7 +59,7 @@ __device__ void copy_bytes(void* dst, const void* src, int64_t bytes) {
   const auto* in = static_cast<const unsigned char*>(src);
   int64_t done = 0;
   if ((reinterpret_cast<uintptr_t>(dst) | reinterpret_cast<uintptr_t>(src)) % 16 == 0) {
-    constexpr int kUnroll = 4;
+    constexpr int kUnroll = 8;
     const int64_t words = bytes / 16;
     auto* out16 = reinterpret_cast<uint4*>(dst);
     const auto* in16 = reinterpret_cast<const uint4*>(src);
@@ -135,7 +135,16 @@ struct PeerSumArgs {
 
 // Terms are loaded this many at a time, all before any is added, so that
 // many loads are in flight without a register for every possible term.
-constexpr int kTermsPerGroup = 4;
+constexpr int kTermsPerGroup = 2;
+// Each thread sums this many independent vectors of the output at once
+// (grid-stride apart), issuing every one of their loads before it adds any:
+// a read of a peer's memory over NVLink takes microseconds, so the bytes in
+// flight, not the SMs' arithmetic, bound the kernel (one vector per thread:
+// GEMM-AR 8192^3 on 2 H100s at 2.73 x its limit on 16 CTAs; these: 2.50).
+// Vectors of 8 elements (16-bit types) keep 2 per thread: 4 would need
+// more registers than 512 threads per CTA may have.
+template <int V>
+constexpr int kVectorsPerThread = V >= 8 ? 2 : 4;
 
 // V > 1: V neighbouring elements of a row at once (dst row-major, every row
 // of every operand starting on a 16-byte boundary). V == 1: one element at
@@ -144,62 +153,80 @@ constexpr int kTermsPerGroup = 4;
 // its order: the terms summed first to last, then scaled, then beta * dst,
 // then bias.
 template <class Dst, class Src, int V>
-__global__ void peer_sum_kernel(PeerSumArgs<Dst, Src> a, unsigned* counter, DeviceWaitState waits) {
+__global__ void __launch_bounds__(kThreadsPerCta)
+    peer_sum_kernel(PeerSumArgs<Dst, Src> a, unsigned* counter, DeviceWaitState waits) {
   using Acc = typename PeerSumArgs<Dst, Src>::Acc;
+  constexpr int U = kVectorsPerThread<V>;
   const bool go = wait_in_cta(waits, a.ready_flag, a.term_peer, a.term_count, a.step, nullptr);
   if (go) {
     const uint64_t per_row = static_cast<uint64_t>(a.cols / V);
     const uint64_t total = per_row * static_cast<uint64_t>(a.rows);
     const uint64_t stride = static_cast<uint64_t>(blockDim.x) * gridDim.x;
-    for (uint64_t index = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; index < total;
-         index += stride) {
-      const int64_t i = static_cast<int64_t>(index / per_row);
-      const int64_t j = static_cast<int64_t>(index - static_cast<uint64_t>(i) * per_row) * V;
-      const int64_t at = i * a.cols + j;  // in every term and in copy
-      Acc sum[V];
+    for (uint64_t first = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; first < total;
+         first += stride * U) {
+      int64_t row[U], col[U], at[U];  // at: the element's offset in every term and in copy
+      bool valid[U];
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const uint64_t index = first + u * stride;
+        valid[u] = index < total;
+        row[u] = valid[u] ? static_cast<int64_t>(index / per_row) : 0;
+        col[u] = valid[u] ? static_cast<int64_t>(index - static_cast<uint64_t>(row[u]) * per_row) * V : 0;
+        at[u] = row[u] * a.cols + col[u];
+      }
+      Acc sum[U][V];
 #pragma unroll
       for (int group = 0; group < kMaxPeerSumTerms; group += kTermsPerGroup) {
         if (group >= a.term_count) break;
-        Vector<Src, V> loaded[kTermsPerGroup];
+        Vector<Src, V> loaded[U][kTermsPerGroup];
 #pragma unroll
-        for (int u = 0; u < kTermsPerGroup; ++u)
-          if (group + u < a.term_count)
-            loaded[u] = load_global(reinterpret_cast<const Vector<Src, V>*>(a.terms[group + u] + at));
+        for (int u = 0; u < U; ++u)
 #pragma unroll
-        for (int u = 0; u < kTermsPerGroup; ++u) {
-          if (group + u >= a.term_count) break;
+          for (int g = 0; g < kTermsPerGroup; ++g)
+            if (valid[u] && group + g < a.term_count)
+              loaded[u][g] = load_global(reinterpret_cast<const Vector<Src, V>*>(a.terms[group + g] + at[u]));
+#pragma unroll
+        for (int u = 0; u < U; ++u)
+#pragma unroll
+          for (int g = 0; g < kTermsPerGroup; ++g) {
+            if (group + g >= a.term_count) break;
+#pragma unroll
+            for (int e = 0; e < V; ++e) {
+              const Acc term = kernels::load_as<Acc>(loaded[u][g].lane[e]);
+              sum[u][e] = group + g == 0 ? term : sum[u][e] + term;
+            }
+          }
+      }
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        if (!valid[u]) break;
+        const int64_t i = row[u], j = col[u];
+        Acc result[V];
+#pragma unroll
+        for (int e = 0; e < V; ++e) result[e] = a.src_scale * sum[u][e];
+        if constexpr (V > 1) {
+          Dst* const out = a.dst + i * a.dst_ld + j;
+          if (a.dst_scale != Acc(0)) {
+            const Vector<Dst, V> old = *reinterpret_cast<const Vector<Dst, V>*>(out);
+#pragma unroll
+            for (int e = 0; e < V; ++e) result[e] += a.dst_scale * kernels::load_as<Acc>(old.lane[e]);
+          }
+          Vector<Dst, V> stored;
 #pragma unroll
           for (int e = 0; e < V; ++e) {
-            const Acc term = kernels::load_as<Acc>(loaded[u].lane[e]);
-            sum[e] = group + u == 0 ? term : sum[e] + term;
+            if (a.bias) result[e] += kernels::load_as<Acc>(a.bias[(j + e) * a.bias_stride]);
+            stored.lane[e] = kernels::store_as<Dst>(result[e]);
           }
+          *reinterpret_cast<Vector<Dst, V>*>(out) = stored;
+          if (a.copy) *reinterpret_cast<Vector<Dst, V>*>(a.copy + at[u]) = stored;
+        } else {
+          Dst* const out = a.dst + (a.dst_row_major ? i * a.dst_ld + j : i + j * a.dst_ld);
+          if (a.dst_scale != Acc(0)) result[0] += a.dst_scale * kernels::load_as<Acc>(*out);
+          if (a.bias) result[0] += kernels::load_as<Acc>(a.bias[j * a.bias_stride]);
+          const Dst stored = kernels::store_as<Dst>(result[0]);
+          *out = stored;
+          if (a.copy) a.copy[at[u]] = stored;
         }
-      }
-      Acc result[V];
-#pragma unroll
-      for (int e = 0; e < V; ++e) result[e] = a.src_scale * sum[e];
-      if constexpr (V > 1) {
-        Dst* const out = a.dst + i * a.dst_ld + j;
-        if (a.dst_scale != Acc(0)) {
-          const Vector<Dst, V> old = *reinterpret_cast<const Vector<Dst, V>*>(out);
-#pragma unroll
-          for (int e = 0; e < V; ++e) result[e] += a.dst_scale * kernels::load_as<Acc>(old.lane[e]);
-        }
-        Vector<Dst, V> stored;
-#pragma unroll
-        for (int e = 0; e < V; ++e) {
-          if (a.bias) result[e] += kernels::load_as<Acc>(a.bias[(j + e) * a.bias_stride]);
-          stored.lane[e] = kernels::store_as<Dst>(result[e]);
-        }
-        *reinterpret_cast<Vector<Dst, V>*>(out) = stored;
-        if (a.copy) *reinterpret_cast<Vector<Dst, V>*>(a.copy + at) = stored;
-      } else {
-        Dst* const out = a.dst + (a.dst_row_major ? i * a.dst_ld + j : i + j * a.dst_ld);
-        if (a.dst_scale != Acc(0)) result[0] += a.dst_scale * kernels::load_as<Acc>(*out);
-        if (a.bias) result[0] += kernels::load_as<Acc>(a.bias[j * a.bias_stride]);
-        const Dst stored = kernels::store_as<Dst>(result[0]);
-        *out = stored;
-        if (a.copy) a.copy[at] = stored;
       }
     }
   }
@@ -295,9 +322,11 @@ void launch_peer_sum(const PeerSumLaunch& launch, int ctas, unsigned* counter, c
     for (int t = 0; t < a.term_count; ++t) vector = vector && aligned(a.terms[t]);
     if (vector) {
       peer_sum_kernel<Dst, Src, V>
-          <<<ctas_for(a.rows * (a.cols / V), ctas), kThreadsPerCta, 0, stream>>>(a, counter, waits);
+          <<<ctas_for(a.rows * (a.cols / V) / kVectorsPerThread<V>, ctas), kThreadsPerCta, 0, stream>>>(a, counter,
+                                                                                                    waits);
     } else {
-      peer_sum_kernel<Dst, Src, 1><<<ctas_for(a.rows * a.cols, ctas), kThreadsPerCta, 0, stream>>>(a, counter, waits);
+      peer_sum_kernel<Dst, Src, 1>
+          <<<ctas_for(a.rows * a.cols / kVectorsPerThread<1>, ctas), kThreadsPerCta, 0, stream>>>(a, counter, waits);
     }
     WEAVE_CUDA_CHECK(cudaGetLastError());
   });
