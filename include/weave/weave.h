@@ -116,7 +116,7 @@ const char* weave_last_error(void);
 weave_status_t weave_get_version(int* major, int* minor, int* patch);
 
 /* Comma-separated list of what this build contains, e.g.
- * "host,mpi,kokkos-3.4.1,cuda,nccl,copy_engine,sm,ucx": always host, mpi and
+ * "host,mpi,kokkos-3.4.01,cuda,nccl,copy_engine,sm,ucx": always host, mpi and
  * kokkos-<version> (with -cuda where Kokkos has its CUDA backend), then the
  * optional backends and transports compiled in. The string is static. */
 const char* weave_build_features(void);
