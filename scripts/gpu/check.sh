@@ -25,7 +25,8 @@
 #                    Weave's C++ is then compiled with its nvcc_wrapper, the
 #                    element-wise steps of device plans run on Kokkos::Cuda, and
 #                    the kokkos tests and the Kokkos example (ctest label kokkos)
-#                    run after the gpu tests (default build dir build-gpu-kokkos).
+#                    run after the gpu tests (default build dir build-gpu-kokkos;
+#                    no benchmark: GPU_BENCH=0, WEAVE_BUILD_BENCH=OFF).
 #                    doc/kokkos.md says how such a Kokkos is built.
 #
 #   GPU_TESTS        0 to skip the gpu tests (default 1)
@@ -155,7 +156,10 @@ if [ -n "${KOKKOS_CUDA_ROOT:-}" ]; then
   [ -x "$KOKKOS_CUDA_ROOT/bin/nvcc_wrapper" ] || die "no bin/nvcc_wrapper under KOKKOS_CUDA_ROOT=$KOKKOS_CUDA_ROOT"
   # nvcc_wrapper calls the nvcc on PATH.
   export PATH="$(dirname "$NVCC"):$PATH"
-  KOKKOS_ARGS=(-DCMAKE_CXX_COMPILER="$KOKKOS_CUDA_ROOT/bin/nvcc_wrapper")
+  # The benchmark (CLI11, nlohmann-json through nvcc) is left out: this run
+  # is about the tests and the example on Kokkos' CUDA backend.
+  KOKKOS_ARGS=(-DCMAKE_CXX_COMPILER="$KOKKOS_CUDA_ROOT/bin/nvcc_wrapper" -DWEAVE_BUILD_BENCH=OFF)
+  GPU_BENCH=0
   export LD_LIBRARY_PATH="$(dirname "$KOKKOS_DIR")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   say "Kokkos with CUDA from $KOKKOS_CUDA_ROOT ($(grep -o "Kokkos_DEVICES .*)" "$KOKKOS_DIR/KokkosConfigCommon.cmake"))"
 fi
