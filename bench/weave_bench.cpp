@@ -449,7 +449,9 @@ int main(int argc, char** argv) {
           const double tflops = max_flops / (weave_ms * 1e-3) / 1e12;
           const std::string shown = label == "default" ? shape.label() : shape.label() + " " + label;
           if (g_rank == 0) {
-            std::printf("%-8s %-34s %8.3f %8.3f %8.3f %8.3f %7.3f %7.3f %7.1f\n", op_name(op), shown.c_str(), gemm_ms,
+            // Four significant digits: a host GEMM of a few GFLOP/s is
+            // 0.00x TFLOP/s, which a fixed decimal showed as 0.0.
+            std::printf("%-8s %-34s %8.3f %8.3f %8.3f %8.3f %7.3f %7.3f %7.4g\n", op_name(op), shown.c_str(), gemm_ms,
                         comm_ms, sequential_ms, weave_ms, weave_ms / sequential_ms, weave_ms / limit, tflops);
             results.push_back({{"op", op_name(op)},
                                {"shape", shape.label()},

@@ -34,3 +34,17 @@ function(weave_repair_kokkos_target)
   endif()
 endfunction()
 weave_repair_kokkos_target()
+
+# A Kokkos with its CUDA backend: the CUDA backend's element-wise steps run
+# on Kokkos::Cuda (src/backends/cuda/kokkos_lanes.cpp). Kokkos then compiles
+# its users' C++ through its compiler, nvcc_wrapper (or clang): configure
+# Weave with -DCMAKE_CXX_COMPILER=<kokkos prefix>/bin/nvcc_wrapper.
+set(WEAVE_KOKKOS_CUDA OFF)
+if("CUDA" IN_LIST Kokkos_DEVICES)
+  set(WEAVE_KOKKOS_CUDA ON)
+  if(NOT CMAKE_CXX_COMPILER MATCHES "nvcc_wrapper|clang" AND NOT Kokkos_ENABLE_COMPILE_AS_CMAKE_LANGUAGE)
+    message(FATAL_ERROR "This Kokkos has its CUDA backend, so Weave's C++ must be compiled with Kokkos' "
+                        "compiler: configure with -DCMAKE_CXX_COMPILER=${Kokkos_CXX_COMPILER} "
+                        "(nvcc_wrapper in the Kokkos prefix' bin/)")
+  endif()
+endif()

@@ -5,7 +5,7 @@
 # tests report "skipped" without a GPU. Ends with one line that counts what
 # ran, what passed and what was skipped (ctest's own summary counts skipped
 # tests as passed), e.g.
-#   weave: 195 tests: 151 passed, 44 skipped (no GPU), 0 failed
+#   weave: 294 tests: 200 passed, 94 skipped (no GPU), 0 failed
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 cd "$weave_build"

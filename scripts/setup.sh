@@ -21,8 +21,13 @@ weave_configure_and_build() {
   if [ -x /usr/local/cuda/bin/nvcc ] && ! command -v nvcc >/dev/null; then
     export PATH="/usr/local/cuda/bin:$PATH"
   fi
-  # shellcheck disable=SC2086
-  cmake -S "$weave_root" -B "$weave_build" -G Ninja -DCMAKE_BUILD_TYPE=Release ${WEAVE_CMAKE_ARGS:-}
+  # Configured once; after that the build re-runs CMake itself where a
+  # CMakeLists.txt changed, so an up-to-date build is not reconfigured.
+  # WEAVE_CMAKE_ARGS always configures (they may change the cache).
+  if [ ! -f "$weave_build/CMakeCache.txt" ] || [ ! -f "$weave_build/build.ninja" ] || [ -n "${WEAVE_CMAKE_ARGS:-}" ]; then
+    # shellcheck disable=SC2086
+    cmake -S "$weave_root" -B "$weave_build" -G Ninja -DCMAKE_BUILD_TYPE=Release ${WEAVE_CMAKE_ARGS:-}
+  fi
   cmake --build "$weave_build" --parallel "$(nproc)"
 }
 

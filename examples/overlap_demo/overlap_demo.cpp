@@ -3,7 +3,7 @@
 // (collective, then GEMM) and overlapped (ring) -- checked against an
 // independent double-precision oracle, and timed.
 //
-// Usage: mpirun -np 4 weave_overlap_demo [--m M] [--n N] [--k K] [--iterations I] [--float]
+// Usage: mpirun -np 4 weave_overlap_demo [--m M] [--n N] [--k K] [--iterations I] [--float] [--help]
 //
 // Every element of A, B, C0 and bias is a hash of its global coordinates, so
 // any rank can compute any element of the exact result without talking to
@@ -60,9 +60,20 @@ Block<T> fill(const weave::Matrix& m, uint64_t id) {
   return b;
 }
 
-// Median over iterations of the slowest rank's time for one execute, in ms.
+// The slowest rank's time for one execute over the timed iterations, in ms.
+struct Timing {
+  double min = 0, median = 0, max = 0;
+};
+
+// Progress on rank 0, as the demo goes (an operation at a time).
+void progress(const char* format, const char* operation, const char* what) {
+  if (g_rank != 0) return;
+  std::printf(format, operation, what);
+  std::fflush(stdout);
+}
+
 template <class T>
-double time_plan(const weave::Plan& plan, int iterations, double alpha, const Block<T>& a, const Block<T>& b,
+Timing time_plan(const weave::Plan& plan, int iterations, double alpha, const Block<T>& a, const Block<T>& b,
                  double beta, Block<T>& c, const Block<T>* bias) {
   std::vector<double> samples;
   for (int it = -2; it < iterations; ++it) {  // two warm-up runs
@@ -75,7 +86,7 @@ double time_plan(const weave::Plan& plan, int iterations, double alpha, const Bl
     if (it >= 0) samples.push_back(slowest * 1e3);
   }
   std::sort(samples.begin(), samples.end());
-  return samples[samples.size() / 2];
+  return Timing{samples.front(), samples[samples.size() / 2], samples.back()};
 }
 
 // Oracle check of sampled entries of this rank's C, placed in the global C
@@ -110,7 +121,7 @@ bool check(const char* name, const Block<T>& c, int64_t k, double alpha, double 
 
 struct Row {
   std::string operation;
-  double sequential_ms = 0, overlapped_ms = 0;
+  Timing sequential, overlapped;
   bool correct = false;
   std::string describe_sequential, describe_overlapped;
 };
@@ -149,6 +160,7 @@ Row run(weave_operation_t operation, int64_t M, int64_t N, int64_t K, int iterat
                                    WEAVE_ALGORITHM_RING));
   Row row;
   row.operation = operation == WEAVE_AG_GEMM ? "AG-GEMM" : operation == WEAVE_GEMM_RS ? "GEMM-RS" : "GEMM-AR";
+  progress("%s: plans created; checking both against the oracle\n", row.operation.c_str(), "");
   row.describe_sequential = sequential.describe();
   row.describe_overlapped = overlapped.describe();
 
@@ -161,16 +173,66 @@ Row run(weave_operation_t operation, int64_t M, int64_t N, int64_t K, int iterat
     correct = check<T>(row.operation.c_str(), out, K, alpha, beta, op_a == WEAVE_OP_T, eps) && correct;
   }
   row.correct = correct;
+  progress("%s: oracle %s; timing the sequential plan\n", row.operation.c_str(), correct ? "pass" : "FAIL");
   // Timing with beta = 0 so repeated runs do not change the result.
-  row.sequential_ms = time_plan<T>(sequential, iterations, alpha, A, B, 0.0, C, &Bias);
-  row.overlapped_ms = time_plan<T>(overlapped, iterations, alpha, A, B, 0.0, C, &Bias);
+  row.sequential = time_plan<T>(sequential, iterations, alpha, A, B, 0.0, C, &Bias);
+  progress("%s: timing the overlapped plan%s\n", row.operation.c_str(), "");
+  row.overlapped = time_plan<T>(overlapped, iterations, alpha, A, B, 0.0, C, &Bias);
   return row;
 }
 
-int64_t argument(int argc, char** argv, const char* name, int64_t fallback) {
-  for (int i = 1; i + 1 < argc; ++i)
-    if (!std::strcmp(argv[i], name)) return std::atoll(argv[i + 1]);
-  return fallback;
+const char* const kUsage =
+    "usage: mpirun -np <ranks> weave_overlap_demo [--m M] [--n N] [--k K] [--iterations I] [--float]\n"
+    "  AG-GEMM, GEMM-RS and GEMM-AR of an M x K by K x N product on every rank of MPI_COMM_WORLD\n"
+    "  (any number of ranks; scripts/run-demo.sh starts 4, WEAVE_DEMO_RANKS=<n> another number),\n"
+    "  each as the sequential plan (collective, then GEMM) and the overlapped one (ring),\n"
+    "  checked against a double-precision oracle and timed.\n"
+    "  --m M, --n N, --k K   the shape (default 4096 x 256 by 256 x 1024)\n"
+    "  --iterations I        timed executes of each plan after 2 warm-up ones (default 5);\n"
+    "                        the table shows their median and, beside it, min-max\n"
+    "  --float               f32 instead of f64\n"
+    "  --help                this text\n";
+
+std::string spread(const Timing& t) {
+  char text[64];
+  std::snprintf(text, sizeof text, "(%.2f-%.2f)", t.min, t.max);
+  return text;
+}
+
+struct Options {
+  int64_t m = 4096, n = 1024, k = 256, iterations = 5;
+  bool single = false, help = false;
+  std::string error;  // not empty: the arguments are wrong
+};
+
+// Every argument is known and every number a positive integer; anything
+// else is an error, not a silently ignored word.
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc && o.error.empty(); ++i) {
+    const std::string arg = argv[i];
+    int64_t* value = arg == "--m" ? &o.m : arg == "--n" ? &o.n : arg == "--k" ? &o.k
+                   : arg == "--iterations" ? &o.iterations : nullptr;
+    if (arg == "--help" || arg == "-h") {
+      o.help = true;
+    } else if (arg == "--float") {
+      o.single = true;
+    } else if (value) {
+      if (i + 1 >= argc) {
+        o.error = arg + " needs a value";
+        break;
+      }
+      char* end = nullptr;
+      const long long number = std::strtoll(argv[++i], &end, 10);
+      if (*argv[i] == '\0' || *end != '\0' || number < 1 || number > (1LL << 40))
+        o.error = arg + " " + argv[i] + ": not a positive integer";
+      else
+        *value = number;
+    } else {
+      o.error = "unknown argument '" + arg + "'";
+    }
+  }
+  return o;
 }
 
 }  // namespace
@@ -179,11 +241,25 @@ int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &g_size);
-  const int64_t M = argument(argc, argv, "--m", 4096), N = argument(argc, argv, "--n", 1024),
-                K = argument(argc, argv, "--k", 256);
-  const int iterations = static_cast<int>(argument(argc, argv, "--iterations", 5));
-  bool single = false;
-  for (int i = 1; i < argc; ++i) single = single || !std::strcmp(argv[i], "--float");
+  const Options options = parse(argc, argv);
+  if (options.help || !options.error.empty()) {
+    if (g_rank == 0) {
+      if (!options.error.empty()) std::fprintf(stderr, "weave_overlap_demo: %s\n", options.error.c_str());
+      std::fprintf(options.help && options.error.empty() ? stdout : stderr, "%s", kUsage);
+    }
+    MPI_Finalize();
+    return options.error.empty() ? 0 : 2;
+  }
+  const int64_t M = options.m, N = options.n, K = options.k;
+  const int iterations = static_cast<int>(options.iterations);
+  const bool single = options.single;
+  if (g_rank == 0) {
+    std::printf("Weave %s on %d ranks, %s, M=%lld N=%lld K=%lld: each operation checked, then timed over %d "
+                "executes of each plan\n",
+                WEAVE_VERSION_STRING, g_size, single ? "f32" : "f64", (long long)M, (long long)N, (long long)K,
+                iterations);
+    std::fflush(stdout);
+  }
 
   std::vector<Row> rows;
   int status = 0;
@@ -195,14 +271,14 @@ int main(int argc, char** argv) {
     status = 1;
   }
   if (g_rank == 0 && status == 0) {
-    std::printf("Weave %s on %d ranks, %s, M=%lld N=%lld K=%lld, median of %d runs (slowest rank)\n\n",
-                WEAVE_VERSION_STRING, g_size, single ? "f32" : "f64", (long long)M, (long long)N, (long long)K,
-                iterations);
-    std::printf("%-8s  %14s  %14s  %9s  %s\n", "op", "sequential ms", "overlapped ms", "ratio", "oracle");
+    std::printf("\nmedian of %d executes (slowest rank each time), min-max beside it\n\n", iterations);
+    std::printf("%-8s  %13s  %15s  %13s  %15s  %7s  %s\n", "op", "sequential ms", "(min-max)", "overlapped ms",
+                "(min-max)", "ratio", "oracle");
     for (const Row& r : rows)
-      std::printf("%-8s  %14.2f  %14.2f  %9.3f  %s\n", r.operation.c_str(), r.sequential_ms, r.overlapped_ms,
-                  r.overlapped_ms / r.sequential_ms, r.correct ? "pass" : "FAIL");
-    std::printf("\nratio = overlapped / sequential (below 1: overlap pays)\n\nPlans:\n");
+      std::printf("%-8s  %13.2f  %15s  %13.2f  %15s  %7.3f  %s\n", r.operation.c_str(), r.sequential.median,
+                  spread(r.sequential).c_str(), r.overlapped.median, spread(r.overlapped).c_str(),
+                  r.overlapped.median / r.sequential.median, r.correct ? "pass" : "FAIL");
+    std::printf("\nratio = overlapped / sequential median (below 1: overlap pays)\n\nPlans:\n");
     for (const Row& r : rows) {
       std::printf("  %s\n", r.describe_sequential.c_str());
       std::printf("  %s\n", r.describe_overlapped.c_str());

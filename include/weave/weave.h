@@ -116,7 +116,9 @@ const char* weave_last_error(void);
 weave_status_t weave_get_version(int* major, int* minor, int* patch);
 
 /* Comma-separated list of what this build contains, e.g.
- * "host,mpi,cuda,nccl,ucx,kokkos-serial". The string is static. */
+ * "host,mpi,kokkos-3.4.01,cuda,nccl,copy_engine,sm,ucx": always host, mpi and
+ * kokkos-<version> (with -cuda where Kokkos has its CUDA backend), then the
+ * optional backends and transports compiled in. The string is static. */
 const char* weave_build_features(void);
 
 /* ------------------------------------------------------------------------ */
@@ -170,7 +172,10 @@ typedef WEAVE_ENUM(weave_operation_t) {
 } weave_operation_t;
 
 typedef WEAVE_ENUM(weave_algorithm_t) {
-  WEAVE_ALGORITHM_AUTO = 0,
+  WEAVE_ALGORITHM_AUTO = 0, /* automatic: the ring; the direct algorithm for GEMM-RS and GEMM-AR over the
+                               copy-engine and SM transports; the sequential algorithm for one rank, for
+                               device plans below 64 GFLOP per rank, for device GEMM-RS and GEMM-AR over NCCL,
+                               and for device AG-GEMM over NCCL below 1 TFLOP per rank */
   WEAVE_ALGORITHM_RING = 1,        /* overlapped ring: chunk s+1 travels while chunk s is multiplied */
   WEAVE_ALGORITHM_SEQUENTIAL = 2,  /* one collective, then one GEMM (or GEMM then collective) */
   WEAVE_ALGORITHM_DIRECT = 3       /* GEMM-RS/GEMM-AR: each rank sends every other rank its product for
@@ -178,14 +183,15 @@ typedef WEAVE_ENUM(weave_algorithm_t) {
 } weave_algorithm_t;
 
 typedef WEAVE_ENUM(weave_backend_t) {
-  WEAVE_BACKEND_AUTO = 0,  /* from the matrices' memory: host -> HOST, device -> CUDA */
+  WEAVE_BACKEND_AUTO = 0, /* automatic: from the matrices' memory, host memory HOST, device memory CUDA */
   WEAVE_BACKEND_HOST = 1,
   WEAVE_BACKEND_CUDA = 2
 } weave_backend_t;
 
 typedef WEAVE_ENUM(weave_transport_t) {
-  WEAVE_TRANSPORT_AUTO = 0,        /* env WEAVE_TRANSPORT, else MPI on host; on CUDA the GPUs of one
-                                      node use peer transfers, other groups NCCL */
+  WEAVE_TRANSPORT_AUTO = 0, /* automatic: MPI for host plans; for device plans, when the group's GPUs share
+                               one node with peer access, the SM transport where its measured rule prefers it
+                               and the copy engines elsewhere, NCCL otherwise */
   WEAVE_TRANSPORT_MPI = 1,
   WEAVE_TRANSPORT_NCCL = 2,
   WEAVE_TRANSPORT_UCX = 3,
@@ -195,7 +201,8 @@ typedef WEAVE_ENUM(weave_transport_t) {
 } weave_transport_t;
 
 typedef WEAVE_ENUM(weave_direction_t) {
-  WEAVE_DIRECTION_AUTO = 0,
+  WEAVE_DIRECTION_AUTO = 0, /* automatic: forward for host plans, bidirectional for device plans, except a
+                               GEMM-RS or GEMM-AR ring with one chunk per shard asked for, which runs forward */
   WEAVE_DIRECTION_FORWARD = 1,       /* rank r sends to r+1 */
   WEAVE_DIRECTION_BACKWARD = 2,      /* rank r sends to r-1 */
   WEAVE_DIRECTION_BIDIRECTIONAL = 3  /* half of every shard each way */
@@ -203,7 +210,9 @@ typedef WEAVE_ENUM(weave_direction_t) {
 
 /* How the host keeps communication moving while BLAS runs. */
 typedef WEAVE_ENUM(weave_progress_t) {
-  WEAVE_PROGRESS_AUTO = 0,
+  WEAVE_PROGRESS_AUTO = 0, /* automatic: a progress thread where MPI allows it (MPI_THREAD_SERIALIZED or
+                              higher, for transports that call MPI) and each rank has 2 or more hardware
+                              threads of its node; tiles otherwise */
   WEAVE_PROGRESS_TILES = 1,   /* GEMMs split into tiles, progress between tiles (any MPI thread level) */
   WEAVE_PROGRESS_THREAD = 2   /* a progress thread (needs MPI_THREAD_SERIALIZED or higher) */
 } weave_progress_t;

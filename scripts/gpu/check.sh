@@ -18,6 +18,16 @@
 #   BUILD_DIR        build directory (default: build-gpu)
 #   GPU_COUNT        use this many GPUs instead of all that nvidia-smi lists
 #   CTEST_ARGS       extra ctest arguments (e.g. "-R graph_capture")
+#   KOKKOS_CUDA_ROOT a Kokkos 4.x install with its CUDA backend (lib/cmake/Kokkos,
+#                    bin/nvcc_wrapper), used instead of Debian's Serial Kokkos;
+#                    where the folder is missing but <folder>.tar.xz exists, the
+#                    tarball (holding one top folder) is unpacked there first.
+#                    Weave's C++ is then compiled with its nvcc_wrapper, the
+#                    element-wise steps of device plans run on Kokkos::Cuda, and
+#                    the kokkos tests and the Kokkos example (ctest label kokkos)
+#                    run after the gpu tests (default build dir build-gpu-kokkos;
+#                    no benchmark: GPU_BENCH=0, WEAVE_BUILD_BENCH=OFF).
+#                    doc/kokkos.md says how such a Kokkos is built.
 #
 #   GPU_TESTS        0 to skip the gpu tests (default 1)
 #   GPU_BENCH        0 to skip the benchmark (default 1): weave-bench on every
@@ -69,7 +79,11 @@ if [ ! -f CMakeLists.txt ] || [ ! -d src/backends/cuda ]; then
   die "run this from the root of the Weave repository"
 fi
 ROOT=$(pwd)
-BUILD_DIR=${BUILD_DIR:-build-gpu}
+if [ -n "${KOKKOS_CUDA_ROOT:-}" ]; then
+  BUILD_DIR=${BUILD_DIR:-build-gpu-kokkos}
+else
+  BUILD_DIR=${BUILD_DIR:-build-gpu}
+fi
 case "$BUILD_DIR" in /*) ;; *) BUILD_DIR="$ROOT/$BUILD_DIR" ;; esac
 OUT=${OUT:-$BUILD_DIR/gpu-check}
 mkdir -p "$OUT"
@@ -128,6 +142,29 @@ for required in "$KOKKOS_DIR/KokkosConfig.cmake" "$GTEST_DIR/GTestConfig.cmake" 
 done
 say "dependencies unpacked into $DEPS_ROOT"
 
+# --- A CUDA Kokkos instead of Debian's Serial one (KOKKOS_CUDA_ROOT) -----------------
+KOKKOS_ARGS=()
+if [ -n "${KOKKOS_CUDA_ROOT:-}" ]; then
+  case "$KOKKOS_CUDA_ROOT" in /*) ;; *) KOKKOS_CUDA_ROOT="$ROOT/$KOKKOS_CUDA_ROOT" ;; esac
+  if [ ! -d "$KOKKOS_CUDA_ROOT" ] && [ -f "$KOKKOS_CUDA_ROOT.tar.xz" ]; then
+    mkdir -p "$KOKKOS_CUDA_ROOT"
+    tar -xJf "$KOKKOS_CUDA_ROOT.tar.xz" -C "$KOKKOS_CUDA_ROOT" --strip-components=1 ||
+      die "cannot unpack $KOKKOS_CUDA_ROOT.tar.xz"
+  fi
+  KOKKOS_DIR=$(dirname "$(ls "$KOKKOS_CUDA_ROOT"/lib*/cmake/Kokkos/KokkosConfig.cmake 2>/dev/null | head -n 1)")
+  [ -f "$KOKKOS_DIR/KokkosConfig.cmake" ] || die "no lib/cmake/Kokkos/KokkosConfig.cmake under KOKKOS_CUDA_ROOT=$KOKKOS_CUDA_ROOT"
+  grep -q "Kokkos_DEVICES .*CUDA" "$KOKKOS_DIR/KokkosConfigCommon.cmake" || die "the Kokkos in $KOKKOS_CUDA_ROOT has no CUDA backend"
+  [ -x "$KOKKOS_CUDA_ROOT/bin/nvcc_wrapper" ] || die "no bin/nvcc_wrapper under KOKKOS_CUDA_ROOT=$KOKKOS_CUDA_ROOT"
+  # nvcc_wrapper calls the nvcc on PATH.
+  export PATH="$(dirname "$NVCC"):$PATH"
+  # The benchmark (CLI11, nlohmann-json through nvcc) is left out: this run
+  # is about the tests and the example on Kokkos' CUDA backend.
+  KOKKOS_ARGS=(-DCMAKE_CXX_COMPILER="$KOKKOS_CUDA_ROOT/bin/nvcc_wrapper" -DWEAVE_BUILD_BENCH=OFF)
+  GPU_BENCH=0
+  export LD_LIBRARY_PATH="$(dirname "$KOKKOS_DIR")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  say "Kokkos with CUDA from $KOKKOS_CUDA_ROOT ($(grep -o "Kokkos_DEVICES .*)" "$KOKKOS_DIR/KokkosConfigCommon.cmake"))"
+fi
+
 # The unpacked libraries, NCCL and CUDA, for the linker and for the tests.
 export LD_LIBRARY_PATH="$LIBDIR:$LIBDIR/openblas-pthread:$NCCL_HOME/lib:$CUDA_HOME/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
@@ -171,6 +208,7 @@ if ! cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja \
   -DBLAS_LIBRARIES="$BLAS_LIBRARY" \
   -DWEAVE_GPU_TEST_MAX_RANKS="$MAX_RANKS" \
   -DMPIEXEC_PREFLAGS="$PREFLAGS" \
+  "${KOKKOS_ARGS[@]}" \
   "${CUBLASMP_ARGS[@]}" \
   >"$OUT/configure.log" 2>&1; then
   tail -n 30 "$OUT/configure.log" >&2
@@ -178,6 +216,9 @@ if ! cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja \
 fi
 grep -E "Weave .*features" "$OUT/configure.log" | sed 's/^-- /[gpu-check] /' || true
 grep -q "features .*cuda,nccl" "$OUT/configure.log" || die "the build has no cuda,nccl feature (see $OUT/configure.log)"
+if [ -n "${KOKKOS_CUDA_ROOT:-}" ]; then
+  grep -q "features .*kokkos-[0-9.]*-cuda" "$OUT/configure.log" || die "the build does not use Kokkos' CUDA backend (see $OUT/configure.log)"
+fi
 
 JOBS=$(nproc 2>/dev/null || echo 4)
 say "building with $JOBS jobs"
@@ -269,6 +310,15 @@ if [ "${GPU_TESTS:-1}" = 1 ]; then
   # shellcheck disable=SC2086
   (cd "$BUILD_DIR" && ctest -L "^gpu$" -j 1 --output-on-failure --output-junit "$OUT/junit.xml" ${CTEST_ARGS:-}) \
     >"$OUT/ctest.log" 2>&1 || CTEST_RC=$?
+  # With a CUDA Kokkos: the Kokkos View tests and the Kokkos example, whose
+  # Views then live in CUDA memory, at up to MAX_RANKS ranks (the compile-time
+  # rejection tests rebuild the tree and say nothing about CUDA: left out).
+  if [ -n "${KOKKOS_CUDA_ROOT:-}" ]; then
+    say "running ctest -L kokkos -LE compile (Kokkos with CUDA)"
+    # shellcheck disable=SC2086
+    (cd "$BUILD_DIR" && ctest -L "^kokkos$" -LE "^compile$" -R "\\.np[1-$MAX_RANKS]$" -j 1 --output-on-failure \
+      --output-junit "$OUT/junit-kokkos.xml" ${CTEST_ARGS:-}) >>"$OUT/ctest.log" 2>&1 || CTEST_RC=$?
+  fi
 else
   say "gpu tests skipped (GPU_TESTS=0)"
   : >"$OUT/ctest.log"

@@ -1,11 +1,13 @@
 #include "api/plan.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <thread>
 
+#include "api/execute_log.hpp"
 #include "api/handles.hpp"
 #include "api/struct_size.hpp"
 #include "backends/cuda/cuda_entry.hpp"
@@ -137,6 +139,9 @@ std::unique_ptr<Plan> Plan::create(const std::shared_ptr<GridState>& grid, const
   agree_on_errors(grid->channel(), [&] {
     plan->resolved_ = plan::resolve_options(desc, plan->problem_, env, caps);
     plan->schedule_ = plan::build_schedule(plan->problem_, plan->resolved_.schedule);
+    // WEAVE_LOG and WEAVE_TRACE time every execute: as WEAVE_FLAG_TRACE does.
+    plan->log_ = log_settings();
+    if (plan->log_.timing_wanted()) plan->resolved_.flags |= WEAVE_FLAG_TRACE;
   });
   agree_on_errors(grid->channel(), [&] {
     check_same_on_all_ranks(*plan->group_.channel, resolved_fields(plan->resolved_), "weave_plan_create");
@@ -183,18 +188,37 @@ std::unique_ptr<Plan> Plan::create(const std::shared_ptr<GridState>& grid, const
   plan->executor_ = std::make_unique<exec::Executor>(plan->schedule_, *plan->backend_, *plan->transport_, options);
   plan->description_ = plan->describe();
 
-  if (const char* log = std::getenv("WEAVE_LOG")) {
-    const std::string level = log;
-    const bool everyone = level == "debug" || level == "trace";
-    if ((level == "info" && grid->rank() == 0) || everyone) {
-      std::fprintf(stderr, "weave[%d]: %s\n", grid->rank(), plan->description_.c_str());
-      if (level == "trace") std::fprintf(stderr, "%s", plan::format_schedule(plan->schedule_).c_str());
-    }
+  if (log_prints(plan->log_, grid->rank())) {
+    std::fprintf(stderr, "weave[%d]: %s\n", grid->rank(), plan->description_.c_str());
+    if (plan->log_.level == LogLevel::Trace) std::fprintf(stderr, "%s", plan::format_schedule(plan->schedule_).c_str());
   }
+  if (plan->log_.timing_wanted()) plan->log_id_ = ExecuteLog::instance().add_plan(plan->problem_.summary());
   return plan;
 }
 
-Plan::~Plan() = default;
+Plan::~Plan() {
+  try {
+    log_unread_execute();
+  } catch (...) {
+    // An execute that failed on the GPU leaves no times to log.
+  }
+}
+
+// A device plan's last execute, whose GPU timestamps were not read yet:
+// wait for it and hand its times to the log.
+void Plan::log_unread_execute() {
+  if (!unread_execute_) return;
+  unread_execute_ = false;
+  exec::Trace trace = *trace_;
+  backend_->collect_timings(trace, schedule_);
+  double start = 0, end = 0;
+  for (const exec::TraceSpan& span : trace.spans()) {
+    start = std::min(start, span.start_us);
+    end = std::max(end, span.end_us);
+  }
+  ExecuteLog::instance().add_execute(log_, log_id_, grid_->rank(), executes_, logged_start_us_, (end - start) / 1000.0,
+                                     trace);
+}
 
 std::string Plan::describe() const {
   const Problem& p = problem_;
@@ -350,11 +374,22 @@ void Plan::execute(const weave_execute_args_t* args_pointer) {
   } else {
     validate();
   }
+  if (log_.timing_wanted()) log_unread_execute();
+  const double start_us = ExecuteLog::instance().now_us();
   try {
     run_and_agree_on_outcome(args, checked);
   } catch (...) {
     failed_ = true;
     throw;
+  }
+  ++executes_;
+  if (log_.timing_wanted()) {
+    logged_start_us_ = start_us;
+    if (backend_->asynchronous())
+      unread_execute_ = true;  // its GPU timestamps are read later (log_unread_execute)
+    else
+      ExecuteLog::instance().add_execute(log_, log_id_, grid_->rank(), executes_, start_us,
+                                         (ExecuteLog::instance().now_us() - start_us) / 1000.0, *trace_);
   }
 }
 

@@ -10,6 +10,7 @@
 #include "core/problem.hpp"
 #include "exec/compute_backend.hpp"
 #include "exec/executor.hpp"
+#include "api/execute_log.hpp"
 #include "exec/trace.hpp"
 #include "plan/planner.hpp"
 #include "plan/schedule.hpp"
@@ -37,6 +38,7 @@ class Plan {
   void validate_execute_args(const weave_execute_args_t& args) const;
   void run_and_agree_on_outcome(const weave_execute_args_t& args, bool checked);
   std::string describe() const;
+  void log_unread_execute();
 
   std::shared_ptr<GridState> grid_;  // outlives everything below
   GroupView group_;
@@ -55,6 +57,14 @@ class Plan {
   std::unique_ptr<exec::Executor> executor_;
   std::string description_;
   bool failed_ = false;
+  // WEAVE_LOG / WEAVE_TRACE (api/execute_log.hpp): this plan's number in the
+  // log, its executes so far, and the last one's start where its GPU
+  // timestamps are still to be read.
+  LogSettings log_;
+  int log_id_ = -1;
+  int64_t executes_ = 0;
+  bool unread_execute_ = false;
+  double logged_start_us_ = 0;
 };
 
 }  // namespace weave::internal

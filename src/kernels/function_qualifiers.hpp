@@ -11,3 +11,11 @@
 #else
 #define WEAVE_FUNCTION inline
 #endif
+
+// Unrolls the next loop in device code; nothing for the host compiler, which
+// also compiles WEAVE_FUNCTIONs and does not know the pragma.
+#if defined(__CUDA_ARCH__)
+#define WEAVE_UNROLL _Pragma("unroll")
+#else
+#define WEAVE_UNROLL
+#endif

@@ -115,19 +115,44 @@ elseif(STEP STREQUAL "pkgconfig_consumer")
     separate_arguments(flags UNIX_COMMAND "${flags}")
     set(${out} "${flags}" PARENT_SCOPE)
   endfunction()
-  pkg_config(libdir weave --variable=libdir)
-  set(rpath "-Wl,-rpath,${libdir}")
-
-  pkg_config(flags weave --cflags --libs)
-  run(${MPI_C_COMPILER} "${WEAVE_EXAMPLES_DIR}/c/mlp_step.c" -o "${build}/consumer_c" ${flags} ${rpath} -lm)
-  run_on_two_ranks("${build}/consumer_c")
-
+  # The documented commands as they are written (user-guide.md, fortran.md),
+  # through a shell, with an example for app.c / app.f90: no -Wl,-rpath and
+  # no LD_LIBRARY_PATH, so the programs find libweave through the run path
+  # that the .pc files' Libs carry.
+  unset(ENV{LD_LIBRARY_PATH})
+  function(documented_command program)
+    string(JOIN " " command ${ARGN})
+    message(STATUS "install test: ${command}")
+    run(sh -c "${command}")
+    run_on_two_ranks("${program}")
+  endfunction()
+  documented_command("${build}/consumer_c" "${MPI_C_COMPILER}" "${WEAVE_EXAMPLES_DIR}/c/mlp_step.c"
+                     "$(${PKG_CONFIG_EXECUTABLE} ${static_flag} --cflags --libs weave)" -lm -o "${build}/consumer_c")
   if(WEAVE_FORTRAN AND WEAVE_FORTRAN_MPI_F08 AND EXISTS "${MPI_Fortran_COMPILER}")
-    pkg_config(flags weave-fortran --cflags --libs)
-    run(${MPI_Fortran_COMPILER} "${WEAVE_EXAMPLES_DIR}/fortran/mlp_step.f90" -o "${build}/consumer_fortran"
-        ${flags} ${rpath})
-    run_on_two_ranks("${build}/consumer_fortran")
+    documented_command("${build}/consumer_fortran" "${MPI_Fortran_COMPILER}" "${WEAVE_EXAMPLES_DIR}/fortran/mlp_step.f90"
+                       "$(${PKG_CONFIG_EXECUTABLE} ${static_flag} --cflags --libs weave-fortran)"
+                       -o "${build}/consumer_fortran")
   endif()
+
+elseif(STEP STREQUAL "fortran_only_consumer")
+  if(NOT WEAVE_FORTRAN OR NOT WEAVE_FORTRAN_MPI_F08)
+    skip("Weave was built without the Fortran module (or the MPI has no mpi_f08)")
+  endif()
+  # project(... LANGUAGES Fortran): find_package(Weave) enables C itself.
+  set(build "${WEAVE_WORK_DIR}/fortran_only_consumer")
+  file(REMOVE_RECURSE "${build}")
+  string(REPLACE ";" ":" prefix_path "${PREFIX_PATH}")
+  set(ENV{CMAKE_PREFIX_PATH} "${prefix_path}")
+  set(kokkos_hint "")
+  if(Kokkos_DIR)
+    set(kokkos_hint "-DKokkos_DIR=${Kokkos_DIR}")
+  endif()
+  run(${CMAKE_COMMAND} -S "${WEAVE_CONSUMER_SOURCE_DIR}/../consumer_fortran_only" -B "${build}"
+      -G "${CMAKE_GENERATOR}" -DCMAKE_BUILD_TYPE=${CMAKE_BUILD_TYPE}
+      -DCMAKE_C_COMPILER=${CMAKE_C_COMPILER} -DCMAKE_Fortran_COMPILER=${CMAKE_Fortran_COMPILER} ${kokkos_hint}
+      -DWEAVE_EXAMPLES_DIR=${WEAVE_EXAMPLES_DIR})
+  run(${CMAKE_COMMAND} --build "${build}")
+  run_on_two_ranks("${build}/consumer_fortran")
 
 elseif(STEP STREQUAL "installed_example")
   if(NOT WEAVE_EXAMPLES_BUILT)

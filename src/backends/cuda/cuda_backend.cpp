@@ -6,6 +6,7 @@
 
 #include "backends/cuda/cuda_check.hpp"
 #include "backends/cuda/epilogue_launcher.hpp"
+#include "backends/cuda/kokkos_lanes.hpp"
 #include "core/error.hpp"
 
 namespace weave::internal::cuda {
@@ -31,6 +32,7 @@ CudaBackend::CudaBackend(const plan::Schedule& schedule, const CudaBackendOption
     device_sms_ = properties.multiProcessorCount;
     if (options_.gemm_sm_margin > 0) gemm_sms_ = std::max(1, device_sms_ - options_.gemm_sm_margin);
     create_streams_and_events();
+    if (KokkosLanes::available()) kokkos_lanes_ = std::make_unique<KokkosLanes>(streams_);
     if (schedule_.workspace_bytes > 0)
       WEAVE_CUDA_CHECK(cudaMalloc(&workspace_, static_cast<std::size_t>(schedule_.workspace_bytes)));
     WEAVE_CUBLAS_CHECK(cublasLtCreate(&cublas_));
@@ -114,6 +116,7 @@ void CudaBackend::release() noexcept {
   // memory goes (stream destruction alone would not wait).
   for (cudaStream_t s : streams_)
     if (s) cudaStreamSynchronize(s);
+  kokkos_lanes_.reset();
   prepared_.clear();
   if (cublas_) cublasLtDestroy(cublas_);
   cublas_ = nullptr;
@@ -143,7 +146,8 @@ void CudaBackend::release() noexcept {
 
 std::string CudaBackend::name() const {
   return str("cuda (device ", device_, " ", device_name_, ", cuBLASLt", options_.allow_tf32 ? ", TF32 allowed" : "",
-             gemm_sms_ > 0 ? str(", GEMMs sized for ", gemm_sms_, " of ", device_sms_, " SMs") : std::string(), ")");
+             gemm_sms_ > 0 ? str(", GEMMs sized for ", gemm_sms_, " of ", device_sms_, " SMs") : std::string(),
+             kokkos_lanes_ ? ", element-wise steps on Kokkos::Cuda" : "", ")");
 }
 
 cudaStream_t CudaBackend::stream(int lane) const {
@@ -226,7 +230,10 @@ void CudaBackend::epilogue(const plan::EpilogueOp& op, int lane, const exec::Bin
   launch.dst_scale = scalars.value(op.dst_scale);
   launch.rows = dst.rows;
   launch.cols = dst.cols;
-  launch_epilogue(launch, stream(lane));
+  if (kokkos_lanes_)
+    kokkos_lanes_->launch(launch, stream(lane));
+  else
+    launch_epilogue(launch, stream(lane));
 }
 
 void CudaBackend::record(int event, int lane) {
@@ -262,7 +269,9 @@ void CudaBackend::collect_timings(exec::Trace& trace, const plan::Schedule& sche
   for (std::size_t i = 0; i < schedule.steps.size(); ++i) {
     float start = 0, end = 0;
     // Steps of a communication batch share the first step's events.
-    if (cudaEventElapsedTime(&start, timing_origin_, timing_events_[2 * i]) != cudaSuccess ||
+    // Waits for the step (an event never recorded is complete at once).
+    if (cudaEventSynchronize(timing_events_[2 * i + 1]) != cudaSuccess ||
+        cudaEventElapsedTime(&start, timing_origin_, timing_events_[2 * i]) != cudaSuccess ||
         cudaEventElapsedTime(&end, timing_origin_, timing_events_[2 * i + 1]) != cudaSuccess) {
       cudaGetLastError();  // not recorded in the last execute
       continue;

@@ -17,6 +17,7 @@
 
 #include "backends/cuda/cublaslt_gemm.hpp"
 #include "backends/cuda/cuda_entry.hpp"
+#include "backends/cuda/kokkos_lanes.hpp"
 #include "exec/compute_backend.hpp"
 
 namespace weave::internal::cuda {
@@ -77,6 +78,9 @@ class CudaBackend final : public exec::ComputeBackend {
     std::unique_ptr<CublasLtGemm> matmul;
   };
   std::unordered_map<const plan::GemmOp*, PreparedGemm> prepared_;
+  // Kokkos::Cuda instances on streams_ where Kokkos has CUDA: the
+  // element-wise steps run there; null: Weave's own CUDA kernels run them.
+  std::unique_ptr<KokkosLanes> kokkos_lanes_;
 };
 
 }  // namespace weave::internal::cuda

@@ -34,6 +34,29 @@ struct EpilogueLaunch {
   int64_t rows = 0, cols = 0;
 };
 
+// The element-wise functor of a launch, for the CUDA kernels and for Kokkos'
+// CUDA execution space alike.
+template <class Dst, class Src>
+kernels::EpilogueFunctor<Dst, Src> make_epilogue_functor(const EpilogueLaunch& launch) {
+  kernels::EpilogueFunctor<Dst, Src> functor;
+  using Acc = typename kernels::EpilogueFunctor<Dst, Src>::Acc;
+  functor.dst = static_cast<Dst*>(launch.dst);
+  functor.dst_ld = launch.dst_ld;
+  functor.dst_row_major = launch.dst_row_major;
+  functor.src = static_cast<const Src*>(launch.src);
+  functor.src_ld = launch.src_ld;
+  functor.src_row_major = launch.src_row_major;
+  functor.more_count = launch.more_count;
+  for (int q = 0; q < launch.more_count; ++q) functor.more[q] = static_cast<const Src*>(launch.more[q]);
+  functor.bias = static_cast<const Dst*>(launch.bias);
+  functor.bias_stride = launch.bias_stride;
+  functor.src_scale = static_cast<Acc>(launch.src_scale);
+  functor.dst_scale = static_cast<Acc>(launch.dst_scale);
+  functor.rows = launch.rows;
+  functor.cols = launch.cols;
+  return functor;
+}
+
 // Whether there is a kernel for this (dst, src) pair.
 bool epilogue_supported(DType dst, DType src);
 

@@ -28,4 +28,28 @@ bool visit_same_type(DType type, Visit&& visit) {
   return false;
 }
 
+// Calls visit(TypePair<Dst, Src>{}) for a pair the element-wise step
+// converts between (epilogue_launcher.hpp lists them); false otherwise.
+template <class Visit>
+bool visit_epilogue_types(DType dst, DType src, Visit&& visit) {
+  if (dst == src) return visit_same_type(dst, visit);
+  if (src == DType::F32 && dst == DType::F16) {
+    visit(TypePair<__half, float>{});
+    return true;
+  }
+  if (src == DType::F32 && dst == DType::BF16) {
+    visit(TypePair<__nv_bfloat16, float>{});
+    return true;
+  }
+  if (src == DType::F16 && dst == DType::F32) {
+    visit(TypePair<float, __half>{});
+    return true;
+  }
+  if (src == DType::BF16 && dst == DType::F32) {
+    visit(TypePair<float, __nv_bfloat16>{});
+    return true;
+  }
+  return false;
+}
+
 }  // namespace weave::internal::cuda

@@ -1,11 +1,13 @@
-# Spack recipe of Weave (package API v2, Spack >= 1.0).
+# Spack recipe of Weave (package API v2, Spack >= 1.0; checked with Spack 1.1).
 #
 #   spack repo add <weave clone>/spack/spack_repo/weave
-#   spack install weave                           # CPUs: BLAS + MPI
-#   spack install weave +cuda cuda_arch=90 +nccl  # NVIDIA GPUs
-#   spack test run weave                          # the installed example on 2 ranks
+#   spack install weave dev_path=<weave clone>                  # CPUs: MPI + BLAS + Kokkos
+#   spack install weave +cuda cuda_arch=90 dev_path=<clone>     # NVIDIA H100/H200
+#   spack test run weave                                        # installed examples on 2 ranks
 #
-# See spack/README.md and doc/user-guide.md for the variants.
+# spack/README.md has the full, tested commands and the variants.
+
+import os
 
 from spack_repo.builtin.build_systems.cmake import CMakePackage
 from spack_repo.builtin.build_systems.cuda import CudaPackage
@@ -16,14 +18,15 @@ from spack.package import *
 class Weave(CMakePackage, CudaPackage):
     """Distributed matrix multiplication with communication overlapped with
     computation: AllGather-GEMM, GEMM-ReduceScatter and GEMM-AllReduce over
-    MPI, on CPUs (BLAS) and NVIDIA GPUs (cuBLASLt, NCCL). C API, with C++ and
-    Fortran interfaces."""
+    MPI, on CPUs (BLAS) and NVIDIA GPUs (cuBLASLt, NCCL). C API, with C++,
+    Fortran and Kokkos interfaces."""
 
-    # Placeholders: Weave has no public release yet. Point these at the
-    # project's repository, or build a local clone with
-    #   spack develop --path <weave clone> weave@main && spack install weave@main
-    homepage = "https://example.org/weave"
-    git = "https://example.org/weave/weave.git"
+    # Weave has no public release or repository host yet. Until it does, the
+    # recipe builds the git clone it lives in (its main branch), so
+    # `spack install weave` needs nothing but that clone; dev_path=<clone>
+    # builds a work tree as it is. A release adds `url`, `version(...,
+    # sha256=...)`, `license(...)` and `maintainers(...)` here.
+    git = "file://" + os.path.abspath(join_path(os.path.dirname(__file__), *[os.pardir] * 5))
 
     version("main", branch="main")
 
@@ -32,12 +35,24 @@ class Weave(CMakePackage, CudaPackage):
     variant("nccl", default=False, description="NCCL transport between GPUs (needs +cuda)")
     variant("ucx", default=False, description="UCX transport")
     variant("tests", default=False, description="Build the unit and MPI tests (ctest)")
-    # There is no kokkos variant: Weave's host kernels run on Kokkos, so
-    # Kokkos is always a dependency. With +cuda it must be a CUDA Kokkos for
-    # the same GPU architectures.
+    # One GPU architecture: the CUDA Kokkos that Weave's element-wise
+    # kernels run on is built for exactly one (Kokkos' own cuda_arch is
+    # single-valued), so a list such as cuda_arch=80,90 cannot concretize.
+    variant(
+        "cuda_arch",
+        description="CUDA architecture (one: Kokkos is built for a single architecture)",
+        values=("none",) + CudaPackage.cuda_arch_values,
+        default="none",
+        multi=False,
+        sticky=True,
+        when="+cuda",
+    )
+    # There is no kokkos variant: Weave's element-wise kernels run on Kokkos,
+    # so Kokkos is always a dependency. With +cuda it must be a CUDA Kokkos
+    # for the same GPU architecture.
 
     conflicts("+nccl", when="~cuda", msg="the NCCL transport needs the CUDA backend (+cuda)")
-    conflicts("+cuda", when="cuda_arch=none", msg="name the GPU architecture, e.g. cuda_arch=90")
+    conflicts("+cuda", when="cuda_arch=none", msg="name one GPU architecture, e.g. cuda_arch=90")
 
     depends_on("c", type="build")
     depends_on("cxx", type="build")
@@ -48,14 +63,24 @@ class Weave(CMakePackage, CudaPackage):
     depends_on("mpi")
     depends_on("blas")
     depends_on("kokkos@3.4:")
+    depends_on("kokkos~cuda", when="~cuda")
+    # A CUDA Kokkos built with gcc compiles through nvcc_wrapper (+wrapper);
+    # Weave's C++ is then compiled with the same wrapper (cmake_args).
+    depends_on("kokkos+cuda+wrapper", when="+cuda %gcc")
+    depends_on("kokkos+cuda", when="+cuda")
     for arch in CudaPackage.cuda_arch_values:
-        depends_on(f"kokkos+cuda cuda_arch={arch}", when=f"+cuda cuda_arch={arch}")
+        depends_on(f"kokkos cuda_arch={arch}", when=f"+cuda cuda_arch={arch}")
         depends_on(f"nccl cuda_arch={arch}", when=f"+nccl cuda_arch={arch}")
     depends_on("nccl", when="+nccl")
     depends_on("ucx@1.10:", when="+ucx")
     depends_on("ucx+cuda", when="+ucx+cuda")
-    # The unit tests are built (not only run) with +tests.
+    # GoogleTest for the unit tests: built with +tests, or when Spack is asked
+    # to run them (spack install --test=root).
     depends_on("googletest", type=("build", "link"), when="+tests")
+    depends_on("googletest", type="test")
+
+    def _build_tests(self):
+        return self.spec.satisfies("+tests") or self.run_tests
 
     def cmake_args(self):
         spec = self.spec
@@ -65,9 +90,12 @@ class Weave(CMakePackage, CudaPackage):
             self.define_from_variant("WEAVE_ENABLE_NCCL", "nccl"),
             self.define_from_variant("WEAVE_ENABLE_UCX", "ucx"),
             self.define_from_variant("WEAVE_ENABLE_FORTRAN", "fortran"),
-            self.define_from_variant("WEAVE_BUILD_TESTS", "tests"),
-            # The examples are installed; the stand-alone test runs one.
+            self.define("WEAVE_BUILD_TESTS", self._build_tests()),
+            # The examples are installed; the stand-alone tests run them.
             self.define("WEAVE_BUILD_EXAMPLES", True),
+            # weave-bench needs CLI11 and nlohmann-json, which the recipe
+            # does not declare: a benchmark is built from a clone.
+            self.define("WEAVE_BUILD_BENCH", False),
             # The MPI and BLAS of this spec, not whatever CMake finds first.
             self.define("MPI_C_COMPILER", spec["mpi"].mpicc),
             self.define("MPI_CXX_COMPILER", spec["mpi"].mpicxx),
@@ -86,6 +114,21 @@ class Weave(CMakePackage, CudaPackage):
             args.append(self.define("NCCL_HOME", spec["nccl"].prefix))
         return args
 
+    # Open MPI refuses to run as root (containers, CI) and to start more ranks
+    # than cores unless told; other MPIs ignore these variables. One BLAS
+    # thread per rank, since the ranks share the cores.
+    _mpi_test_variables = (
+        "OMPI_ALLOW_RUN_AS_ROOT",
+        "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM",
+        "OMPI_MCA_rmaps_base_oversubscribe",
+        "OPENBLAS_NUM_THREADS",
+    )
+
+    def setup_build_environment(self, env):
+        # For the MPI tests of `spack install --test=root`.
+        for name in self._mpi_test_variables:
+            env.set(name, "1")
+
     def _mpi_launcher(self):
         return which("mpiexec", "mpirun", path=[self.spec["mpi"].prefix.bin]) or which(
             "srun", "mpiexec", "mpirun", required=True
@@ -93,9 +136,20 @@ class Weave(CMakePackage, CudaPackage):
 
     def _run_example(self, name):
         example = join_path(self.prefix.libexec.weave.examples, name)
-        # Two ranks: the shards are uneven and one rank in three owns no
-        # tokens, so two ranks already exercise the exchange.
-        output = self._mpi_launcher()("-n", "2", example, output=str, error=str)
+        # Stand-alone tests do not run in the build environment: set the
+        # variables of setup_build_environment for the launcher here.
+        saved = {k: os.environ.get(k) for k in self._mpi_test_variables}
+        os.environ.update({k: "1" for k in self._mpi_test_variables})
+        try:
+            # Two ranks: the shards are uneven and one rank in three owns no
+            # tokens, so two ranks already exercise the exchange.
+            output = self._mpi_launcher()("-n", "2", example, output=str, error=str)
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
         assert "PASS" in output, f"{name} did not pass:\n{output}"
 
     def test_example_c(self):
