@@ -198,6 +198,8 @@ inline const char* dtype_name(weave_dtype_t t) {
     case WEAVE_FLOAT64: return "float64";
     case WEAVE_FLOAT16: return "float16";
     case WEAVE_BFLOAT16: return "bfloat16";
+    case WEAVE_FLOAT8_E4M3: return "float8 e4m3";
+    case WEAVE_FLOAT8_E5M2: return "float8 e5m2";
   }
   return "?";
 }

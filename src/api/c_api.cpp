@@ -164,7 +164,8 @@ weave_status_t weave_matrix_create(weave_grid_t grid, const weave_matrix_desc_t*
                                       {"distribution", m.distribution},
                                       {"group", m.group},
                                       {"order", static_cast<int64_t>(m.order)},
-                                      {"memory", static_cast<int64_t>(m.memory)}};
+                                      {"memory", static_cast<int64_t>(m.memory)},
+                                      {"scale_mode", static_cast<int64_t>(m.scale_mode)}};
       for (int i = 0; i < m.row_split.parts(); ++i) fields.push_back({str("row_counts[", i, "]"), m.row_split.count(i)});
       for (int i = 0; i < m.col_split.parts(); ++i) fields.push_back({str("col_counts[", i, "]"), m.col_split.count(i)});
       check_same_on_all_ranks(state->channel(), fields, "weave_matrix_create");

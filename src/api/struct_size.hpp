@@ -31,7 +31,9 @@ template <>
 struct StructVersions<weave_matrix_desc_t> {
   static constexpr const char* name = "weave_matrix_desc_t";
   static constexpr const char* initializer = "WEAVE_MATRIX_DESC_INIT";
-  static constexpr std::size_t sizes[] = {sizeof(weave_matrix_desc_t)};
+  // Weave 0.2 ended after memory; scale_mode was appended with FP8 support.
+  static constexpr std::size_t sizes[] = {
+      size_up_to<weave_matrix_desc_t>(offsetof(weave_matrix_desc_t, scale_mode)), sizeof(weave_matrix_desc_t)};
 };
 template <>
 struct StructVersions<weave_plan_desc_t> {
@@ -43,14 +45,19 @@ template <>
 struct StructVersions<weave_execute_args_t> {
   static constexpr const char* name = "weave_execute_args_t";
   static constexpr const char* initializer = "WEAVE_EXECUTE_ARGS_INIT";
-  static constexpr std::size_t sizes[] = {sizeof(weave_execute_args_t)};
+  // Weave 0.2 ended after gathered_a_elements; the scale buffers were
+  // appended with FP8 support.
+  static constexpr std::size_t sizes[] = {
+      size_up_to<weave_execute_args_t>(offsetof(weave_execute_args_t, a_scale)), sizeof(weave_execute_args_t)};
 };
 template <>
 struct StructVersions<weave_plan_info_t> {
   static constexpr const char* name = "weave_plan_info_t";
   static constexpr const char* initializer = "WEAVE_PLAN_INFO_INIT";
-  // Weave 0.2 ended after bias_type; status was appended.
+  // Weave 0.2 ended after bias_type; status was appended, then the scale
+  // modes and scale sizes with FP8 support.
   static constexpr std::size_t sizes[] = {size_up_to<weave_plan_info_t>(offsetof(weave_plan_info_t, status)),
+                                          size_up_to<weave_plan_info_t>(offsetof(weave_plan_info_t, a_scale_mode)),
                                           sizeof(weave_plan_info_t)};
 };
 

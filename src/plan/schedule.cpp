@@ -12,6 +12,9 @@ const char* buffer_name(int buffer) {
     case kBufferC: return "C";
     case kBufferBias: return "bias";
     case kBufferGathered: return "gathered";
+    case kBufferAScale: return "A scales";
+    case kBufferBScale: return "B scales";
+    case kBufferGatheredScale: return "gathered A scales";
     default: return "workspace";
   }
 }
@@ -131,6 +134,8 @@ std::string format_schedule(const Schedule& s) {
             out << format_region(s, op.c) << " = " << scalar_name(op.alpha) << "*" << format_region(s, op.a) << "^"
                 << op_name(op.op_a) << "*" << format_region(s, op.b) << "^" << op_name(op.op_b) << " + "
                 << scalar_name(op.beta) << "*C";
+            if (op.a_scale.scaled()) out << ", A scaled by " << format_region(s, op.a_scale.region);
+            if (op.b_scale.scaled()) out << ", B scaled by " << format_region(s, op.b_scale.region);
           } else if constexpr (std::is_same_v<T, EpilogueOp>) {
             out << format_region(s, op.dst) << " = ";
             if (op.has_src) {

@@ -11,6 +11,11 @@
 //                 columns, 2-D block panels), and degenerate sizes.
 //   random_cases: random sizes (including tiny and zero), random uneven
 //                 counts and random choices of everything else.
+//   fp8_cases:    FP8 A and B (both formats, the pairs that multiply) with
+//                 every scale mode, into bf16, f16 and f32 C: every
+//                 operation, transpose pair, shard pattern (a rank with no
+//                 rows, and so no scales, included), bias, beta, chunks 1-4,
+//                 algorithm, the gathered output with its scales.
 #pragma once
 
 #include <algorithm>
@@ -28,6 +33,16 @@ constexpr int kBiasLayouts = 4;
 inline void set_bias_layout(Case& c, int layout) {
   c.order_bias = layout < 2 ? WEAVE_ORDER_COLUMN_MAJOR : WEAVE_ORDER_ROW_MAJOR;
   c.bias_ld_padding = layout % 2 == 0 ? 0 : layout < 2 ? 1 : 2;
+}
+
+// Scalars, padding and storage orders rotated with a case counter, so
+// that each meets every operation and type.
+inline void rotate_layouts(Case& c, int counter) {
+  c.alpha = counter % 3 == 0 ? 1.0 : 1.5;
+  c.padded = counter % 4 == 1;
+  c.order_a = counter % 3 == 2 ? WEAVE_ORDER_ROW_MAJOR : WEAVE_ORDER_COLUMN_MAJOR;
+  c.order_b = counter % 5 == 3 ? WEAVE_ORDER_ROW_MAJOR : WEAVE_ORDER_COLUMN_MAJOR;
+  c.order_c = counter % 4 == 2 ? WEAVE_ORDER_ROW_MAJOR : WEAVE_ORDER_COLUMN_MAJOR;
 }
 
 template <class T>
@@ -67,11 +82,7 @@ inline std::vector<Case> sweep_cases(const CaseListOptions& options, std::mt1993
               c.bias = variant == 0;
               set_bias_layout(c, (counter / 6) % kBiasLayouts);
               c.beta = variant == 0 ? 0.0 : -0.75;
-              c.alpha = counter % 3 == 0 ? 1.0 : 1.5;
-              c.padded = counter % 4 == 1;
-              c.order_a = counter % 3 == 2 ? WEAVE_ORDER_ROW_MAJOR : WEAVE_ORDER_COLUMN_MAJOR;
-              c.order_b = counter % 5 == 3 ? WEAVE_ORDER_ROW_MAJOR : WEAVE_ORDER_COLUMN_MAJOR;
-              c.order_c = counter % 4 == 2 ? WEAVE_ORDER_ROW_MAJOR : WEAVE_ORDER_COLUMN_MAJOR;
+              rotate_layouts(c, counter);
               c.direction = directions[counter % 3];
               // Bidirectional reductions split shards in halves (two chunks
               // at least); AG-GEMM sends whole shards, any chunk count.
@@ -222,6 +233,115 @@ inline std::vector<Case> random_cases(const CaseListOptions& options, std::mt199
     c.gathered = c.operation == WEAVE_AG_GEMM && pick(flags, rng);
     cases.push_back(c);
   }
+  return cases;
+}
+
+inline std::vector<Case> fp8_cases(const CaseListOptions& options, std::mt19937_64&) {
+  std::vector<Case> cases;
+  const weave_operation_t operations[] = {WEAVE_AG_GEMM, WEAVE_GEMM_RS, WEAVE_GEMM_AR};
+  const weave_op_t ops[] = {WEAVE_OP_N, WEAVE_OP_T};
+  const Shards shard_patterns[] = {Shards::Balanced, Shards::Uneven, Shards::WithEmpty};
+  const weave_dtype_t outputs[] = {WEAVE_BFLOAT16, WEAVE_FLOAT32, WEAVE_FLOAT16};
+  const weave_dtype_t e4m3 = WEAVE_FLOAT8_E4M3, e5m2 = WEAVE_FLOAT8_E5M2;
+  const std::pair<weave_dtype_t, weave_dtype_t> pairs[] = {{e4m3, e4m3}, {e4m3, e5m2}, {e5m2, e4m3}};
+  // Scale modes of A and B. The modes whose scales cover 128-row bands
+  // (128x128, MXFP8) take arbitrary shards on B, which is never cut into
+  // rows; on A they need bands that chunks do not cut (cases below).
+  const std::pair<weave_scale_mode_t, weave_scale_mode_t> modes[] = {
+      {WEAVE_SCALE_TENSOR, WEAVE_SCALE_TENSOR},
+      {WEAVE_SCALE_ROW_WISE, WEAVE_SCALE_ROW_WISE},
+      {WEAVE_SCALE_BLOCK_1X128, WEAVE_SCALE_BLOCK_1X128},
+      {WEAVE_SCALE_BLOCK_1X128, WEAVE_SCALE_BLOCK_128X128},
+      {WEAVE_SCALE_ROW_WISE, WEAVE_SCALE_MXFP8},
+      {WEAVE_SCALE_TENSOR, WEAVE_SCALE_ROW_WISE},
+  };
+  const weave_direction_t directions[] = {WEAVE_DIRECTION_FORWARD, WEAVE_DIRECTION_BACKWARD,
+                                          WEAVE_DIRECTION_BIDIRECTIONAL};
+  int counter = 0;
+  for (weave_operation_t op : operations)
+    for (const auto& [a_mode, b_mode] : modes)
+      for (weave_op_t oa : ops)
+        for (weave_op_t ob : ops) {
+          Case c;
+          c.operation = op;
+          const auto& pair = pairs[counter % 3];
+          c.a_type = pair.first;
+          c.b_type = pair.second;
+          c.a_scale = a_mode;
+          c.b_scale = b_mode;
+          c.dtype = outputs[(counter / 3) % 3];
+          c.op_a = oa;
+          c.op_b = ob;
+          c.shards = shard_patterns[counter % 3];
+          // K spans several 128-blocks (and several 32-blocks) where the
+          // scales are blocked; N several 128-column bands of B for 128x128.
+          const bool blocked = a_mode == WEAVE_SCALE_BLOCK_1X128 || b_mode == WEAVE_SCALE_MXFP8;
+          c.m = 13 + counter % 7;
+          c.n = b_mode == WEAVE_SCALE_BLOCK_128X128 || b_mode == WEAVE_SCALE_MXFP8 ? 270 + counter % 5 : 11 + counter % 5;
+          c.k = blocked ? (op == WEAVE_AG_GEMM ? 270 : 700) + counter % 9 : 9 + counter % 6;
+          c.bias = counter % 2 == 0;
+          set_bias_layout(c, (counter / 2) % kBiasLayouts);
+          c.beta = counter % 4 < 2 ? 0.0 : -0.75;
+          rotate_layouts(c, counter);
+          c.direction = directions[counter % 3];
+          c.chunks = c.direction == WEAVE_DIRECTION_BIDIRECTIONAL && op != WEAVE_AG_GEMM ? 2 + counter % 3
+                                                                                        : 1 + counter % 4;
+          c.algorithm = counter % 5 == 4 ? WEAVE_ALGORITHM_SEQUENTIAL : WEAVE_ALGORITHM_RING;
+          if (op != WEAVE_AG_GEMM && counter % 5 == 2) {
+            c.algorithm = WEAVE_ALGORITHM_DIRECT;
+            c.direction = WEAVE_DIRECTION_AUTO;
+          }
+          c.progress = counter % 3 == 1 ? WEAVE_PROGRESS_THREAD : WEAVE_PROGRESS_TILES;
+          c.grid = counter % 7 == 3 ? GridKind::Rows2D : GridKind::Column1D;
+          c.gathered = op == WEAVE_AG_GEMM && counter % 2 == 1;
+          c.repeats = counter % 6 == 0 ? 2 : 1;
+          c.fresh_inputs = c.repeats > 1;
+          ++counter;
+          if (!options.quick || counter % 3 == 0) cases.push_back(c);
+        }
+  // Scales on A that cover 128-row bands: every rank's rows (and every
+  // chunk's) a whole number of bands, 128 rows each.
+  for (weave_operation_t op : operations)
+    for (weave_scale_mode_t a_mode : {WEAVE_SCALE_BLOCK_128X128, WEAVE_SCALE_MXFP8}) {
+      Case c;
+      c.operation = op;
+      c.a_type = c.b_type = WEAVE_FLOAT8_E4M3;
+      c.a_scale = a_mode;
+      c.b_scale = a_mode == WEAVE_SCALE_MXFP8 ? WEAVE_SCALE_MXFP8 : WEAVE_SCALE_BLOCK_1X128;
+      c.dtype = WEAVE_BFLOAT16;
+      c.op_a = op == WEAVE_GEMM_RS ? WEAVE_OP_T : WEAVE_OP_N;
+      c.m = 128 * g_size;
+      c.n = 9;
+      c.k = 300;
+      c.bias = true;
+      c.beta = 0.5;
+      c.chunks = 1;
+      c.direction = WEAVE_DIRECTION_FORWARD;
+      c.algorithm = op == WEAVE_GEMM_AR ? WEAVE_ALGORITHM_DIRECT : WEAVE_ALGORITHM_RING;
+      if (op == WEAVE_GEMM_AR) c.direction = WEAVE_DIRECTION_AUTO;
+      c.gathered = op == WEAVE_AG_GEMM;
+      cases.push_back(c);
+    }
+  // Degenerate sizes: K = 0 (no scales anywhere), a single row, N below P.
+  for (weave_operation_t op : operations)
+    for (int variant = 0; variant < 3; ++variant) {
+      Case c;
+      c.operation = op;
+      c.a_type = c.b_type = WEAVE_FLOAT8_E4M3;
+      c.a_scale = WEAVE_SCALE_ROW_WISE;
+      c.b_scale = WEAVE_SCALE_ROW_WISE;
+      c.dtype = WEAVE_BFLOAT16;
+      c.m = variant == 0 ? 1 : 8;
+      c.n = variant == 1 ? 2 : 6;
+      c.k = variant == 2 ? 0 : 5;
+      c.shards = Shards::WithEmpty;
+      c.bias = true;
+      c.beta = variant == 1 ? 2.0 : 0.0;
+      c.chunks = 2;
+      c.algorithm = WEAVE_ALGORITHM_RING;
+      c.gathered = op == WEAVE_AG_GEMM;
+      cases.push_back(c);
+    }
   return cases;
 }
 

@@ -50,17 +50,29 @@ void check_buffers(const weave::internal::Problem& p, const Schedule& s, int ran
     errors.push_back(str("rank ", rank, ": the schedule has ", s.buffers.size(), " buffers, fewer than the caller's"));
     return;
   }
-  auto check_user = [&](int id, const weave::internal::LocalBlock& block) {
+  auto check_user = [&](int id, const weave::internal::LocalBlock& block, weave::internal::DType type) {
     const BufferSpec& b = s.buffers[id];
-    if (b.rows != block.rows || b.cols != block.cols || b.ld != block.ld || b.order != block.order ||
-        b.dtype != p.dtype)
-      errors.push_back(str("rank ", rank, ": buffer ", b.name, " is ", b.rows, " x ", b.cols, " ld ", b.ld,
-                            " but the caller's block is ", block.rows, " x ", block.cols, " ld ", block.ld));
+    if (b.rows != block.rows || b.cols != block.cols || b.ld != block.ld || b.order != block.order || b.dtype != type)
+      errors.push_back(str("rank ", rank, ": buffer ", b.name, " is ", b.rows, " x ", b.cols, " ld ", b.ld, " ",
+                            weave::internal::dtype_name(b.dtype), " but the caller's block is ", block.rows, " x ",
+                            block.cols, " ld ", block.ld, " ", weave::internal::dtype_name(type)));
   };
-  check_user(kBufferA, p.a);
-  check_user(kBufferB, p.b);
-  check_user(kBufferC, p.c);
-  if (p.has_bias) check_user(kBufferBias, p.bias);
+  check_user(kBufferA, p.a, p.a_type);
+  check_user(kBufferB, p.b, p.b_type);
+  check_user(kBufferC, p.c, p.c_type);
+  if (p.has_bias) check_user(kBufferBias, p.bias, p.bias_type);
+  // The caller's scales, as the layout of each scaled operand's block says.
+  auto check_scales = [&](int id, const weave::internal::ScaleLayout& layout) {
+    const BufferSpec& b = s.buffers[id];
+    if (layout.empty() ? b.rows * b.cols != 0
+                       : b.rows != layout.rows || b.cols != layout.cols || b.ld != layout.ld ||
+                             b.order != layout.order || b.dtype != layout.dtype)
+      errors.push_back(str("rank ", rank, ": buffer ", b.name, " is ", b.rows, " x ", b.cols, " ld ", b.ld,
+                            " but the scale layout of the block is ", layout.rows, " x ", layout.cols, " ld ",
+                            layout.ld));
+  };
+  check_scales(kBufferAScale, p.a_scales);
+  check_scales(kBufferBScale, p.b_scales);
   const BufferSpec& g = s.buffers[kBufferGathered];
   const int64_t g_rows = p.op_a == Op::N ? p.m : p.k, g_cols = p.op_a == Op::N ? p.k : p.m;
   if (g.rows != g_rows || g.cols != g_cols || g.order != p.a.order)
@@ -107,6 +119,24 @@ void check_step_shapes(const Schedule& s, int rank, int i, std::vector<std::stri
             errors.push_back(str(at, ": GEMM shapes do not fit: op(a) ", op_rows(op.a, op.op_a), " x ",
                                   op_cols(op.a, op.op_a), ", op(b) ", op_rows(op.b, op.op_b), " x ",
                                   op_cols(op.b, op.op_b), ", c ", op.c.rows, " x ", op.c.cols));
+          // Scales: tight, laid out for the operand region alone (what cuBLASLt takes).
+          const int64_t k = op_cols(op.a, op.op_a);
+          for (const auto& [scales, operand, outer] :
+               {std::make_tuple(&op.a_scale, &op.a, op.c.rows), std::make_tuple(&op.b_scale, &op.b, op.c.cols)}) {
+            const bool scaled_type = weave::internal::is_scaled(s.buffer(*operand).dtype);
+            if (scales->scaled() != scaled_type)
+              errors.push_back(str(at, ": operand ", region_text(s, *operand), scaled_type ? " has no scales" : " has scales"));
+            if (!scales->scaled() || op.c.empty() || k == 0) continue;
+            check_region(s, scales->region, at, errors);
+            if (!region_ok(s, scales->region)) continue;
+            const weave::internal::ScaleLayout layout = weave::internal::scale_layout(scales->mode, outer, k);
+            const BufferSpec& b = s.buffer(scales->region);
+            if (scales->region.rows != layout.rows || scales->region.cols != layout.cols || b.order != layout.order ||
+                b.dtype != layout.dtype || !s.contiguous(scales->region) || (layout.order == Order::RowMajor && b.ld != layout.ld))
+              errors.push_back(str(at, ": scales ", region_text(s, scales->region), " are not the tight ",
+                                    weave::internal::scale_mode_name(scales->mode), " scales of a ", outer, " x ", k,
+                                    " block (", layout.rows, " x ", layout.cols, ")"));
+          }
         } else if constexpr (std::is_same_v<T, EpilogueOp>) {
           check_region(s, op.dst, at, errors);
           if (op.has_src) {

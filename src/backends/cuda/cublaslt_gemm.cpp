@@ -43,6 +43,9 @@ cudaDataType_t cuda_type(DType t) {
     case DType::F32: return CUDA_R_32F;
     case DType::F16: return CUDA_R_16F;
     case DType::BF16: return CUDA_R_16BF;
+    case DType::E4M3: return CUDA_R_8F_E4M3;
+    case DType::E5M2: return CUDA_R_8F_E5M2;
+    case DType::UE8M0: return CUDA_R_8F_UE8M0;
   }
   fail(WEAVE_ERROR_INTERNAL, "unknown element type ", static_cast<int>(t));
 }
