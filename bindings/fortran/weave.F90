@@ -516,7 +516,7 @@ contains
   ! "automatic", as zero fields of weave_plan_desc_t do.
   subroutine plan_create_from_arguments(grid, operation, a, b, c, plan, stat, bias, op_a, op_b, group, &
                                         algorithm, backend, transport, direction, chunks_per_shard, &
-                                        compute_streams, progress, timeout_ms, flags)
+                                        compute_streams, progress, timeout_ms, flags, wire_type)
     type(weave_grid_t), intent(in) :: grid
     integer, intent(in) :: operation
     type(weave_matrix_t), intent(in) :: a, b, c
@@ -524,7 +524,7 @@ contains
     integer, intent(out) :: stat
     type(weave_matrix_t), intent(in), optional :: bias
     integer, intent(in), optional :: op_a, op_b, group, algorithm, backend, transport, direction
-    integer, intent(in), optional :: chunks_per_shard, compute_streams, progress, timeout_ms, flags
+    integer, intent(in), optional :: chunks_per_shard, compute_streams, progress, timeout_ms, flags, wire_type
     type(weave_plan_desc_t) :: desc
 
     desc%operation = int(operation, c_int)
@@ -544,6 +544,7 @@ contains
     desc%progress = value_or_zero(progress)
     desc%timeout_ms = value_or_zero(timeout_ms)
     desc%flags = value_or_zero(flags)
+    desc%wire_type = value_or_zero(wire_type)
     call plan_create_from_desc(grid, desc, plan, stat)
   end subroutine plan_create_from_arguments
 

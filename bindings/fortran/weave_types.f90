@@ -49,7 +49,7 @@ module weave_types
   ! weave_plan_desc_t. The matrix fields are handles (a struct holding one
   ! pointer has the layout of the pointer).
   type, bind(C) :: weave_plan_desc_t
-    integer(c_size_t) :: struct_size = 96  ! sizeof(weave_plan_desc_t)
+    integer(c_size_t) :: struct_size = 104  ! sizeof(weave_plan_desc_t)
     integer(c_int) :: operation = 0        ! WEAVE_AG_GEMM, WEAVE_GEMM_RS, WEAVE_GEMM_AR
     integer(c_int) :: group = 0
     integer(c_int) :: op_a = 0             ! WEAVE_OP_N, WEAVE_OP_T
@@ -67,6 +67,8 @@ module weave_types
     integer(c_int) :: progress = 0
     integer(c_int32_t) :: timeout_ms = 0
     integer(c_int32_t) :: flags = 0        ! ior of WEAVE_FLAG_*
+    integer(c_int) :: wire_type = 0        ! AG-GEMM: WEAVE_FLOAT8_E4M3 or WEAVE_BFLOAT16 (doc/fp8.md); 0: as stored
+    integer(c_int32_t) :: reserved = 0
   end type weave_plan_desc_t
 
   ! weave_execute_args_t. Buffers are addresses (c_loc of a target array, or
@@ -107,7 +109,7 @@ module weave_types
 
   ! weave_plan_info_t: what a plan resolved its automatic choices to.
   type, bind(C) :: weave_plan_info_t
-    integer(c_size_t) :: struct_size = 120  ! sizeof(weave_plan_info_t)
+    integer(c_size_t) :: struct_size = 128  ! sizeof(weave_plan_info_t)
     integer(c_int) :: algorithm = 0
     integer(c_int) :: backend = 0
     integer(c_int) :: transport = 0
@@ -129,5 +131,6 @@ module weave_types
     integer(c_int64_t) :: a_scale_elements = 0  ! scales of this rank's blocks, and of the gathered A
     integer(c_int64_t) :: b_scale_elements = 0
     integer(c_int64_t) :: gathered_a_scale_elements = 0
+    integer(c_int) :: wire_type = 0          ! what A's rows travel as
   end type weave_plan_info_t
 end module weave_types

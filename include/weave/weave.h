@@ -340,6 +340,13 @@ typedef struct weave_plan_desc_t {
   weave_progress_t progress;    /* host progress mechanism */
   int32_t timeout_ms;           /* give up waiting for a peer; 0: default (300 s), <0: never */
   int32_t flags;                /* WEAVE_FLAG_* */
+  /* Appended with FP8 support (an older struct_size leaves it zero). */
+  weave_dtype_t wire_type;      /* AG-GEMM: what A's rows travel and are multiplied in, when narrower
+                                   than A's type: WEAVE_FLOAT8_E4M3 (each row quantized once, before it is
+                                   sent, with a row-wise scale from its amax: doc/fp8.md) or
+                                   WEAVE_BFLOAT16 (rounded); 0: as stored */
+  int32_t reserved;             /* 0. (wire_type alone would lie in the padding after flags, leaving
+                                   sizeof unchanged, and struct_size could not tell the versions apart) */
 } weave_plan_desc_t;
 
 #define WEAVE_PLAN_DESC_INIT WEAVE_STRUCT_INIT(weave_plan_desc_t)
@@ -384,6 +391,7 @@ typedef struct weave_plan_info_t {
   int64_t a_scale_elements;         /* scale elements (float32; bytes for MXFP8) of this rank's */
   int64_t b_scale_elements;         /* blocks of A and B, and of the gathered A */
   int64_t gathered_a_scale_elements;
+  weave_dtype_t wire_type;          /* what A's rows travel as (AG-GEMM; A's type without a wire type) */
 } weave_plan_info_t;
 #define WEAVE_PLAN_INFO_INIT WEAVE_STRUCT_INIT(weave_plan_info_t)
 /* Writes the first info->struct_size bytes of what the plan resolved. */

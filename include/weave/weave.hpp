@@ -253,6 +253,7 @@ struct PlanDesc {
   PlanDesc& progress(weave_progress_t p) { desc.progress = p; return *this; }
   PlanDesc& timeout_ms(int32_t t) { desc.timeout_ms = t; return *this; }
   PlanDesc& flags(int32_t f) { desc.flags = f; return *this; }
+  PlanDesc& wire_type(weave_dtype_t t) { desc.wire_type = t; return *this; }
 };
 
 class Plan {

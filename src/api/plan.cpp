@@ -61,7 +61,8 @@ std::vector<Argument> grid_fields(const weave_plan_desc_t& desc, const plan::Env
           {"chunks_per_shard", desc.chunks_per_shard},
           {"compute_streams", desc.compute_streams},
           {"progress", enum_value(desc.progress)},
-          {"flags", desc.flags}};
+          {"flags", desc.flags},
+          {"wire_type", enum_value(desc.wire_type)}};
 }
 
 // The automatic choices, which every rank of a group must have resolved
@@ -103,7 +104,7 @@ std::unique_ptr<Plan> Plan::create(const std::shared_ptr<GridState>& grid, const
     const MatrixDesc& c = matrix_of(desc.c, "c");
     const MatrixDesc* bias = desc.bias ? &desc.bias->desc : nullptr;
     plan->problem_ = make_problem(static_cast<Operation>(operation), plan->group_.kind, static_cast<Op>(op_a),
-                                  static_cast<Op>(op_b), a, b, c, bias);
+                                  static_cast<Op>(op_b), a, b, c, bias, enum_value(desc.wire_type));
   });
 
   // 2. Every rank of the grid passed the same operation, and every rank of a
@@ -211,9 +212,13 @@ std::string Plan::describe() const {
   std::string wire;
   if (p.group_size > 1) {
     if (p.operation == Operation::AgGemm) {
-      wire = str("; A's rows travel as ", dtype_name(p.a_type));
-      if (p.a_scale != ScaleMode::None)
-        wire += str(" with their ", scale_mode_name(p.a_scale), " scales (", dtype_name(p.a_scales.dtype), ")",
+      wire = str("; A's rows travel as ", dtype_name(p.wire_type));
+      if (p.quantized())
+        wire += str(" (quantized from ", dtype_name(p.a_type), " once per shard, before they are sent",
+                    p.wire_scale != ScaleMode::None ? ", a scale per row from its amax" : "", ")");
+      if (p.wire_scale != ScaleMode::None)
+        wire += str(" with their ", scale_mode_name(p.wire_scale), " scales (",
+                    dtype_name(schedule_.buffers[plan::kBufferGatheredScale].dtype), ")",
                     s.algorithm == plan::Algorithm::Ring ? " in the same chunk" : ", gathered beside them");
     } else if (s.algorithm != plan::Algorithm::Direct) {
       const DType partial = r.schedule.reduce_in_output_type ? p.c_type : accumulation_type(p.c_type);
@@ -262,6 +267,7 @@ weave_plan_info_t Plan::info() const {
     const plan::BufferSpec& g = schedule_.buffers[plan::kBufferGatheredScale];
     info.gathered_a_scale_elements = block_elements(g.rows, g.cols, g.ld, g.order, "the gathered scale elements");
   }
+  info.wire_type = static_cast<weave_dtype_t>(problem_.wire_type);
   info.status = !transport_->device_wait_failure().empty() ? WEAVE_ERROR_TIMEOUT
                 : failed_                                  ? WEAVE_ERROR_PLAN_FAILED
                                                            : WEAVE_SUCCESS;
@@ -340,8 +346,8 @@ void Plan::validate_execute_args(const weave_execute_args_t& args) const {
   if (resolved_.schedule.gathered_output) {
     const plan::BufferSpec& g = schedule_.buffers[plan::kBufferGatheredScale];
     check_scales(args.gathered_a_scale, args.gathered_a_scale_elements,
-                 block_elements(g.rows, g.cols, g.ld, g.order, "the gathered scale elements"), p.a_scale, p.a_type,
-                 "gathered_a_scale", "gathered A");
+                 block_elements(g.rows, g.cols, g.ld, g.order, "the gathered scale elements"), p.wire_scale,
+                 p.wire_type, "gathered_a_scale", "gathered A");
   } else if (args.gathered_a_scale) {
     fail(WEAVE_ERROR_INVALID_VALUE, "gathered_a_scale is not NULL but the plan lacks WEAVE_FLAG_GATHERED_OUTPUT");
   }

@@ -51,6 +51,13 @@ struct Problem {
   // scales of this rank's blocks (core/scale_layout.hpp); empty otherwise.
   ScaleMode a_scale = ScaleMode::None, b_scale = ScaleMode::None;
   ScaleLayout a_scales, b_scales;
+  // What A's rows travel and are multiplied in, with the scales they carry
+  // there: A's own type and scales, or AG-GEMM's wire type, into which
+  // every rank quantizes its rows once before they travel (quantized();
+  // kernels/quantize.hpp).
+  DType wire_type = DType::F64;
+  ScaleMode wire_scale = ScaleMode::None;
+  bool quantized() const { return wire_type != a_type; }
   Memory memory = Memory::Host;
   weave_group_t group = WEAVE_GROUP_GRID;
   int group_size = 1, group_rank = 0, group_index = 0;
@@ -78,9 +85,10 @@ struct Problem {
 GroupMatrix resolve_in_group(const MatrixDesc& m, const GroupView& group, const std::string& name);
 
 // Validates the operation's arguments on this rank and builds the Problem.
-// bias may be null.
+// bias may be null; wire_type is the plan descriptor's (a weave_dtype_t as
+// an int, 0: none).
 Problem make_problem(Operation operation, weave_group_t group_kind, Op op_a, Op op_b,
                      const MatrixDesc& a, const MatrixDesc& b, const MatrixDesc& c,
-                     const MatrixDesc* bias);
+                     const MatrixDesc* bias, int wire_type = 0);
 
 }  // namespace weave::internal

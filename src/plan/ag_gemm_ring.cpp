@@ -18,6 +18,11 @@
 // in a workspace slot of their own, go in the same batch as its rows (a
 // second message to the same peer), and the chunk's GEMM waits for both;
 // there is no separate gather of the scales before the first GEMM.
+//
+// With a wire type narrower than A's, every rank quantizes its own chunks
+// once (rows and their scales, into their places in the gather buffer and
+// their scale slots) before they travel; every GEMM then multiplies
+// quantized rows, its own ones included.
 #include <string>
 
 #include "core/error.hpp"
@@ -34,11 +39,12 @@ void build_ag_gemm_ring(ScheduleBuilder& b) {
   // The gather buffer stores op(A) rows contiguously: row-major M x K for
   // op N (A's rows), column-major K x M for op T (A's columns).
   const Order gather_order = p.op_a == Op::N ? Order::RowMajor : Order::ColMajor;
-  const int gather = p.op_a == Op::N ? b.add_workspace("gathered op(A)", p.m, p.k, p.a_type, gather_order)
-                                     : b.add_workspace("gathered op(A)", p.k, p.m, p.a_type, gather_order);
+  const int gather = p.op_a == Op::N ? b.add_workspace("gathered op(A)", p.m, p.k, p.wire_type, gather_order)
+                                     : b.add_workspace("gathered op(A)", p.k, p.m, p.wire_type, gather_order);
   const Region c_all = b.whole(kBufferC);
   const Region b_all = b.whole(kBufferB);
-  const bool scaled = p.a_scale != ScaleMode::None;
+  const ScaleMode mode = p.wire_scale;  // the scales of the rows as they travel
+  const bool scaled = mode != ScaleMode::None, quantize = p.quantized();
   const int scale_tag_base = P * c;  // scale messages: tag = scale_tag_base + chunk id
 
   auto piece_id = [&](int q, int j) { return q * c + j; };
@@ -51,11 +57,12 @@ void build_ag_gemm_ring(ScheduleBuilder& b) {
   };
   auto what = [&](int id) { return "chunk " + std::to_string(id % c) + " of rank " + std::to_string(id / c); };
   // A slot of its own for every chunk's scales that travel.
+  // (Quantized own chunks get theirs from the quantization.)
   std::vector<Region> scale_slot(static_cast<std::size_t>(P * c));
   if (scaled)
     for (int id = 0; id < P * c; ++id)
-      if (piece_rows(id) > 0 && id / c != r)
-        scale_slot[id] = b.whole(b.add_scale_workspace("scales of " + what(id), p.a_scale, piece_rows(id), p.k));
+      if (piece_rows(id) > 0 && (id / c != r || quantize))
+        scale_slot[id] = b.whole(b.add_scale_workspace("scales of " + what(id), mode, piece_rows(id), p.k));
 
   // The multiplication of one chunk of op(A) (already local in `a_region`,
   // its scales in `scales`), its bias, and its copy (with its scales) into
@@ -73,27 +80,37 @@ void build_ag_gemm_ring(ScheduleBuilder& b) {
       b.add_step(b.copy(out, a_region), lane, deps, "gathered output " + what(id));
       // Tensor-wise: one scale per shard, written by the shard's first chunk.
       const bool first_of_shard = pieces.offset(id) == p.m_split.offset(id / c);
-      if (scaled && !scales.region.empty() && (p.a_scale != ScaleMode::Tensor || first_of_shard)) {
+      if (scaled && !scales.region.empty() && (mode != ScaleMode::Tensor || first_of_shard)) {
         const Region scales_out =
-            p.a_scale == ScaleMode::Tensor
+            mode == ScaleMode::Tensor
                 ? Region{kBufferGatheredScale, id / c, 0, 1, 1}
-                : b.scale_rows(kBufferGatheredScale, p.a_scale, pieces.offset(id), pieces.count(id),
+                : b.scale_rows(kBufferGatheredScale, mode, pieces.offset(id), pieces.count(id),
                                "the gathered scales of " + what(id));
         b.add_step(b.copy(scales_out, scales.region), lane, deps, "gathered output scales " + what(id));
       }
     }
   };
 
-  // Own chunks: sent straight from A when their bytes already look like a
+  // Own chunks: quantized into the gather buffer where there is a wire
+  // type; else sent straight from A when their bytes already look like a
   // gather-buffer chunk, otherwise packed first; their scales likewise.
   std::vector<int> own_send_dep(c, -1), own_scale_dep(c, -1);
-  std::vector<Region> own_send_region(c);
+  std::vector<Region> own_send_region(c), own_multiplied(c);
   std::vector<ScaleOperand> own_scales(c);
   for (int j = 0; j < c; ++j) {
     const int id = piece_id(r, j);
     const Region mine = own_region(j);
-    own_send_region[j] = mine;
+    own_send_region[j] = own_multiplied[j] = mine;
     if (piece_rows(id) == 0) continue;
+    if (quantize) {
+      own_send_region[j] = own_multiplied[j] = gather_region(id);
+      own_scales[j] = ScaleOperand{mode, scale_slot[id]};
+      if (p.k > 0)  // rows of no elements have nothing to quantize, and no scales
+        own_send_dep[j] = own_scale_dep[j] =
+            b.add_step(QuantizeOp{mine, gather_region(id), p.op_a, scaled, scale_slot[id]}, 0, {},
+                       "quantize own chunk " + std::to_string(j));
+      continue;
+    }
     own_scales[j] = b.a_scales(own_row0(id), piece_rows(id), &own_scale_dep[j]);
     if (b.same_bytes_as_tight(mine, gather_order)) continue;
     own_send_region[j] = gather_region(id);
@@ -101,7 +118,8 @@ void build_ag_gemm_ring(ScheduleBuilder& b) {
                                  "pack own chunk " + std::to_string(j));
   }
   for (int j = 0; j < c; ++j)
-    if (piece_rows(piece_id(r, j)) > 0) multiply(piece_id(r, j), own_region(j), own_scales[j], {own_scale_dep[j]});
+    if (piece_rows(piece_id(r, j)) > 0)
+      multiply(piece_id(r, j), own_multiplied[j], own_scales[j], {own_scale_dep[j]});
 
   // The two rings (or one). For direction d, the b-th batch sends the b-th
   // entry of my send list to the next rank and receives the b-th entry of my
@@ -164,7 +182,7 @@ void build_ag_gemm_ring(ScheduleBuilder& b) {
             b.add_step(RecvOp{gather_region(id), ring.prev, id}, kCommLane, {}, "receive " + what(id), batch);
         ScaleOperand scales;
         if (scaled) {
-          scales = ScaleOperand{p.a_scale, scale_slot[id]};
+          scales = ScaleOperand{mode, scale_slot[id]};
           ring.scale_recv_step[n] = b.add_step(RecvOp{scale_slot[id], ring.prev, scale_tag_base + id}, kCommLane, {},
                                                "receive scales of " + what(id), batch);
         }

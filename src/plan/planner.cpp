@@ -167,6 +167,7 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
   const int known_flags = WEAVE_FLAG_ALLOW_TF32 | WEAVE_FLAG_GATHERED_OUTPUT | WEAVE_FLAG_REDUCE_IN_OUTPUT_TYPE |
                           WEAVE_FLAG_TRACE | WEAVE_FLAG_NO_EXECUTE_CHECK;
   if (desc.flags & ~known_flags) fail(WEAVE_ERROR_INVALID_VALUE, "flags = ", desc.flags, " has unknown bits");
+  if (desc.reserved != 0) fail(WEAVE_ERROR_INVALID_VALUE, "reserved = ", desc.reserved, ", not 0");
   if ((desc.flags & WEAVE_FLAG_GATHERED_OUTPUT) && problem.operation != Operation::AgGemm)
     fail(WEAVE_ERROR_INVALID_VALUE, "WEAVE_FLAG_GATHERED_OUTPUT is for AG-GEMM plans only");
 

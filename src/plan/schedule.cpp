@@ -48,6 +48,7 @@ const char* step_kind_name(StepKind k) {
     case StepKind::Publish: return "publish";
     case StepKind::PeerSum: return "peer-sum";
     case StepKind::AwaitRelease: return "await-release";
+    case StepKind::Quantize: return "quantize";
   }
   return "?";
 }
@@ -164,6 +165,10 @@ std::string format_schedule(const Schedule& s) {
             out << ") + " << scalar_name(op.dst_scale) << "*dst";
             if (op.has_bias) out << " + bias";
             if (op.has_copy) out << ", copied to " << format_region(s, op.copy);
+          } else if constexpr (std::is_same_v<T, QuantizeOp>) {
+            out << format_region(s, op.dst) << " = quantized rows of " << format_region(s, op.src) << "^"
+                << op_name(op.op);
+            if (op.has_scales) out << ", scales into " << format_region(s, op.scales);
           } else if constexpr (std::is_same_v<T, AwaitReleaseOp>) {
             out << "released by rank " << op.peer << " tag " << op.tag;
           } else {

@@ -185,9 +185,23 @@ struct AwaitReleaseOp {
   int tag = 0;
 };
 
-using StepOp = std::variant<GemmOp, EpilogueOp, SendOp, RecvOp, CollectiveOp, PublishOp, PeerSumOp, AwaitReleaseOp>;
+// Quantizes rows of op(src) into dst's (narrower) type, once, before they
+// travel: AG-GEMM's wire type. Each row of op(src) gets its scale (into
+// `scales`, one float32 per row, where the wire type has scales) and its
+// values divided by it, rounded to dst's type, in the same row of op(dst).
+// The rule, bit for bit, is kernels/quantize.hpp's (doc/fp8.md).
+struct QuantizeOp {
+  Region src;
+  Region dst;
+  Op op = Op::N;  // rows of op(src) and op(dst)
+  bool has_scales = false;
+  Region scales;  // rows x 1
+};
 
-enum class StepKind : uint8_t { Gemm = 0, Epilogue, Send, Recv, Collective, Publish, PeerSum, AwaitRelease };
+using StepOp =
+    std::variant<GemmOp, EpilogueOp, SendOp, RecvOp, CollectiveOp, PublishOp, PeerSumOp, AwaitReleaseOp, QuantizeOp>;
+
+enum class StepKind : uint8_t { Gemm = 0, Epilogue, Send, Recv, Collective, Publish, PeerSum, AwaitRelease, Quantize };
 const char* step_kind_name(StepKind k);
 
 constexpr int kCommLane = -1;

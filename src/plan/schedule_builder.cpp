@@ -30,11 +30,12 @@ BufferSpec scale_buffer(const char* name, const ScaleLayout& layout) {
   return user_buffer(name, LocalBlock{layout.rows, layout.cols, layout.ld, layout.order}, layout.dtype);
 }
 
-// The gathered A's scales: the layout of the whole op(A) (M x K), except
-// for tensor-wise scales, of which there is one per shard: one per group
-// rank (P x 1).
+// The gathered A's scales (those of its rows as they travel: in the wire
+// type where it has one): the layout of the whole op(A) (M x K), except for
+// tensor-wise scales, of which there is one per shard: one per group rank
+// (P x 1).
 ScaleLayout gathered_scale_layout(const Problem& p) {
-  if (p.a_scale != ScaleMode::Tensor || p.m == 0 || p.k == 0) return scale_layout(p.a_scale, p.m, p.k);
+  if (p.wire_scale != ScaleMode::Tensor || p.m == 0 || p.k == 0) return scale_layout(p.wire_scale, p.m, p.k);
   ScaleLayout layout;
   layout.mode = ScaleMode::Tensor;
   layout.rows = p.group_size;
@@ -50,7 +51,7 @@ ScheduleBuilder::ScheduleBuilder(const Problem& problem, const ScheduleOptions& 
   schedule_.buffers.push_back(user_buffer("B", problem.b, problem.b_type));
   schedule_.buffers.push_back(user_buffer("C", problem.c, problem.c_type));
   schedule_.buffers.push_back(user_buffer("bias", problem.bias, problem.bias_type));
-  const DType t = problem.a_type;  // what the gathered A holds
+  const DType t = problem.wire_type;  // what the gathered A holds: A's rows as they travel
   // The gathered A is stored like A: op N: M x K, op T: K x M, in A's order.
   // Its leading dimension is the tight one unless the caller passes another
   // at execute time.

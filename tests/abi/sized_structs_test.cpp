@@ -195,6 +195,23 @@ int main(int argc, char** argv) {
       return ok;
     });
 
+    check("plan descriptor of the size before wire_type", [&] {
+      weave_plan_desc_t d = WEAVE_PLAN_DESC_INIT;
+      d.operation = WEAVE_AG_GEMM;
+      d.a = p.a.get();
+      d.b = p.b.get();
+      d.c = p.c.get();
+      d.struct_size = (offsetof(weave_plan_desc_t, wire_type) + alignof(weave_plan_desc_t) - 1) /
+                      alignof(weave_plan_desc_t) * alignof(weave_plan_desc_t);
+      d.wire_type = static_cast<weave_dtype_t>(99);  // beyond the caller's struct: never read
+      weave_plan_t plan = nullptr;
+      weave_plan_info_t info = WEAVE_PLAN_INFO_INIT;
+      const bool ok = expect(weave_plan_create(p.grid.get(), &d, &plan), WEAVE_SUCCESS, nullptr, "weave_plan_create") &&
+                      weave_plan_get_info(plan, &info) == WEAVE_SUCCESS && info.wire_type == WEAVE_FLOAT64;
+      weave_plan_destroy(plan);
+      return ok;
+    });
+
     check("plan info says a plan that has not failed can execute", [&] {
       return p.plan.info().status == WEAVE_SUCCESS;
     });

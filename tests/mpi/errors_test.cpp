@@ -505,6 +505,42 @@ void fp8_types_and_scale_modes(weave_grid_t grid) {
     EXPECT_STATUS(weave_plan_create(grid, &pd, &p.h), WEAVE_ERROR_UNSUPPORTED_TYPE, "A is e4m3", "B is f64");
     pd.b = b8.h;
   }
+  {  // Wire types that do not fit: not a wire type, not narrower than A, not
+     // AG-GEMM, a B that does not multiply with it, a value that is no type.
+    Matrix a32, a64, b32, c32;
+    const Distributions rs = distributions_for(WEAVE_GEMM_RS);
+    Matrix rs_a, rs_b, rs_c;
+    if (!create(grid, desc_of(M, K, dist.a, WEAVE_FLOAT32), &a32) || !create(grid, desc_of(M, K, dist.a), &a64) ||
+        !create(grid, desc_of(K, N, dist.b, WEAVE_FLOAT32), &b32) ||
+        !create(grid, desc_of(M, N, dist.c, WEAVE_FLOAT32), &c32) ||
+        !create(grid, desc_of(M, K * g_size, rs.a, WEAVE_FLOAT32), &rs_a) ||
+        !create(grid, fp8_desc(K * g_size, N, rs.b, WEAVE_FLOAT8_E4M3, WEAVE_SCALE_TENSOR), &rs_b) ||
+        !create(grid, desc_of(M, N, rs.c, WEAVE_BFLOAT16), &rs_c))
+      return;
+    weave_plan_desc_t wd{};
+    wd.operation = WEAVE_AG_GEMM;
+    wd.a = a32.h;
+    wd.b = b8.h;
+    wd.c = c16.h;
+    wd.wire_type = WEAVE_FLOAT8_E5M2;
+    EXPECT_STATUS(weave_plan_create(grid, &wd, &p.h), WEAVE_ERROR_UNSUPPORTED_TYPE, "wire_type = WEAVE_FLOAT8_E5M2",
+                  "not a wire type");
+    wd.wire_type = static_cast<weave_dtype_t>(99);
+    EXPECT_STATUS(weave_plan_create(grid, &wd, &p.h), WEAVE_ERROR_INVALID_VALUE, "wire_type = 99");
+    wd.wire_type = WEAVE_FLOAT8_E4M3;
+    wd.a = a64.h;
+    EXPECT_STATUS(weave_plan_create(grid, &wd, &p.h), WEAVE_ERROR_UNSUPPORTED_TYPE, "A is f64", "wire_type is e4m3");
+    wd.a = a32.h;
+    wd.b = b32.h;
+    EXPECT_STATUS(weave_plan_create(grid, &wd, &p.h), WEAVE_ERROR_UNSUPPORTED_TYPE, "A's wire type is e4m3",
+                  "B is f32");
+    wd.b = b8.h;
+    wd.operation = WEAVE_GEMM_RS;
+    wd.a = rs_a.h;
+    wd.b = rs_b.h;
+    wd.c = rs_c.h;
+    EXPECT_STATUS(weave_plan_create(grid, &wd, &p.h), WEAVE_ERROR_UNSUPPORTED, "wire_type is for AG-GEMM");
+  }
   // Scales that cover 128-row bands on an A whose chunks, or the gathered
   // output of whose shards, would cut a band.
   if (g_size > 1) {

@@ -15,7 +15,9 @@
 //                 every scale mode, into bf16, f16 and f32 C: every
 //                 operation, transpose pair, shard pattern (a rank with no
 //                 rows, and so no scales, included), bias, beta, chunks 1-4,
-//                 algorithm, the gathered output with its scales.
+//                 algorithm, the gathered output with its scales; and
+//                 AG-GEMM with a wire type (A stored wider, quantized once
+//                 into e4m3 with row-wise scales, or rounded to bf16).
 #pragma once
 
 #include <algorithm>
@@ -322,6 +324,52 @@ inline std::vector<Case> fp8_cases(const CaseListOptions& options, std::mt19937_
       c.gathered = op == WEAVE_AG_GEMM;
       cases.push_back(c);
     }
+  // AG-GEMM with a wire type: A stored in f32, bf16 or f16, quantized once
+  // per shard into e4m3 with row-wise scales (B FP8), or rounded to bf16
+  // (A f32, B and C bf16), every algorithm, chunking and direction.
+  const weave_dtype_t stored[] = {WEAVE_FLOAT32, WEAVE_BFLOAT16, WEAVE_FLOAT16};
+  for (int variant = 0; variant < 24; ++variant) {
+    Case c;
+    c.operation = WEAVE_AG_GEMM;
+    const bool fp8_wire = variant % 4 != 3;
+    c.wire_type = fp8_wire ? WEAVE_FLOAT8_E4M3 : WEAVE_BFLOAT16;
+    c.a_type = fp8_wire ? stored[variant % 3] : WEAVE_FLOAT32;
+    c.b_type = fp8_wire ? (variant % 5 == 1 ? WEAVE_FLOAT8_E5M2 : WEAVE_FLOAT8_E4M3) : WEAVE_BFLOAT16;
+    c.b_scale = fp8_wire ? (variant % 2 ? WEAVE_SCALE_ROW_WISE : WEAVE_SCALE_TENSOR) : WEAVE_SCALE_NONE;
+    c.dtype = fp8_wire ? outputs[variant % 3] : WEAVE_BFLOAT16;
+    c.op_a = variant % 2 ? WEAVE_OP_T : WEAVE_OP_N;
+    c.op_b = variant % 3 == 1 ? WEAVE_OP_T : WEAVE_OP_N;
+    c.shards = shard_patterns[variant % 3];
+    c.m = 11 + variant % 6;
+    c.n = 9 + variant % 4;
+    c.k = 20 + 7 * (variant % 5);
+    c.bias = variant % 2 == 0;
+    set_bias_layout(c, variant % kBiasLayouts);
+    c.beta = variant % 3 == 2 ? 0.5 : 0.0;
+    rotate_layouts(c, variant);
+    c.chunks = 1 + variant % 3;
+    c.direction = directions[variant % 3];
+    c.algorithm = variant % 4 == 1 ? WEAVE_ALGORITHM_SEQUENTIAL : WEAVE_ALGORITHM_RING;
+    c.progress = variant % 3 == 1 ? WEAVE_PROGRESS_THREAD : WEAVE_PROGRESS_TILES;
+    c.gathered = variant % 2 == 0 || variant % 5 == 0;
+    if (!options.quick || variant % 2 == 0) cases.push_back(c);
+  }
+  {  // The error of e4m3 rows against the product of the unquantized A: reported.
+    Case c;
+    c.operation = WEAVE_AG_GEMM;
+    c.wire_type = WEAVE_FLOAT8_E4M3;
+    c.a_type = WEAVE_BFLOAT16;
+    c.b_type = WEAVE_FLOAT8_E4M3;
+    c.b_scale = WEAVE_SCALE_ROW_WISE;
+    c.dtype = WEAVE_FLOAT32;
+    c.m = 64;
+    c.n = 48;
+    c.k = 512;
+    c.chunks = 2;
+    c.algorithm = WEAVE_ALGORITHM_RING;
+    c.report_wire_error = true;
+    cases.push_back(c);
+  }
   // Degenerate sizes: K = 0 (no scales anywhere), a single row, N below P.
   for (weave_operation_t op : operations)
     for (int variant = 0; variant < 3; ++variant) {

@@ -36,10 +36,11 @@ std::string Case::name() const {
   char bias_text[32] = "0";
   if (bias) std::snprintf(bias_text, sizeof bias_text, "%c+%d", order_bias ? 'R' : 'C', bias_ld_padding);
   // A and B of their own types: " A=e4m3/2 B=e5m2/1" (type/scale mode).
-  char types_text[64] = "";
+  char types_text[80] = "";
   if (a_type || b_type)
-    std::snprintf(types_text, sizeof types_text, " A=%s/%d B=%s/%d", dtype_short_name(a_type ? a_type : dtype),
-                  static_cast<int>(a_scale), dtype_short_name(b_type ? b_type : dtype), static_cast<int>(b_scale));
+    std::snprintf(types_text, sizeof types_text, " A=%s/%d B=%s/%d%s%s", dtype_short_name(a_type ? a_type : dtype),
+                  static_cast<int>(a_scale), dtype_short_name(b_type ? b_type : dtype), static_cast<int>(b_scale),
+                  wire_type ? " wire=" : "", wire_type ? dtype_short_name(wire_type) : "");
   char text[480];
   std::snprintf(text, sizeof text,
                 "%s %s%s op=%c%c order=%c%c%c %s M=%lld N=%lld K=%lld bias=%s beta=%g alpha=%g pad=%d chunks=%d "
@@ -421,6 +422,10 @@ bool run_case_unguarded(const Case& cs, uint64_t seed) {
   std::vector<double> bias(static_cast<size_t>(N));
   OperandScales a_scales, b_scales;
   LocalMatrix a_scale_local, b_scale_local;
+  // A wire type: A's rows as they travel (their values, unscaled) and their
+  // row-wise scales (1 for a type without); the product of the unquantized A.
+  Dense wire_a, unquantized_a;
+  std::vector<float> wire_scales;
   a_scale_local.name = "A scales";
   b_scale_local.name = "B scales";
   auto scaled_values = [](const Dense& values, const OperandScales& s, bool outer_is_row) {
@@ -435,7 +440,11 @@ bool run_case_unguarded(const Case& cs, uint64_t seed) {
     if (!block2d) {
       // Each group has its own problem (its own seed).
       std::mt19937_64 rng(data_seed + 1000003ULL * static_cast<uint64_t>(group_index));
-      const Dense a_values = is_fp8(ta) ? random_float8(M, K, ta, rng) : random_inputs(M, K, ta, rng);
+      Dense a_values = is_fp8(ta) ? random_float8(M, K, ta, rng) : random_inputs(M, K, ta, rng);
+      if (cs.report_wire_error) {  // the reported error on normally distributed data
+        std::normal_distribution<double> normal(0.0, 1.0);
+        for (double& x : a_values.v) x = round_to(ta, normal(rng));
+      }
       const Dense b_values = is_fp8(tb) ? random_float8(K, N, tb, rng) : random_inputs(K, N, tb, rng);
       c0 = random_inputs(M, N, t, rng);
       const Dense bias_row = random_inputs(1, N, t, rng);
@@ -454,6 +463,26 @@ bool run_case_unguarded(const Case& cs, uint64_t seed) {
       op_b = scaled_values(b_values, b_scales, false);
       stored_a = cs.op_a == WEAVE_OP_N ? a_values : transpose(a_values);
       fill_operand(stored_a, &A);
+      unquantized_a = op_a;
+      if (cs.wire_type) {
+        // The rows as they travel, by the documented rule (the tests' own
+        // reading of it): what the oracle multiplies and the gathered
+        // output returns.
+        wire_a = Dense(M, K);
+        wire_scales.assign(static_cast<std::size_t>(M), 1.0f);
+        for (int64_t i = 0; i < M; ++i) {
+          std::vector<float> row(static_cast<std::size_t>(K));
+          for (int64_t k = 0; k < K; ++k) row[static_cast<std::size_t>(k)] = static_cast<float>(a_values(i, k));
+          if (is_fp8(cs.wire_type)) {
+            wire_scales[static_cast<std::size_t>(i)] = reference_row_scale(row);
+            const std::vector<unsigned> codes = reference_quantize_row(row, wire_scales[static_cast<std::size_t>(i)]);
+            for (int64_t k = 0; k < K; ++k) wire_a(i, k) = reference_decode(kE4M3, codes[static_cast<std::size_t>(k)]);
+          } else {
+            for (int64_t k = 0; k < K; ++k) wire_a(i, k) = round_to(cs.wire_type, row[static_cast<std::size_t>(k)]);
+          }
+          for (int64_t k = 0; k < K; ++k) op_a(i, k) = wire_a(i, k) * wire_scales[static_cast<std::size_t>(i)];
+        }
+      }
       fill_operand(cs.op_b == WEAVE_OP_N ? b_values : transpose(b_values), &B);
       fill_operand(c0, &C);
       if (cs.bias) fill_operand(bias_row, &Bias);
@@ -500,6 +529,7 @@ bool run_case_unguarded(const Case& cs, uint64_t seed) {
   pd.progress = cs.progress;
   pd.timeout_ms = 120000;
   pd.flags = (cs.gathered ? WEAVE_FLAG_GATHERED_OUTPUT : 0) | (cs.allow_tf32 ? WEAVE_FLAG_ALLOW_TF32 : 0);
+  pd.wire_type = cs.wire_type;
   weave_plan_t plan = nullptr;
   CHECK_WEAVE(weave_plan_create(g.grid, &pd, &plan));
   // Tell the device memory first (it may hold a graph of this plan), then destroy.
@@ -530,7 +560,7 @@ bool run_case_unguarded(const Case& cs, uint64_t seed) {
   LocalMatrix gathered;
   if (cs.gathered) {
     gathered.name = "gathered A";
-    gathered.dtype = ta;
+    gathered.dtype = cs.wire_type ? cs.wire_type : ta;  // A's rows as they travel
     gathered.order = cs.order_a;
     // Stored like A: op N: M x K; op T (and 2-D panels): K x M.
     const bool op_n = !block2d && cs.op_a == WEAVE_OP_N;
@@ -545,9 +575,12 @@ bool run_case_unguarded(const Case& cs, uint64_t seed) {
   // layout of the whole op(A) (M x K).
   LocalMatrix gathered_scales;
   gathered_scales.name = "gathered A scales";
-  if (cs.gathered && cs.a_scale != WEAVE_SCALE_NONE) {
-    gathered_scales.dtype = cs.a_scale == WEAVE_SCALE_MXFP8 ? kScaleE8M0 : WEAVE_FLOAT32;
-    gathered_scales.rows = cs.a_scale == WEAVE_SCALE_TENSOR ? P : reference_scale_elements(cs.a_scale, M, K);
+  // A wire type with scales gives row-wise ones.
+  const weave_scale_mode_t gathered_mode =
+      cs.wire_type ? (is_fp8(cs.wire_type) ? WEAVE_SCALE_ROW_WISE : WEAVE_SCALE_NONE) : cs.a_scale;
+  if (cs.gathered && gathered_mode != WEAVE_SCALE_NONE) {
+    gathered_scales.dtype = gathered_mode == WEAVE_SCALE_MXFP8 ? kScaleE8M0 : WEAVE_FLOAT32;
+    gathered_scales.rows = gathered_mode == WEAVE_SCALE_TENSOR ? P : reference_scale_elements(gathered_mode, M, K);
     gathered_scales.cols = 1;
     gathered_scales.ld = std::max<int64_t>(1, gathered_scales.rows);
     gathered_scales.allocate(mem);
@@ -626,12 +659,47 @@ bool run_case_unguarded(const Case& cs, uint64_t seed) {
           ok = false;
         }
       }
+    if (cs.report_wire_error) {
+      // ||C - alpha op(A) op(B)|| / ||alpha op(A) op(B)|| (Frobenius) with the
+      // unquantized A, over the whole C (each rank's columns are its own).
+      double sums[2] = {0.0, 0.0}, all[2] = {0.0, 0.0};
+      for (int64_t j = 0; j < C.local.cols; ++j)
+        for (int64_t i = 0; i < C.local.rows; ++i) {
+          double exact = 0.0;
+          for (int64_t k = 0; k < K; ++k) exact += unquantized_a(c_row0 + i, k) * op_b(k, C.col_offset + j);
+          exact *= cs.alpha;
+          sums[0] += (C.local.get(i, j) - exact) * (C.local.get(i, j) - exact);
+          sums[1] += exact * exact;
+        }
+      MPI_Allreduce(sums, all, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+      const double relative = std::sqrt(all[0] / all[1]);
+      if (g_rank == 0)
+        std::printf("wire %s, A %s, M=%lld N=%lld K=%lld: relative Frobenius error of C against the unquantized "
+                    "product %.4f\n",
+                    dtype_short_name(cs.wire_type), dtype_short_name(ta), static_cast<long long>(M),
+                    static_cast<long long>(N), static_cast<long long>(K), relative);
+      // e4m3 keeps 3 mantissa bits: a relative error of a few percent, far
+      // below what a quantization with wrong scales gives.
+      if (!(relative < 0.06)) ok = false;
+    }
     if (cs.gathered) {
+      // The rows as they travelled: A itself, or its quantized rows, bit for bit.
+      const Dense& travelled = cs.wire_type ? (cs.op_a == WEAVE_OP_N ? wire_a : transpose(wire_a)) : stored_a;
       for (int64_t j = 0; j < gathered.cols; ++j)
         for (int64_t i = 0; i < gathered.rows; ++i)
-          if (gathered.get(i, j) != round_to(ta, stored_a(i, j))) {
-            if (ok) std::fprintf(stderr, "rank %d: gathered A(%lld,%lld) wrong\n", g_rank, (long long)i, (long long)j);
+          if (gathered.get(i, j) != round_to(gathered.dtype, travelled(i, j))) {
+            if (ok)
+              std::fprintf(stderr, "rank %d: gathered A(%lld,%lld) = %g, expected %g\n", g_rank, (long long)i,
+                           (long long)j, gathered.get(i, j), travelled(i, j));
             ok = false;
+          }
+      if (cs.wire_type && gathered_mode == WEAVE_SCALE_ROW_WISE)
+        for (int64_t i = 0; i < M; ++i)
+          if (gathered_scales.get(i, 0) != wire_scales[static_cast<std::size_t>(i)]) {
+            std::fprintf(stderr, "rank %d: gathered scale of row %lld is %.9g, expected %.9g\n", g_rank,
+                         static_cast<long long>(i), gathered_scales.get(i, 0), wire_scales[static_cast<std::size_t>(i)]);
+            ok = false;
+            break;
           }
       // Every scale of a gathered row, where the layout of the whole op(A) puts it.
       if (cs.a_scale == WEAVE_SCALE_TENSOR) {

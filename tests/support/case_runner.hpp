@@ -34,6 +34,11 @@ struct Case {
   // A and B of a type of their own (0: dtype), e.g. FP8 with a scale mode.
   weave_dtype_t a_type = weave_dtype_t{}, b_type = weave_dtype_t{};
   weave_scale_mode_t a_scale = WEAVE_SCALE_NONE, b_scale = WEAVE_SCALE_NONE;
+  // AG-GEMM's wire type (0: none): A, stored in a_type, is quantized into it.
+  weave_dtype_t wire_type = weave_dtype_t{};
+  // Print the relative Frobenius error of C against the product of the
+  // unquantized A (a wire-type case with beta 0 and no bias).
+  bool report_wire_error = false;
   weave_memory_t memory = WEAVE_MEMORY_HOST;
   weave_op_t op_a = WEAVE_OP_N, op_b = WEAVE_OP_N;
   weave_order_t order_a = WEAVE_ORDER_COLUMN_MAJOR, order_b = WEAVE_ORDER_COLUMN_MAJOR,

@@ -11,6 +11,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <utility>
 #include <vector>
@@ -86,6 +87,30 @@ inline unsigned reference_encode(const Float8Spec& f, double x) {
     if (down < up || (down == up && (below->second & 1u) == 0)) code = below->second;
   }
   return code | sign;
+}
+
+// AG-GEMM's wire-type quantization of one row as doc/fp8.md states the
+// rule, in float32: amax over the row (NaN if any element is), scale =
+// amax / 448 (1 when that is 0; the quiet NaN 0x7FC00000 for a NaN amax),
+// each element divided by the scale in float32, then rounded to e4m3.
+inline float reference_row_scale(const std::vector<float>& row) {
+  float amax = 0.0f;
+  for (float x : row) {
+    if (std::isnan(x)) {
+      uint32_t bits = 0x7fc00000u;
+      float nan = 0;
+      std::memcpy(&nan, &bits, sizeof nan);
+      return nan;
+    }
+    amax = std::max(amax, std::fabs(x));
+  }
+  const float scale = amax / 448.0f;
+  return scale == 0.0f ? 1.0f : scale;
+}
+inline std::vector<unsigned> reference_quantize_row(const std::vector<float>& row, float scale) {
+  std::vector<unsigned> codes;
+  for (float x : row) codes.push_back(reference_encode(kE4M3, static_cast<double>(x / scale)));
+  return codes;
 }
 
 // The scale layouts of doc/fp8.md for a block whose op form is outer x

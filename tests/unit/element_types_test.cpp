@@ -16,6 +16,7 @@
 #include "core/scale_layout.hpp"
 #include "kernels/dequantize.hpp"
 #include "kernels/numeric.hpp"
+#include "kernels/quantize.hpp"
 #include "kernels/scales.hpp"
 #include "support/float8_reference.hpp"
 #include "support/half_precision.hpp"
@@ -260,6 +261,71 @@ TEST(Dequantize, AppliesEveryScaleMode) {
           ASSERT_EQ(out[static_cast<std::size_t>(i + k * rows)], want) << i << ", " << k;
         }
     }
+}
+
+// The wire-type quantization, codes and scales bit for bit against the
+// rule as doc/fp8.md states it: random rows, rows of zeros, rows whose amax
+// / 448 underflows (scale 1), subnormal scales, rows with NaN or infinity,
+// negative zeros; each row stored row-major and transposed.
+TEST(Quantize, FollowsTheDocumentedRuleBitForBit) {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  std::mt19937 rng(4242);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<std::vector<float>> rows;
+  for (int r = 0; r < 200; ++r) {
+    std::vector<float> row(static_cast<std::size_t>(1 + rng() % 300));
+    const float magnitude = std::ldexp(1.0f, static_cast<int>(rng() % 60) - 30);
+    for (float& x : row) x = normal(rng) * magnitude;
+    rows.push_back(row);
+  }
+  rows.push_back(std::vector<float>(17, 0.0f));
+  rows.push_back({0.0f, -0.0f, 0.0f});
+  rows.push_back({1e-44f, -3e-45f, 0.0f});           // amax / 448 underflows to 0: scale 1
+  rows.push_back({3e-42f, 1e-43f, -2e-42f});         // a subnormal scale
+  rows.push_back({1.0f, nan, 3.0f});
+  rows.push_back({1.0f, inf, -2.0f, -inf});
+  rows.push_back({448.0f, -448.0f, 447.99f, 1e-30f});
+  rows.push_back({3.4e38f, -1.0f, 1.0f});
+  for (const std::vector<float>& row : rows)
+    for (bool transposed : {false, true}) {
+      const int64_t cols = static_cast<int64_t>(row.size());
+      std::vector<kernels::Float8E4M3> codes(row.size());
+      float scale = -1.0f;
+      kernels::QuantizeRowsFunctor<float, kernels::Float8E4M3> f;
+      f.src = row.data();
+      f.src_ld = transposed ? cols : 1;  // one row: row-major ld cols, or a column (op T) of a column-major K x 1
+      f.src_row_major = !transposed;
+      f.dst = codes.data();
+      f.dst_ld = transposed ? cols : 1;
+      f.dst_row_major = !transposed;
+      f.transposed = transposed;
+      f.scales = &scale;
+      f.rows = 1;
+      f.cols = cols;
+      f(0);
+      const float want_scale = reference_row_scale(row);
+      ASSERT_EQ(bits(scale), bits(want_scale)) << "scale of a row starting " << row[0];
+      const std::vector<unsigned> want = reference_quantize_row(row, want_scale);
+      for (std::size_t k = 0; k < row.size(); ++k)
+        ASSERT_EQ(codes[k].bits, want[k]) << "element " << k << " = " << row[k] << " (scale " << scale << ")";
+    }
+}
+
+// A wire type without scales: bf16 rounded from float32.
+TEST(Quantize, Bfloat16WireIsRounding) {
+  const std::vector<float> row = {1.0f, 1.00390625f, 1.01171875f, -3.3e-39f, 65504.0f};
+  std::vector<kernels::BFloat16Bits> out(row.size());
+  kernels::QuantizeRowsFunctor<float, kernels::BFloat16Bits> f;
+  f.src = row.data();
+  f.src_ld = static_cast<int64_t>(row.size());
+  f.src_row_major = true;
+  f.dst = out.data();
+  f.dst_ld = static_cast<int64_t>(row.size());
+  f.dst_row_major = true;
+  f.rows = 1;
+  f.cols = static_cast<int64_t>(row.size());
+  f(0);
+  for (std::size_t k = 0; k < row.size(); ++k) EXPECT_EQ(out[k].bits, float_to_bfloat16_bits(row[k])) << k;
 }
 
 }  // namespace

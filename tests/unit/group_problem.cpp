@@ -15,6 +15,7 @@ std::string GroupCase::name() const {
   if (ab_type)
     out << " A,B=" << weave::internal::dtype_name(*ab_type) << " scales " << weave::internal::scale_mode_name(a_scale) << ", "
         << weave::internal::scale_mode_name(b_scale);
+  if (wire_type) out << " wire " << weave::internal::dtype_name(*wire_type);
   out << " P=" << ranks << " M=" << m
       << " N=" << n << " K=" << k << " op=" << weave::internal::op_name(op_a) << weave::internal::op_name(op_b)
       << " order=" << (order_a == Order::ColMajor ? 'C' : 'R') << (order_b == Order::ColMajor ? 'C' : 'R')
@@ -72,9 +73,15 @@ std::vector<weave::internal::Problem> make_group_problems(const GroupCase& c) {
     p.n = c.n;
     p.k = c.k;
     p.dtype = p.c_type = p.bias_type = c.dtype;
-    p.a_type = p.b_type = c.ab_type.value_or(c.dtype);
+    // With a wire type, A is stored in dtype and ab_type is B's.
+    p.b_type = c.ab_type.value_or(c.dtype);
+    p.a_type = c.wire_type ? c.dtype : p.b_type;
     p.a_scale = c.a_scale;
     p.b_scale = c.b_scale;
+    p.wire_type = c.wire_type.value_or(p.a_type);
+    p.wire_scale = !c.wire_type ? c.a_scale
+                   : weave::internal::is_scaled(*c.wire_type) ? weave::internal::ScaleMode::RowWise
+                                                              : weave::internal::ScaleMode::None;
     p.group_size = P;
     p.group_rank = r;
     p.m_split = ms;

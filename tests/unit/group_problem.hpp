@@ -24,6 +24,9 @@ struct GroupCase {
   // A and B of a type of their own (FP8), with their scale modes.
   std::optional<weave::internal::DType> ab_type;
   weave::internal::ScaleMode a_scale = weave::internal::ScaleMode::None, b_scale = weave::internal::ScaleMode::None;
+  // AG-GEMM's wire type (A, stored in dtype, quantized into it; e4m3 rows
+  // with row-wise scales); ab_type is then B's type alone.
+  std::optional<weave::internal::DType> wire_type;
   int ranks = 1;
   // How the split dimensions are cut: M (AG-GEMM, GEMM-RS) follows `shards`,
   // N and K follow a different pattern so a mix-up of the two shows.

@@ -221,6 +221,27 @@ void check_step_shapes(const Schedule& s, int rank, int i, std::vector<std::stri
         } else if constexpr (std::is_same_v<T, AwaitReleaseOp>) {
           if (op.peer < 0 || op.peer >= s.group_size || op.peer == rank)
             errors.push_back(str(at, ": peer ", op.peer, " is not another rank of a group of ", s.group_size));
+        } else if constexpr (std::is_same_v<T, QuantizeOp>) {
+          // Rows of op(src) into the same rows of op(dst), of a narrower
+          // type; one float32 scale per row where the type has scales.
+          check_region(s, op.src, at, errors);
+          check_region(s, op.dst, at, errors);
+          if (op_rows(op.src, op.op) != op_rows(op.dst, op.op) || op_cols(op.src, op.op) != op_cols(op.dst, op.op))
+            errors.push_back(str(at, ": quantizes ", region_text(s, op.src), " into ", region_text(s, op.dst),
+                                  ", of another shape"));
+          if (region_ok(s, op.src) && region_ok(s, op.dst) &&
+              weave::internal::dtype_size(s.buffer(op.dst).dtype) >= weave::internal::dtype_size(s.buffer(op.src).dtype))
+            errors.push_back(str(at, ": quantizes into ", weave::internal::dtype_name(s.buffer(op.dst).dtype),
+                                  ", which is not narrower than ", weave::internal::dtype_name(s.buffer(op.src).dtype)));
+          if (op.has_scales != weave::internal::is_scaled(s.buffer(op.dst).dtype))
+            errors.push_back(str(at, ": quantizes into ", weave::internal::dtype_name(s.buffer(op.dst).dtype),
+                                  op.has_scales ? " with" : " without", " scales"));
+          if (op.has_scales) {
+            check_region(s, op.scales, at, errors);
+            if (op.scales.rows != op_rows(op.src, op.op) || op.scales.cols != 1 ||
+                (region_ok(s, op.scales) && s.buffer(op.scales).dtype != weave::internal::DType::F32))
+              errors.push_back(str(at, ": scales ", region_text(s, op.scales), " are not one float32 per row"));
+          }
         } else {
           check_region(s, op.send, at, errors);
           check_region(s, op.recv, at, errors);
@@ -244,7 +265,8 @@ void check_steps(const Schedule& s, int rank, std::vector<std::string>& errors) 
         errors.push_back(str(at, ": depends on step ", d, " of its own batch ", step.batch,
                               ", so the batch can never be issued"));
     }
-    const bool comm_kind = step.kind() != StepKind::Gemm && step.kind() != StepKind::Epilogue;
+    const bool comm_kind =
+        step.kind() != StepKind::Gemm && step.kind() != StepKind::Epilogue && step.kind() != StepKind::Quantize;
     if (comm_kind && step.lane != kCommLane)
       errors.push_back(str(at, ": a communication step on compute lane ", step.lane));
     if (!comm_kind && (step.lane < 0 || step.lane >= s.compute_lanes))

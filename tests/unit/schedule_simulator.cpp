@@ -224,6 +224,7 @@ class Simulator {
   void run_compute(int r, int step);
   void run_gemm(int r, int step, const GemmOp& op);
   void run_epilogue(int r, int step, const EpilogueOp& op);
+  void run_quantize(int r, int step, const QuantizeOp& op);
   void post_unit(int r, int unit);
   void complete_point_to_point(int r, int step);
   void complete_collective(int n);
@@ -566,12 +567,31 @@ void Simulator::run_epilogue(int r, int step, const EpilogueOp& op) {
       store(r, op.dst, cell(r, op.dst, i, j), out[static_cast<std::size_t>(i + j * op.dst.rows)], step);
 }
 
+// Quantized rows keep their values here (the MPI tests check the
+// rounding); each row's scale is 1, poisoned with the row.
+void Simulator::run_quantize(int r, int step, const QuantizeOp& op) {
+  const int64_t rows = op.op == Op::N ? op.src.rows : op.src.cols, cols = op.op == Op::N ? op.src.cols : op.src.rows;
+  for (int64_t i = 0; i < rows; ++i) {
+    Cell scale;
+    scale.value = 1.0;
+    for (int64_t k = 0; k < cols; ++k) {
+      const Cell* x = op.op == Op::N ? cell(r, op.src, i, k) : cell(r, op.src, k, i);
+      if (!x) return;
+      scale.tag.poison = scale.tag.poison || x->tag.poison;
+      store(r, op.dst, op.op == Op::N ? cell(r, op.dst, i, k) : cell(r, op.dst, k, i), *x, step);
+    }
+    if (op.has_scales) store(r, op.scales, cell(r, op.scales, i, 0), scale, step);
+  }
+}
+
 void Simulator::run_compute(int r, int step) {
   const Step& s = schedules_[r].steps[step];
   if (const auto* g = std::get_if<GemmOp>(&s.op))
     run_gemm(r, step, *g);
   else if (const auto* e = std::get_if<EpilogueOp>(&s.op))
     run_epilogue(r, step, *e);
+  else if (const auto* q = std::get_if<QuantizeOp>(&s.op))
+    run_quantize(r, step, *q);
   finish_step(r, step);
 }
 

@@ -221,6 +221,41 @@ TEST(Schedules, Fp8SweepEveryOrder) {
   run_cases(sweep_cases(true), {Model::DepsOnly, Model::Host, Model::StreamOrdered}, 1, 500);
 }
 
+// AG-GEMM with a wire type: every rank quantizes its rows (and makes their
+// scales) before they travel, and every GEMM reads quantized rows that
+// have arrived or been made.
+TEST(Schedules, WireTypeEveryOrder) {
+  std::vector<ScheduleCase> cases;
+  int counter = 0;
+  for (const bool fp8_wire : {true, false})
+    for (Algorithm alg : {Algorithm::Sequential, Algorithm::Ring})
+      for (Direction dir : {Direction::Forward, Direction::Backward, Direction::Bidirectional})
+        for (int chunks = 1; chunks <= 3; ++chunks)
+          for (int P = 1; P <= 4; ++P)
+            for (Shards s : {Shards::Balanced, Shards::Uneven, Shards::WithEmpty}) {
+              if (alg == Algorithm::Sequential && (chunks > 1 || dir != Direction::Forward)) continue;
+              ScheduleCase c;
+              GroupCase& g = c.group;
+              g.operation = Operation::AgGemm;
+              g.ranks = P;
+              g.shards = s;
+              vary_group(g, counter);
+              g.dtype = fp8_wire ? (counter % 2 ? DType::BF16 : DType::F32) : DType::F32;
+              g.wire_type = fp8_wire ? DType::E4M3 : DType::BF16;
+              g.ab_type = fp8_wire ? DType::E4M3 : DType::BF16;  // B's
+              if (fp8_wire) g.b_scale = counter % 2 ? weave::internal::ScaleMode::RowWise : weave::internal::ScaleMode::Tensor;
+              c.options.algorithm = alg;
+              c.options.direction = dir;
+              c.options.chunks_per_shard = chunks;
+              c.options.compute_lanes = 1 + counter % 2;
+              c.options.gathered_output = counter % 2 == 0;
+              c.beta = counter % 3 == 0 ? 0.0 : 0.5;
+              ++counter;
+              cases.push_back(c);
+            }
+  run_cases(cases, {Model::DepsOnly, Model::Host, Model::StreamOrdered}, 1, 200);
+}
+
 TEST(Schedules, SweepHostAndStreamOrder) {
   // As the executors run them: the host (compute in schedule order, MPI
   // requests completing in any order) and a GPU (in-order lanes, batches as

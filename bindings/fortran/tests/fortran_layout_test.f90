@@ -65,6 +65,8 @@ program fortran_layout_test
   call expect("weave_plan_desc_t.progress", offset(c_loc(pd%progress), c_loc(pd)))
   call expect("weave_plan_desc_t.timeout_ms", offset(c_loc(pd%timeout_ms), c_loc(pd)))
   call expect("weave_plan_desc_t.flags", offset(c_loc(pd%flags), c_loc(pd)))
+  call expect("weave_plan_desc_t.wire_type", offset(c_loc(pd%wire_type), c_loc(pd)))
+  call expect("weave_plan_desc_t.reserved", offset(c_loc(pd%reserved), c_loc(pd)))
 
   call expect("sizeof(weave_execute_args_t)", int(c_sizeof(ea), c_int64_t))
   call expect("sizeof(weave_execute_args_t)", int(ea%struct_size, c_int64_t))
@@ -120,6 +122,7 @@ program fortran_layout_test
   call expect("weave_plan_info_t.a_scale_elements", offset(c_loc(info%a_scale_elements), c_loc(info)))
   call expect("weave_plan_info_t.b_scale_elements", offset(c_loc(info%b_scale_elements), c_loc(info)))
   call expect("weave_plan_info_t.gathered_a_scale_elements", offset(c_loc(info%gathered_a_scale_elements), c_loc(info)))
+  call expect("weave_plan_info_t.wire_type", offset(c_loc(info%wire_type), c_loc(info)))
 
   call expect("WEAVE_VERSION_MAJOR", int(WEAVE_VERSION_MAJOR, c_int64_t))
   call expect("WEAVE_VERSION_MINOR", int(WEAVE_VERSION_MINOR, c_int64_t))

@@ -6,6 +6,7 @@
 
 #include "backends/cuda/cuda_check.hpp"
 #include "backends/cuda/epilogue_launcher.hpp"
+#include "backends/cuda/quantize_launcher.hpp"
 #include "core/error.hpp"
 
 namespace weave::internal::cuda {
@@ -72,6 +73,7 @@ void CudaBackend::create_streams_and_events() {
 // combination is reported at plan creation.
 void CudaBackend::prepare_steps() {
   std::set<std::pair<DType, DType>> kernels;
+  std::set<std::size_t> copy_sizes;
   const std::size_t lanes = streams_.size() - 1;
   std::vector<bool> lane_multiplies(lanes, false);
   std::vector<const plan::GemmOp*> matmul_steps;
@@ -87,10 +89,17 @@ void CudaBackend::prepare_steps() {
         matmul_steps.push_back(&op);
         lane_multiplies.at(static_cast<std::size_t>(step.lane)) = true;
       }
+    } else if (step.kind() == plan::StepKind::Quantize) {
+      const auto& op = std::get<plan::QuantizeOp>(step.op);
+      prepare_quantize(schedule_.buffer(op.dst).dtype, schedule_.buffer(op.src).dtype);
     } else if (step.kind() == plan::StepKind::Epilogue) {
       const auto& op = std::get<plan::EpilogueOp>(step.op);
       const DType dst = schedule_.buffer(op.dst).dtype;
       const DType src = op.has_src ? schedule_.buffer(op.src).dtype : dst;
+      if (op.plain_copy() && src == dst) {
+        copy_sizes.insert(dtype_size(dst));
+        continue;
+      }
       if (!epilogue_supported(dst, src))
         fail(WEAVE_ERROR_UNSUPPORTED_TYPE, "step '", step.label, "' converts ", dtype_name(src), " to ",
              dtype_name(dst), ", which the CUDA backend has no kernel for");
@@ -98,6 +107,7 @@ void CudaBackend::prepare_steps() {
     }
   }
   for (const auto& [dst, src] : kernels) prepare_epilogue(dst, src);
+  for (std::size_t bytes : copy_sizes) prepare_copy(bytes);
 
   cublas_workspaces_.assign(lanes, nullptr);
   for (std::size_t lane = 0; lane < lane_multiplies.size(); ++lane)
@@ -200,6 +210,23 @@ void CudaBackend::epilogue(const plan::EpilogueOp& op, int lane, const exec::Bin
   DeviceGuard guard(device_);
   const exec::MatrixRef dst = bindings.resolve(op.dst);
   if (dst.rows == 0 || dst.cols == 0) return;
+  if (op.plain_copy()) {
+    const exec::MatrixRef src = bindings.resolve(op.src);
+    if (src.dtype == dst.dtype) {
+      CopyLaunch copy;
+      copy.element_bytes = dtype_size(dst.dtype);
+      copy.dst = dst.data;
+      copy.dst_ld = dst.ld;
+      copy.dst_row_major = dst.order == Order::RowMajor;
+      copy.src = src.data;
+      copy.src_ld = src.ld;
+      copy.src_row_major = src.order == Order::RowMajor;
+      copy.rows = dst.rows;
+      copy.cols = dst.cols;
+      launch_copy(copy, stream(lane));
+      return;
+    }
+  }
   EpilogueLaunch launch;
   launch.dst_type = dst.dtype;
   launch.dst = dst.data;
@@ -227,6 +254,26 @@ void CudaBackend::epilogue(const plan::EpilogueOp& op, int lane, const exec::Bin
   launch.rows = dst.rows;
   launch.cols = dst.cols;
   launch_epilogue(launch, stream(lane));
+}
+
+void CudaBackend::quantize(const plan::QuantizeOp& op, int lane, const exec::Bindings& bindings) {
+  DeviceGuard guard(device_);
+  const exec::MatrixRef src = bindings.resolve(op.src), dst = bindings.resolve(op.dst);
+  QuantizeLaunch launch;
+  launch.src_type = src.dtype;
+  launch.dst_type = dst.dtype;
+  launch.src = src.data;
+  launch.src_ld = src.ld;
+  launch.src_row_major = src.order == Order::RowMajor;
+  launch.dst = dst.data;
+  launch.dst_ld = dst.ld;
+  launch.dst_row_major = dst.order == Order::RowMajor;
+  launch.transposed = op.op == Op::T;
+  if (op.has_scales) launch.scales = static_cast<float*>(bindings.resolve(op.scales).data);
+  launch.max_finite = static_cast<float>(dtype_row(dst.dtype).max_finite);
+  launch.rows = op.op == Op::N ? src.rows : src.cols;
+  launch.cols = op.op == Op::N ? src.cols : src.rows;
+  launch_quantize(launch, stream(lane));
 }
 
 void CudaBackend::record(int event, int lane) {

@@ -15,6 +15,7 @@
 #include "kernels/dequantize.hpp"
 #include "kernels/epilogue.hpp"
 #include "kernels/gemm_layout.hpp"
+#include "kernels/quantize.hpp"
 
 namespace weave::internal::host {
 
@@ -346,6 +347,46 @@ void HostBackend::epilogue(const plan::EpilogueOp& op, int, const exec::Bindings
   if (!known)
     fail(WEAVE_ERROR_UNSUPPORTED_TYPE, "the host backend has no element-wise kernel writing ", dtype_name(dst.dtype),
          " from ", dtype_name(src_type));
+}
+
+void HostBackend::quantize(const plan::QuantizeOp& op, int, const exec::Bindings& bindings) {
+  const exec::MatrixRef src = bindings.resolve(op.src), dst = bindings.resolve(op.dst);
+  const int64_t rows = op.op == Op::N ? src.rows : src.cols, cols = op.op == Op::N ? src.cols : src.rows;
+  if (rows == 0) return;
+  exec::MatrixRef scales;
+  if (op.has_scales) scales = bindings.resolve(op.scales);
+  // The sources a wire type takes (f32, f16, bf16) into e4m3 or bf16.
+  auto run = [&](auto src_tag, auto dst_tag) {
+    using Src = typename decltype(src_tag)::type;
+    using Dst = typename decltype(dst_tag)::type;
+    kernels::QuantizeRowsFunctor<Src, Dst> f;
+    f.src = static_cast<const Src*>(src.data);
+    f.src_ld = src.ld;
+    f.src_row_major = src.order == Order::RowMajor;
+    f.dst = static_cast<Dst*>(dst.data);
+    f.dst_ld = dst.ld;
+    f.dst_row_major = dst.order == Order::RowMajor;
+    f.transposed = op.op == Op::T;
+    f.scales = op.has_scales ? static_cast<float*>(scales.data) : nullptr;
+    f.max_finite = static_cast<float>(dtype_row(dst.dtype).max_finite);
+    f.rows = rows;
+    f.cols = cols;
+    run_on_host("weave::internal::quantize", f);
+  };
+  auto with_source = [&](auto dst_tag) {
+    switch (src.dtype) {
+      case DType::F32: run(Tag<float>{}, dst_tag); return true;
+      case DType::F16: run(Tag<kernels::Float16Bits>{}, dst_tag); return true;
+      case DType::BF16: run(Tag<kernels::BFloat16Bits>{}, dst_tag); return true;
+      default: return false;
+    }
+  };
+  const bool known = dst.dtype == DType::E4M3   ? with_source(Tag<kernels::Float8E4M3>{})
+                     : dst.dtype == DType::BF16 ? with_source(Tag<kernels::BFloat16Bits>{})
+                                                : false;
+  if (!known)
+    fail(WEAVE_ERROR_UNSUPPORTED_TYPE, "the host backend cannot quantize ", dtype_name(src.dtype), " into ",
+         dtype_name(dst.dtype));
 }
 
 }  // namespace weave::internal::host

@@ -39,6 +39,7 @@ class HostBackend final : public exec::ComputeBackend {
             const exec::ProgressHook& progress) override;
   void epilogue(const plan::EpilogueOp& op, int lane, const exec::Bindings& bindings,
                 const exec::Scalars& scalars) override;
+  void quantize(const plan::QuantizeOp& op, int lane, const exec::Bindings& bindings) override;
 
   // Whether a GEMM step of these types runs in BLAS as it is (else emulated).
   static bool native(const plan::Schedule& schedule, const plan::GemmOp& op);
