@@ -116,10 +116,14 @@ void build_ag_gemm_ring(ScheduleBuilder& b) {
     own_send_region[j] = gather_region(id);
     own_send_dep[j] = b.add_step(b.copy(gather_region(id), mine), 0, {},
                                  "pack own chunk " + std::to_string(j));
+    // FP8 rows are multiplied K-contiguous, as the gather buffer holds them
+    // (what cuBLASLt's FP8 kernels need before sm_100): the packed copy.
+    if (scaled) own_multiplied[j] = gather_region(id);
   }
   for (int j = 0; j < c; ++j)
     if (piece_rows(piece_id(r, j)) > 0)
-      multiply(piece_id(r, j), own_multiplied[j], own_scales[j], {own_scale_dep[j]});
+      multiply(piece_id(r, j), own_multiplied[j], own_scales[j],
+               {own_scale_dep[j], own_multiplied[j].buffer == gather ? own_send_dep[j] : -1});
 
   // The two rings (or one). For direction d, the b-th batch sends the b-th
   // entry of my send list to the next rank and receives the b-th entry of my

@@ -196,7 +196,10 @@ ScaleOperand ScheduleBuilder::a_scales(int64_t row0, int64_t rows, int* ready) {
   s.mode = problem_.a_scale;
   if (!s.scaled()) return s;
   s.region = scale_rows(kBufferAScale, s.mode, row0, rows, str("rows ", row0, " to ", row0 + rows, " of my op(A)"));
-  if (tight_scales(s.region)) return s;
+  // The caller's own region where it is tight and starts the buffer (as
+  // aligned as the caller's pointer); a copy in the (256-byte aligned)
+  // workspace elsewhere, which cuBLASLt's scale pointers may need.
+  if (tight_scales(s.region) && s.region.row0 == 0 && s.region.col0 == 0) return s;
   auto made = a_scale_copies_.find({row0, rows});
   if (made == a_scale_copies_.end()) {
     const int64_t inner = problem_.op_a == Op::N ? problem_.a.cols : problem_.a.rows;

@@ -238,14 +238,109 @@ inline std::vector<Case> random_cases(const CaseListOptions& options, std::mt199
   return cases;
 }
 
+// The FP8 pairs cuBLASLt multiplies (A, B): not e5m2 with e5m2.
+inline constexpr std::pair<weave_dtype_t, weave_dtype_t> kFp8Pairs[] = {
+    {WEAVE_FLOAT8_E4M3, WEAVE_FLOAT8_E4M3}, {WEAVE_FLOAT8_E4M3, WEAVE_FLOAT8_E5M2}, {WEAVE_FLOAT8_E5M2, WEAVE_FLOAT8_E4M3}};
+
+// FP8 on GPUs: what cuBLASLt's FP8 kernels take on Hopper: both operands
+// K-contiguous (A row-major with op N and B row-major with op T, as
+// PyTorch's x @ w.T of row-major tensors, C row-major; or A column-major
+// with op T, B column-major with op N, C column-major), every dimension,
+// shard and chunk a multiple of 16 elements; the pairs of scale modes that
+// run there (not 128x128 on both operands, not MXFP8 before sm_100).
+inline std::vector<Case> fp8_device_cases(const CaseListOptions& options) {
+  std::vector<Case> cases;
+  const weave_operation_t operations[] = {WEAVE_AG_GEMM, WEAVE_GEMM_RS, WEAVE_GEMM_AR};
+  const std::pair<weave_scale_mode_t, weave_scale_mode_t> modes[] = {
+      {WEAVE_SCALE_TENSOR, WEAVE_SCALE_TENSOR},
+      {WEAVE_SCALE_ROW_WISE, WEAVE_SCALE_ROW_WISE},
+      {WEAVE_SCALE_BLOCK_1X128, WEAVE_SCALE_BLOCK_1X128},
+      {WEAVE_SCALE_BLOCK_1X128, WEAVE_SCALE_BLOCK_128X128}};
+  const Shards shard_patterns[] = {Shards::Balanced, Shards::Uneven, Shards::WithEmpty};
+  const weave_dtype_t outputs[] = {WEAVE_BFLOAT16, WEAVE_BFLOAT16, WEAVE_FLOAT16, WEAVE_FLOAT32};
+  int counter = 0;
+  for (weave_operation_t op : operations)
+    for (const auto& [a_mode, b_mode] : modes)
+      for (int layout = 0; layout < 2; ++layout) {
+        // 128x128 B with 1x128 A as the measured DeepSeek-style pairing:
+        // row-major C, where cuBLASLt's A is our B.
+        if (b_mode == WEAVE_SCALE_BLOCK_128X128 && layout == 1) continue;
+        for (int variant = 0; variant < 2; ++variant) {
+          Case c;
+          c.operation = op;
+          const auto& pair = kFp8Pairs[counter % 3];
+          c.a_type = pair.first;
+          c.b_type = pair.second;
+          c.a_scale = a_mode;
+          c.b_scale = b_mode;
+          c.dtype = outputs[counter % 4];
+          const bool pytorch = layout == 0;
+          c.op_a = pytorch ? WEAVE_OP_N : WEAVE_OP_T;
+          c.op_b = pytorch ? WEAVE_OP_T : WEAVE_OP_N;
+          c.order_a = c.order_b = c.order_c = pytorch ? WEAVE_ORDER_ROW_MAJOR : WEAVE_ORDER_COLUMN_MAJOR;
+          c.count_unit = 16;
+          c.shards = shard_patterns[counter % 3];
+          const bool blocked = a_mode == WEAVE_SCALE_BLOCK_1X128;
+          c.m = 16 * (4 * g_size + counter % 3);
+          c.n = b_mode == WEAVE_SCALE_BLOCK_128X128 ? 256 * g_size + 128 : 32 * g_size;
+          c.k = (blocked ? 256 * g_size : 64 * g_size) + 16 * (counter % 2);
+          c.bias = variant == 0;
+          // Row-major tight (the GEMM's epilogue can add it), or column-major with ld 2.
+          set_bias_layout(c, counter % 2 ? 1 : 2);
+          c.beta = variant == 0 ? 0.0 : -0.75;
+          c.alpha = counter % 3 == 0 ? 1.0 : 1.5;
+          c.chunks = op == WEAVE_AG_GEMM ? 1 + counter % 4 : 2 + counter % 2;
+          c.direction = op == WEAVE_AG_GEMM && counter % 2 ? WEAVE_DIRECTION_FORWARD : WEAVE_DIRECTION_AUTO;
+          c.algorithm = counter % 4 == 3 ? WEAVE_ALGORITHM_SEQUENTIAL
+                        : op != WEAVE_AG_GEMM && counter % 4 == 1 ? WEAVE_ALGORITHM_DIRECT
+                                                                  : WEAVE_ALGORITHM_RING;
+          c.gathered = op == WEAVE_AG_GEMM && variant == 1;
+          c.repeats = counter % 5 == 0 ? 2 : 1;
+          c.fresh_inputs = c.repeats > 1;
+          ++counter;
+          if (!options.quick || counter % 2 == 0) cases.push_back(c);
+        }
+      }
+  // The wire type: bf16 (or f32) A quantized into e4m3 on the GPU, or f32 A rounded to bf16.
+  for (int variant = 0; variant < 8; ++variant) {
+    Case c;
+    c.operation = WEAVE_AG_GEMM;
+    const bool fp8_wire = variant % 4 != 3;
+    c.wire_type = fp8_wire ? WEAVE_FLOAT8_E4M3 : WEAVE_BFLOAT16;
+    c.a_type = fp8_wire && variant % 2 ? WEAVE_BFLOAT16 : WEAVE_FLOAT32;
+    c.b_type = fp8_wire ? WEAVE_FLOAT8_E4M3 : WEAVE_BFLOAT16;
+    c.b_scale = fp8_wire ? (variant % 2 ? WEAVE_SCALE_ROW_WISE : WEAVE_SCALE_TENSOR) : WEAVE_SCALE_NONE;
+    c.dtype = WEAVE_BFLOAT16;
+    c.op_b = WEAVE_OP_T;
+    c.order_a = c.order_b = c.order_c = WEAVE_ORDER_ROW_MAJOR;
+    c.count_unit = 16;
+    c.shards = shard_patterns[variant % 3];
+    c.m = 16 * (4 * g_size + variant % 3);
+    c.n = 32 * g_size;
+    c.k = 128 + 16 * (variant % 3);
+    c.bias = variant % 2 == 0;
+    set_bias_layout(c, 2);
+    c.beta = variant % 3 == 1 ? 0.5 : 0.0;
+    c.chunks = 1 + variant % 3;
+    c.algorithm = variant % 4 == 1 ? WEAVE_ALGORITHM_SEQUENTIAL : WEAVE_ALGORITHM_RING;
+    c.gathered = variant % 2 == 0;
+    c.report_wire_error = variant == 0;
+    if (c.report_wire_error) {
+      c.bias = false;
+      c.beta = 0.0;
+    }
+    cases.push_back(c);
+  }
+  return cases;
+}
+
 inline std::vector<Case> fp8_cases(const CaseListOptions& options, std::mt19937_64&) {
+  if (options.memory == WEAVE_MEMORY_DEVICE) return fp8_device_cases(options);
   std::vector<Case> cases;
   const weave_operation_t operations[] = {WEAVE_AG_GEMM, WEAVE_GEMM_RS, WEAVE_GEMM_AR};
   const weave_op_t ops[] = {WEAVE_OP_N, WEAVE_OP_T};
   const Shards shard_patterns[] = {Shards::Balanced, Shards::Uneven, Shards::WithEmpty};
   const weave_dtype_t outputs[] = {WEAVE_BFLOAT16, WEAVE_FLOAT32, WEAVE_FLOAT16};
-  const weave_dtype_t e4m3 = WEAVE_FLOAT8_E4M3, e5m2 = WEAVE_FLOAT8_E5M2;
-  const std::pair<weave_dtype_t, weave_dtype_t> pairs[] = {{e4m3, e4m3}, {e4m3, e5m2}, {e5m2, e4m3}};
   // Scale modes of A and B. The modes whose scales cover 128-row bands
   // (128x128, MXFP8) take arbitrary shards on B, which is never cut into
   // rows; on A they need bands that chunks do not cut (cases below).
@@ -266,7 +361,7 @@ inline std::vector<Case> fp8_cases(const CaseListOptions& options, std::mt19937_
         for (weave_op_t ob : ops) {
           Case c;
           c.operation = op;
-          const auto& pair = pairs[counter % 3];
+          const auto& pair = kFp8Pairs[counter % 3];
           c.a_type = pair.first;
           c.b_type = pair.second;
           c.a_scale = a_mode;

@@ -39,6 +39,9 @@ struct Case {
   // Print the relative Frobenius error of C against the product of the
   // unquantized A (a wire-type case with beta 0 and no bias).
   bool report_wire_error = false;
+  // Every count of M, N and K a multiple of this (the shard pattern applied
+  // to size / count_unit): FP8 on GPUs needs 16-byte shards.
+  int64_t count_unit = 1;
   weave_memory_t memory = WEAVE_MEMORY_HOST;
   weave_op_t op_a = WEAVE_OP_N, op_b = WEAVE_OP_N;
   weave_order_t order_a = WEAVE_ORDER_COLUMN_MAJOR, order_b = WEAVE_ORDER_COLUMN_MAJOR,

@@ -30,6 +30,9 @@ CudaBackend::CudaBackend(const plan::Schedule& schedule, const CudaBackendOption
     WEAVE_CUDA_CHECK(cudaGetDeviceProperties(&properties, device_));
     device_name_ = properties.name;
     device_sms_ = properties.multiProcessorCount;
+    gemm_device_.index = device_;
+    gemm_device_.compute_capability = properties.major * 10 + properties.minor;
+    gemm_device_.name = device_name_.c_str();
     if (options_.gemm_sm_margin > 0) gemm_sms_ = std::max(1, device_sms_ - options_.gemm_sm_margin);
     create_streams_and_events();
     if (schedule_.workspace_bytes > 0)
@@ -76,8 +79,9 @@ void CudaBackend::prepare_steps() {
   std::set<std::size_t> copy_sizes;
   const std::size_t lanes = streams_.size() - 1;
   std::vector<bool> lane_multiplies(lanes, false);
-  std::vector<const plan::GemmOp*> matmul_steps;
-  for (const plan::Step& step : schedule_.steps) {
+  std::vector<std::pair<const plan::GemmOp*, const plan::EpilogueOp*>> matmul_steps;  // with a bias to fuse
+  for (std::size_t i = 0; i < schedule_.steps.size(); ++i) {
+    const plan::Step& step = schedule_.steps[i];
     if (step.kind() == plan::StepKind::Gemm) {
       const auto& op = std::get<plan::GemmOp>(step.op);
       const GemmWork work = gemm_work(op);
@@ -86,7 +90,7 @@ void CudaBackend::prepare_steps() {
         const DType c = schedule_.buffer(op.c).dtype;
         kernels.insert({c, c});
       } else if (work == GemmWork::Matmul) {
-        matmul_steps.push_back(&op);
+        matmul_steps.emplace_back(&op, bias_step_after(i));
         lane_multiplies.at(static_cast<std::size_t>(step.lane)) = true;
       }
     } else if (step.kind() == plan::StepKind::Quantize) {
@@ -112,9 +116,30 @@ void CudaBackend::prepare_steps() {
   cublas_workspaces_.assign(lanes, nullptr);
   for (std::size_t lane = 0; lane < lane_multiplies.size(); ++lane)
     if (lane_multiplies[lane]) WEAVE_CUDA_CHECK(cudaMalloc(&cublas_workspaces_[lane], kCublasWorkspaceBytes));
-  for (const plan::GemmOp* op : matmul_steps)
-    prepared_[op].matmul =
-        std::make_unique<CublasLtGemm>(cublas_, schedule_, *op, options_.allow_tf32, kCublasWorkspaceBytes, gemm_sms_);
+  for (const auto& [op, bias] : matmul_steps) {
+    prepared_[op].matmul = std::make_unique<CublasLtGemm>(cublas_, schedule_, *op, options_.allow_tf32,
+                                                          kCublasWorkspaceBytes, gemm_device_, gemm_sms_, bias);
+    if (prepared_[op].matmul->fused_bias()) fused_bias_steps_.insert(bias);
+  }
+}
+
+// The step that adds the bias to what GEMM step `gemm` wrote, right after
+// it on its lane and depending on it alone (C += bias), or null.
+const plan::EpilogueOp* CudaBackend::bias_step_after(std::size_t gemm) const {
+  const plan::Step& g = schedule_.steps[gemm];
+  const auto& product = std::get<plan::GemmOp>(g.op);
+  for (std::size_t j = gemm + 1; j < schedule_.steps.size(); ++j) {
+    const plan::Step& s = schedule_.steps[j];
+    if (s.lane != g.lane) continue;
+    const auto* e = std::get_if<plan::EpilogueOp>(&s.op);
+    const plan::Region& c = product.c;
+    if (!e || e->has_src || !e->has_bias || e->dst_scale != plan::Scalar::One || s.deps != std::vector<int>{static_cast<int>(gemm)} ||
+        e->dst.buffer != c.buffer || e->dst.row0 != c.row0 || e->dst.col0 != c.col0 || e->dst.rows != c.rows ||
+        e->dst.cols != c.cols)
+      return nullptr;
+    return e;  // the next step on the lane is the bias step, or there is none to fuse
+  }
+  return nullptr;
 }
 
 void CudaBackend::release() noexcept {
@@ -153,7 +178,10 @@ void CudaBackend::release() noexcept {
 
 std::string CudaBackend::name() const {
   return str("cuda (device ", device_, " ", device_name_, ", cuBLASLt", options_.allow_tf32 ? ", TF32 allowed" : "",
-             gemm_sms_ > 0 ? str(", GEMMs sized for ", gemm_sms_, " of ", device_sms_, " SMs") : std::string(), ")");
+             gemm_sms_ > 0 ? str(", GEMMs sized for ", gemm_sms_, " of ", device_sms_, " SMs") : std::string(),
+             fused_bias_steps_.empty() ? std::string()
+                                       : str(", ", fused_bias_steps_.size(), " GEMMs add the bias in their epilogue"),
+             ")");
 }
 
 cudaStream_t CudaBackend::stream(int lane) const {
@@ -208,6 +236,7 @@ void CudaBackend::gemm(const plan::GemmOp& op, int lane, const exec::Bindings& b
 void CudaBackend::epilogue(const plan::EpilogueOp& op, int lane, const exec::Bindings& bindings,
                            const exec::Scalars& scalars) {
   DeviceGuard guard(device_);
+  if (fused_bias_steps_.count(&op)) return;  // its GEMM added the bias
   const exec::MatrixRef dst = bindings.resolve(op.dst);
   if (dst.rows == 0 || dst.cols == 0) return;
   if (op.plain_copy()) {

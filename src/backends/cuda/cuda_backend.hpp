@@ -11,6 +11,7 @@
 #include <cuda_runtime_api.h>
 
 #include <memory>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -50,6 +51,7 @@ class CudaBackend final : public exec::ComputeBackend {
  private:
   void create_streams_and_events();
   void prepare_steps();
+  const plan::EpilogueOp* bias_step_after(std::size_t gemm) const;
   cudaStream_t stream(int lane) const;
   void release() noexcept;
 
@@ -78,6 +80,9 @@ class CudaBackend final : public exec::ComputeBackend {
     std::unique_ptr<CublasLtGemm> matmul;
   };
   std::unordered_map<const plan::GemmOp*, PreparedGemm> prepared_;
+  // Bias steps whose GEMM adds the bias in its epilogue: nothing to enqueue.
+  std::set<const plan::EpilogueOp*> fused_bias_steps_;
+  GemmDevice gemm_device_;
 };
 
 }  // namespace weave::internal::cuda
