@@ -42,6 +42,7 @@ module weave
 
   ! --- procedures ----------------------------------------------------------
   public :: weave_status_string, weave_last_error, weave_get_version, weave_build_features
+  public :: weave_dtype_size
   public :: weave_grid_create, weave_grid_destroy, weave_grid_shape, weave_grid_coords
   public :: weave_grid_group, weave_grid_group_comm
   public :: weave_matrix_create, weave_matrix_destroy, weave_matrix_local_shape
@@ -148,6 +149,14 @@ contains
     character(len=:), allocatable :: features
     features = fortran_string(c_weave_build_features())
   end function weave_build_features
+
+  ! Bytes per element of an element type (WEAVE_FLOAT32, ..., WEAVE_FLOAT8_E4M3:
+  ! 1); 0 for a value that is no type. For sizing type(c_ptr) buffers.
+  function weave_dtype_size(dtype) result(bytes)
+    integer, intent(in) :: dtype
+    integer(c_int64_t) :: bytes
+    bytes = int(c_weave_dtype_size(int(dtype, c_int)), c_int64_t)
+  end function weave_dtype_size
 
   ! The library's version (WEAVE_VERSION_* are the headers' version).
   subroutine weave_get_version(major, minor, patch, stat)

@@ -136,6 +136,10 @@ typedef WEAVE_ENUM(weave_dtype_t) {
   WEAVE_FLOAT8_E5M2 = 6    /* OCP FP8 E5M2 (largest finite 57344): likewise */
 } weave_dtype_t;
 
+/* Bytes per element of `dtype` (1 for FP8, 2 for f16 and bf16, ...); 0 for a
+ * value that is no element type. Read from the library's type table. */
+size_t weave_dtype_size(weave_dtype_t dtype);
+
 /* How the scales of an FP8 matrix apply; the scales themselves are float32
  * buffers handed to weave_execute_ex (layouts: doc/fp8.md). Each mode is
  * stated for op(A), an M x K matrix, and op(B), K x N; "outer" is M for A

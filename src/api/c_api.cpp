@@ -6,6 +6,7 @@
 #include "api/struct_size.hpp"
 #include "backends/host/kokkos_runtime.hpp"
 #include "core/abandoned_work.hpp"
+#include "core/dtype.hpp"
 #include "core/enum_value.hpp"
 #include "core/error.hpp"
 #include "core/mpi_check.hpp"
@@ -58,6 +59,11 @@ extern "C" {
 const char* weave_status_string(weave_status_t status) { return status_name(enum_value(status)); }
 
 const char* weave_last_error(void) { return last_error(); }
+
+size_t weave_dtype_size(weave_dtype_t dtype) {
+  const int value = enum_value(dtype);
+  return is_valid_dtype(value) ? dtype_size(static_cast<DType>(value)) : 0;
+}
 
 weave_status_t weave_get_version(int* major, int* minor, int* patch) {
   return guarded([&] {

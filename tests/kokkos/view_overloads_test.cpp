@@ -10,6 +10,7 @@
 // Values are small multiples of 1/16, so every product is exact and
 // compared with ==. Usage: mpiexec -n P weave_kokkos_view_test
 #include <Kokkos_Core.hpp>
+#include <cmath>
 #include <cstdio>
 #include <functional>
 #include <string>
@@ -251,6 +252,33 @@ void check_fp8() {
   }
 }
 
+// AG-GEMM with float A sent as e4m3 (the wire type in the plan's options):
+// A is unscaled, its scale View empty. A = 1 quantizes to 448 with scale
+// 1/448 (doc/fp8.md), B = e4m3 1.0 scaled by 2: C = 2 K within float32 rounding.
+void check_wire_type() {
+  const Shapes s = shapes();
+  weave::Grid grid(MPI_COMM_WORLD);
+  weave_plan_desc_t options{};
+  options.wire_type = WEAVE_FLOAT8_E4M3;
+  weave::KokkosPlan plan(grid, WEAVE_AG_GEMM, weave::block_rows(s.m, s.k, WEAVE_FLOAT32),
+                         weave::block_cols(s.k, s.n, WEAVE_FLOAT8_E4M3).scale_mode(WEAVE_SCALE_TENSOR),
+                         weave::block_cols(s.m, s.n, WEAVE_FLOAT32), options);
+  Kokkos::View<float**, Kokkos::LayoutLeft, Kokkos::HostSpace> a("A", plan.a().local_rows(), plan.a().local_cols()),
+      c("C", plan.c().local_rows(), plan.c().local_cols());
+  Kokkos::View<weave::float8_e4m3**, Kokkos::LayoutLeft, Kokkos::HostSpace> b("B", plan.b().local_rows(),
+                                                                              plan.b().local_cols());
+  Kokkos::deep_copy(a, 1.0f);
+  for (std::size_t i = 0; i < b.span(); ++i) b.data()[i].bits = 0x38;
+  Kokkos::View<float*, Kokkos::HostSpace> no_scale, b_scale("B scale", 1);
+  Kokkos::deep_copy(b_scale, 2.0f);
+  weave::execute(plan, 1.0, a, b, 0.0, c, weave::scales(no_scale, b_scale), Space());
+  bool right = true;
+  for (std::size_t j = 0; j < c.extent(1); ++j)
+    for (std::size_t i = 0; i < c.extent(0); ++i)
+      right = right && std::fabs(c(i, j) - 2.0f * static_cast<float>(s.k)) <= 1e-5f * static_cast<float>(s.k);
+  expect(right, "float A sent as e4m3 (wire type): wrong product");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -267,6 +295,7 @@ int main(int argc, char** argv) {
     if (g_rank == 0) std::printf("refused as expected:\n");
     check_refusals();
     check_fp8();
+    check_wire_type();
   } catch (const std::exception& e) {
     expect(false, std::string("unexpected exception: ") + e.what());
   }

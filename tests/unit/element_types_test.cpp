@@ -60,6 +60,17 @@ TEST(TypeTable, EveryPublicTypeHasOneRow) {
   EXPECT_EQ(weave::internal::accumulation_type(DType::F64), DType::F64);
 }
 
+// weave_dtype_size reads the table: every type's size, 0 for a value that is no type.
+TEST(TypeTable, PublicSizes) {
+  EXPECT_EQ(weave_dtype_size(WEAVE_FLOAT64), 8u);
+  EXPECT_EQ(weave_dtype_size(WEAVE_FLOAT32), 4u);
+  EXPECT_EQ(weave_dtype_size(WEAVE_FLOAT16), 2u);
+  EXPECT_EQ(weave_dtype_size(WEAVE_BFLOAT16), 2u);
+  EXPECT_EQ(weave_dtype_size(WEAVE_FLOAT8_E4M3), 1u);
+  EXPECT_EQ(weave_dtype_size(WEAVE_FLOAT8_E5M2), 1u);
+  for (int t : {0, -1, 100}) EXPECT_EQ(weave_dtype_size(static_cast<weave_dtype_t>(t)), 0u) << t;
+}
+
 TEST(TypeTable, PairsAndOutputs) {
   using weave::internal::dtype_row;
   using weave::internal::type_bit;

@@ -79,6 +79,8 @@ contains
     call check(major == WEAVE_VERSION_MAJOR .and. minor == WEAVE_VERSION_MINOR .and. &
                patch == WEAVE_VERSION_PATCH, "library version equals the module's WEAVE_VERSION_*")
     call check(index(weave_build_features(), "host") > 0, "weave_build_features names host")
+    call check(weave_dtype_size(WEAVE_FLOAT8_E4M3) == 1 .and. weave_dtype_size(WEAVE_BFLOAT16) == 2 .and. &
+               weave_dtype_size(WEAVE_FLOAT64) == 8 .and. weave_dtype_size(0) == 0, "weave_dtype_size")
     call check(weave_status_string(WEAVE_ERROR_INVALID_COUNTS) == "WEAVE_ERROR_INVALID_COUNTS", &
                "weave_status_string")
   end subroutine test_library_queries
