@@ -20,6 +20,8 @@ accumulation), as weave-bench --dtype fp8 measures them:
             torch.ops.symm_mem.fused_all_gather_scaled_matmul
   GEMM-RS   sequential: torch._scaled_mm, then reduce_scatter_tensor of the
             bf16 products; fused: torch.ops.symm_mem.fused_scaled_matmul_reduce_scatter
+  GEMM-AR   sequential only (PyTorch has no fused one): torch._scaled_mm, then
+            all_reduce of the bf16 products
   AG-GEMM bf16 storage, e4m3 wire (weave-bench --dtype bf16 --wire-type e4m3):
             each rank quantizes its bf16 rows (row-wise, amax / 448), then
             the FP8 AG-GEMM above (both columns include the quantization)
@@ -84,6 +86,8 @@ def measure(record, sequential, fused, plain, args):
     `plain` in symmetric memory where plain inputs are refused (some PyTorch
     versions want them)."""
     record["sequential_ms"] = timed(sequential, args.warmup, args.iterations)
+    if fused is None:  # no fused operation to compare
+        return
     try:
         record["fused_ms"] = timed(fused, args.warmup, args.iterations)
     except Exception as first:
@@ -99,6 +103,8 @@ def report(record, results, rank, width):
         op, shape = record["op"], record["shape"]
         if "error" in record:
             print(f"{op:{width}} {shape:22} failed: {record['error']}")
+        elif "fused_ms" not in record:
+            print(f"{op:{width}} {shape:22} {'-':>9} {record['sequential_ms']:9.3f} {'-':>9}")
         else:
             print(f"{op:{width}} {shape:22} {record['fused_ms']:9.3f} {record['sequential_ms']:9.3f} "
                   f"{record['fused_ms'] / record['sequential_ms']:9.3f}")
@@ -144,7 +150,7 @@ def fp8_peers(args, shapes, rank, size, group, results):
         return (torch.rand(rows, cols, device="cuda") * 0.5 + 0.75).contiguous()
 
     for m, k, n in shapes:
-        for op in ("AG-GEMM", "GEMM-RS", "AG-GEMM e4m3 wire"):
+        for op in ("AG-GEMM", "GEMM-RS", "GEMM-AR", "AG-GEMM e4m3 wire"):
             record = {"op": op, "shape": f"{m}x{k}x{n}", "m": m, "k": k, "n": n, "ranks": size,
                       "dtype": "bf16" if "wire" in op else "fp8", "scales": "rowwise"}
             try:
@@ -180,6 +186,15 @@ def fp8_peers(args, shapes, rank, size, group, results):
                             "group_name": group.group_name, "biases": [None], "result_scales": [None],
                             "out_dtypes": [bf16], "use_fast_accum": [False]})
                     plain = a_shard
+                elif op == "GEMM-AR":
+                    a, a_scale = fp8(m, k // size), scales(m, 1)
+                    b, b_scale = fp8(n, k // size).t(), scales(1, n)
+
+                    def sequential():
+                        product = torch._scaled_mm(a, b, scale_a=a_scale, scale_b=b_scale, out_dtype=bf16)
+                        dist.all_reduce(product, group=group)
+
+                    fused = plain = None
                 else:
                     a, a_scale = fp8(m, k // size), scales(m, 1)
                     w = fp8(n, k // size)

@@ -45,8 +45,8 @@
 #                    FP8_SHAPES, and where PyTorch is installed its FP8 peers
 #                    (bench/torch_peers.py --fp8, torch-<N>gpu-fp8.*)
 #   FP8_SHAPES       global MxKxN shapes of the FP8 runs (default
-#                    "4096x8192x8192 8192x8192x8192 16384x8192x28672")
-#   FP8_BLOCK_SHAPES shapes of the block-scaled run (default "8192x8192x8192")
+#                    "4096x8192x8192 8192x8192x8192 16384x8192x28672 16384x16384x16384")
+#   FP8_BLOCK_SHAPES shapes of the block-scaled run (default: FP8_SHAPES)
 #   BENCH_TIMEOUT    seconds the benchmark may take (default 300)
 #   TORCH_PEERS      0 to skip PyTorch's fused operations (default 1)
 #   TRACES           traced executes of the default plan, each op:MxKxN
@@ -239,10 +239,9 @@ run_bench() {
         --json "$OUT/bench-${GPUS}gpu$suffix.json" "$@" 2>&1 | tee "$OUT/bench-${GPUS}gpu$suffix.txt"
     }
     local fp8_shapes=() block_shapes=() shape
-    for shape in ${FP8_SHAPES:-4096x8192x8192 8192x8192x8192 16384x8192x28672}; do
-      fp8_shapes+=(--shape "$shape")
-    done
-    for shape in ${FP8_BLOCK_SHAPES:-8192x8192x8192}; do block_shapes+=(--shape "$shape"); done
+    local default_shapes="4096x8192x8192 8192x8192x8192 16384x8192x28672 16384x16384x16384"
+    for shape in ${FP8_SHAPES:-$default_shapes}; do fp8_shapes+=(--shape "$shape"); done
+    for shape in ${FP8_BLOCK_SHAPES:-${FP8_SHAPES:-$default_shapes}}; do block_shapes+=(--shape "$shape"); done
     bench_fp8 -fp8 --dtype fp8 --scales rowwise "${fp8_shapes[@]}" || say "FP8 weave-bench failed or ran out of time"
     bench_fp8 -fp8-block --dtype fp8 --scales block "${block_shapes[@]}" ||
       say "block-scaled FP8 weave-bench failed or ran out of time"
