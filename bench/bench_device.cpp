@@ -32,6 +32,8 @@ ncclDataType_t nccl_type(weave_dtype_t t) {
     case WEAVE_FLOAT64: return ncclFloat64;
     case WEAVE_FLOAT16: return ncclFloat16;
     case WEAVE_BFLOAT16: return ncclBfloat16;
+    case WEAVE_FLOAT8_E4M3:
+    case WEAVE_FLOAT8_E5M2: return ncclUint8;  // gathered as bytes, never summed
   }
   return ncclFloat32;
 }
@@ -40,7 +42,8 @@ ncclDataType_t nccl_type(weave_dtype_t t) {
 MPI_Datatype mpi_type(weave_dtype_t t) {
   if (t == WEAVE_FLOAT32) return MPI_FLOAT;
   if (t == WEAVE_FLOAT64) return MPI_DOUBLE;
-  throw std::runtime_error("MPI collectives in weave-bench take f32 or f64");
+  if (t == WEAVE_FLOAT8_E4M3 || t == WEAVE_FLOAT8_E5M2) return MPI_BYTE;  // gathered, never summed
+  throw std::runtime_error("MPI collectives in weave-bench take f32, f64 or FP8 bytes");
 }
 
 uint16_t to_bfloat16(float x) {
@@ -61,10 +64,6 @@ uint16_t to_half(float x) {  // for values in [-1, 1): normal or zero halves
 }
 
 }  // namespace
-
-std::size_t element_size(weave_dtype_t t) {
-  return t == WEAVE_FLOAT64 ? 8 : t == WEAVE_FLOAT32 ? 4 : 2;
-}
 
 void select_device(bool device) {
   if (!device) return;
@@ -135,7 +134,7 @@ void Buffer::release() {
 }
 
 void fill_random(Buffer& buffer, weave_dtype_t t, uint64_t seed) {
-  const std::size_t size = element_size(t);
+  const std::size_t size = weave_dtype_size(t);
   const int64_t count = buffer.bytes() / static_cast<int64_t>(size);
   std::vector<unsigned char> host(static_cast<std::size_t>(std::max<int64_t>(buffer.bytes(), 0)));
   // Several threads, each its own stream of numbers: gigabytes in seconds.
@@ -150,7 +149,13 @@ void fill_random(Buffer& buffer, weave_dtype_t t, uint64_t seed) {
         float x = u(rng);
         if (x == 0.0f) x = 0.5f;
         unsigned char* out = host.data() + i * static_cast<int64_t>(size);
-        if (t == WEAVE_FLOAT64) {
+        if (t == WEAVE_FLOAT8_E4M3 || t == WEAVE_FLOAT8_E5M2) {
+          // Sign, an exponent for 2^-3 .. 2^4 and any mantissa: finite, never zero.
+          const unsigned bits = static_cast<unsigned>(rng());
+          const bool e4m3 = t == WEAVE_FLOAT8_E4M3;
+          const unsigned exponent = (e4m3 ? 4u : 12u) + bits % 8u, mantissa = (bits >> 3) & (e4m3 ? 7u : 3u);
+          *out = static_cast<unsigned char>(((bits >> 8) & 0x80u) | (exponent << (e4m3 ? 3 : 2)) | mantissa);
+        } else if (t == WEAVE_FLOAT64) {
           const double d = x;
           std::memcpy(out, &d, 8);
         } else if (t == WEAVE_FLOAT32) {
@@ -168,6 +173,20 @@ void fill_random(Buffer& buffer, weave_dtype_t t, uint64_t seed) {
 #endif
   } else if (!host.empty()) {
     std::memcpy(buffer.data(), host.data(), host.size());
+  }
+}
+
+void fill_scales(Buffer& buffer, uint64_t seed) {
+  std::vector<float> host(static_cast<std::size_t>(std::max<int64_t>(buffer.bytes(), 0) / 4));
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> u(0.5f, 1.5f);
+  for (float& x : host) x = u(rng);
+  if (buffer.device()) {
+#if WEAVE_BENCH_CUDA
+    cuda_check(cudaMemcpy(buffer.data(), host.data(), host.size() * 4, cudaMemcpyHostToDevice), "cudaMemcpy");
+#endif
+  } else if (!host.empty()) {
+    std::memcpy(buffer.data(), host.data(), host.size() * 4);
   }
 }
 
@@ -279,7 +298,7 @@ void Communicator::prepare(const Collective& c) {
   int64_t total = 0;
   for (int64_t n : c.counts) total += n;
   const int64_t mine = c.kind == Collective::AllReduce ? total : c.counts.at(rank);
-  const int64_t size = static_cast<int64_t>(element_size(c.dtype));
+  const int64_t size = static_cast<int64_t>(weave_dtype_size(c.dtype));
   send_ = Buffer((c.kind == Collective::AllGather ? mine : total) * size, device_);
   recv_ = Buffer((c.kind == Collective::ReduceScatter ? mine : total) * size, device_);
   fill_random(send_, c.dtype, 77 + rank);
@@ -290,7 +309,7 @@ void Communicator::run(const Collective& c, void* stream) {
   MPI_Comm_rank(comm_, &rank);
   MPI_Comm_size(comm_, &size);
   const bool equal = std::all_of(c.counts.begin(), c.counts.end(), [&](int64_t n) { return n == c.counts[0]; });
-  const int64_t esize = static_cast<int64_t>(element_size(c.dtype));
+  const int64_t esize = static_cast<int64_t>(weave_dtype_size(c.dtype));
   std::vector<int64_t> offsets(c.counts.size(), 0);
   for (std::size_t i = 1; i < c.counts.size(); ++i) offsets[i] = offsets[i - 1] + c.counts[i - 1];
   if (!device_) {

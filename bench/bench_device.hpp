@@ -15,8 +15,6 @@
 
 namespace bench {
 
-std::size_t element_size(weave_dtype_t t);
-
 // Picks this rank's GPU (local rank modulo the devices on the node) when
 // `device`; throws if there is none.
 void select_device(bool device);
@@ -43,8 +41,11 @@ class Buffer {
   bool device_ = false;
 };
 
-// Uniform values in [-1, 1) of the given type (never zeros).
+// Uniform values in [-1, 1) of the given type (never zeros); FP8: random
+// finite e4m3 or e5m2 values from 2^-3 to 2^4, either sign.
 void fill_random(Buffer& buffer, weave_dtype_t t, uint64_t seed);
+// Scales (float32): uniform in [0.5, 1.5).
+void fill_scales(Buffer& buffer, uint64_t seed);
 
 // Wall clock on the host; CUDA events on one stream for device work.
 class Timer {

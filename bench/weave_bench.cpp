@@ -11,7 +11,15 @@
 // slowest rank, after warm-up, on random data; within every iteration the
 // measured things take turns. --json writes every number.
 //
+// FP8: --dtype fp8 multiplies e4m3 A and B with their scales (--scales
+// rowwise, the default, tensor, or block: 1x128 A, 128x128 B) into bf16 C;
+// then the GEMM alone is the FP8 GEMM and the communication alone moves the
+// FP8 bytes and their scales (AG-GEMM) or bf16 products (GEMM-RS, GEMM-AR).
+// --wire-type e4m3 with --dtype bf16 stores A in bf16 and sends it as e4m3
+// (AG-GEMM; B e4m3 with --scales, C bf16).
+//
 //   mpirun -np 4 weave_bench --backend cuda --dtype bf16 --preset tp --json out.json
+//   mpirun -np 2 weave_bench --backend cuda --dtype fp8 --preset tp
 #include <mpi.h>
 
 #include <CLI/CLI.hpp>
@@ -47,7 +55,7 @@ using bench::Shape;
 
 // Counts over the ranks: balanced, or ~10% apart (rank r gets weight 1 + 0.1 r,
 // normalised), in multiples of `quantum` where possible.
-std::vector<int64_t> counts_for(int64_t n, bool uneven) {
+std::vector<int64_t> counts_for(int64_t n, bool uneven, int64_t quantum) {
   std::vector<int64_t> counts(static_cast<size_t>(g_size));
   if (!uneven) {
     for (int r = 0; r < g_size; ++r) counts[r] = n / g_size + (r < n % g_size ? 1 : 0);
@@ -56,7 +64,7 @@ std::vector<int64_t> counts_for(int64_t n, bool uneven) {
   double total = 0;
   for (int r = 0; r < g_size; ++r) total += 1.0 + 0.1 * r;
   int64_t given = 0;
-  for (int r = 0; r < g_size; ++r) given += counts[r] = static_cast<int64_t>(n * (1.0 + 0.1 * r) / total) / 8 * 8;
+  for (int r = 0; r < g_size; ++r) given += counts[r] = static_cast<int64_t>(n * (1.0 + 0.1 * r) / total) / quantum * quantum;
   counts[0] += n - given;
   return counts;
 }
@@ -79,6 +87,24 @@ struct Options {
   std::vector<std::string> variants;
   std::string trace;
   bool reduce_in_output_type = false;
+  std::string scales = "rowwise";  // FP8: rowwise, tensor, block
+  std::string wire_type;           // "" or e4m3
+};
+
+// The element types and scale modes of one benchmark run.
+struct Types {
+  weave_dtype_t a = WEAVE_FLOAT64, b = WEAVE_FLOAT64, c = WEAVE_FLOAT64;
+  weave_scale_mode_t a_scale = WEAVE_SCALE_NONE, b_scale = WEAVE_SCALE_NONE;
+  weave_dtype_t wire = weave_dtype_t{};  // AG-GEMM's wire type (0: none)
+  // What the GEMMs multiply A in, with which scales: the wire type's (row-wise) where there is one.
+  weave_dtype_t gemm_a() const { return wire ? wire : a; }
+  weave_scale_mode_t gemm_a_scale() const { return wire ? WEAVE_SCALE_ROW_WISE : a_scale; }
+  // Uneven shards in multiples of this: 8, 16 for FP8 (cuBLASLt's FP8
+  // alignment), 128 for block scales (whole blocks per rank).
+  int64_t quantum() const {
+    if (a_scale == WEAVE_SCALE_BLOCK_1X128 || b_scale == WEAVE_SCALE_BLOCK_128X128) return 128;
+    return weave_dtype_size(gemm_a()) == 1 ? 16 : 8;
+  }
 };
 
 weave_dtype_t parse_dtype(const std::string& t) {
@@ -87,6 +113,49 @@ weave_dtype_t parse_dtype(const std::string& t) {
   if (t == "f16") return WEAVE_FLOAT16;
   if (t == "bf16") return WEAVE_BFLOAT16;
   throw std::runtime_error("unknown dtype " + t);
+}
+
+Types parse_types(const Options& o) {
+  Types t;
+  // FP8 scale modes of A and B: row-wise (PyTorch's), tensor-wise, or
+  // DeepSeek-style blocks (1x128 activations, 128x128 weights).
+  weave_scale_mode_t a_mode = WEAVE_SCALE_ROW_WISE, b_mode = WEAVE_SCALE_ROW_WISE;
+  if (o.scales == "tensor") a_mode = b_mode = WEAVE_SCALE_TENSOR;
+  if (o.scales == "block") {
+    a_mode = WEAVE_SCALE_BLOCK_1X128;
+    b_mode = WEAVE_SCALE_BLOCK_128X128;
+  }
+  if (o.dtype == "fp8") {
+    if (!o.wire_type.empty()) throw std::runtime_error("--wire-type goes with --dtype bf16 or f32 (A's storage)");
+    t.a = t.b = WEAVE_FLOAT8_E4M3;
+    t.c = WEAVE_BFLOAT16;
+    t.a_scale = a_mode;
+    t.b_scale = b_mode;
+    return t;
+  }
+  t.a = t.b = t.c = parse_dtype(o.dtype);
+  if (o.wire_type == "e4m3") {
+    if (o.scales == "block") throw std::runtime_error("--wire-type e4m3 gives A row-wise scales: --scales rowwise or tensor");
+    t.wire = WEAVE_FLOAT8_E4M3;
+    t.b = WEAVE_FLOAT8_E4M3;
+    t.b_scale = b_mode;
+    t.c = WEAVE_BFLOAT16;
+  }
+  return t;
+}
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// The scale bytes of a block of `outer` rows of op(A) over K (doc/fp8.md).
+int64_t scale_bytes(weave_scale_mode_t mode, int64_t outer, int64_t k) {
+  if (outer == 0 || k == 0) return 0;
+  switch (mode) {
+    case WEAVE_SCALE_TENSOR: return 4;
+    case WEAVE_SCALE_ROW_WISE: return 4 * outer;
+    case WEAVE_SCALE_BLOCK_1X128: return 4 * outer * ceil_div(k, 128);
+    case WEAVE_SCALE_BLOCK_128X128: return 4 * ceil_div(outer, 128) * ceil_div(ceil_div(k, 128), 4) * 4;
+    default: return 0;
+  }
 }
 
 weave_algorithm_t parse_algorithm(const std::string& a) {
@@ -195,57 +264,62 @@ const char* op_name(weave_operation_t op) {
 // One operation on one shape: matrices, buffers and the plans.
 class Case {
  public:
-  Case(const weave::Grid& grid, weave_operation_t op, const Shape& s, weave_dtype_t t, bool device)
-      : op_(op), shape_(s), dtype_(t), device_(device) {
+  Case(const weave::Grid& grid, weave_operation_t op, const Shape& s, const Types& t, bool device)
+      : op_(op), shape_(s), types_(t), device_(device) {
     const weave_memory_t memory = device ? WEAVE_MEMORY_DEVICE : WEAVE_MEMORY_HOST;
-    const std::vector<int64_t> m_counts = counts_for(s.m, s.uneven), n_counts = counts_for(s.n, s.uneven),
-                               k_counts = counts_for(s.k, s.uneven);
+    const std::vector<int64_t> m_counts = counts_for(s.m, s.uneven, t.quantum()),
+                               n_counts = counts_for(s.n, s.uneven, t.quantum()),
+                               k_counts = counts_for(s.k, s.uneven, t.quantum());
     // Row-major, as tensor-parallel codes store them: X [M, K], the weight
     // W [N, K] of a linear layer (op(B) = W^T), Y [M, N]. AG-GEMM gathers X's
     // rows and splits W's rows (Y's columns); GEMM-RS and GEMM-AR split K.
     const weave_order_t row = WEAVE_ORDER_ROW_MAJOR;
+    auto desc = [&](weave::MatrixDesc d, weave_scale_mode_t mode) { return d.order(row).memory(memory).scale_mode(mode); };
     if (op == WEAVE_AG_GEMM) {
-      a_ = std::make_unique<weave::Matrix>(grid, weave::block_rows(s.m, s.k, t).rows_per_rank(m_counts).order(row).memory(memory));
-      b_ = std::make_unique<weave::Matrix>(grid, weave::block_rows(s.n, s.k, t).rows_per_rank(n_counts).order(row).memory(memory));
-      c_ = std::make_unique<weave::Matrix>(grid, weave::block_cols(s.m, s.n, t).cols_per_rank(n_counts).order(row).memory(memory));
+      a_ = std::make_unique<weave::Matrix>(grid, desc(weave::block_rows(s.m, s.k, t.a).rows_per_rank(m_counts), t.a_scale));
+      b_ = std::make_unique<weave::Matrix>(grid, desc(weave::block_rows(s.n, s.k, t.b).rows_per_rank(n_counts), t.b_scale));
+      c_ = std::make_unique<weave::Matrix>(grid, desc(weave::block_cols(s.m, s.n, t.c).cols_per_rank(n_counts), WEAVE_SCALE_NONE));
       local_m_ = s.m;
       local_k_ = s.k;
       local_n_ = c_->local_cols();
     } else {
-      a_ = std::make_unique<weave::Matrix>(grid, weave::block_cols(s.m, s.k, t).cols_per_rank(k_counts).order(row).memory(memory));
-      b_ = std::make_unique<weave::Matrix>(grid, weave::block_cols(s.n, s.k, t).cols_per_rank(k_counts).order(row).memory(memory));
+      a_ = std::make_unique<weave::Matrix>(grid, desc(weave::block_cols(s.m, s.k, t.a).cols_per_rank(k_counts), t.a_scale));
+      b_ = std::make_unique<weave::Matrix>(grid, desc(weave::block_cols(s.n, s.k, t.b).cols_per_rank(k_counts), t.b_scale));
       c_ = std::make_unique<weave::Matrix>(
-          grid, op == WEAVE_GEMM_RS ? weave::block_rows(s.m, s.n, t).rows_per_rank(m_counts).order(row).memory(memory)
-                                    : weave::replicated(s.m, s.n, t).order(row).memory(memory));
+          grid, op == WEAVE_GEMM_RS ? desc(weave::block_rows(s.m, s.n, t.c).rows_per_rank(m_counts), WEAVE_SCALE_NONE)
+                                    : desc(weave::replicated(s.m, s.n, t.c), WEAVE_SCALE_NONE));
       local_m_ = s.m;
       local_k_ = a_->local_cols();
       local_n_ = s.n;
     }
-    a_buf_ = buffer_for(*a_);
-    b_buf_ = buffer_for(*b_);
-    c_buf_ = buffer_for(*c_);
-    bench::fill_random(a_buf_, t, 1000 + g_rank);
-    bench::fill_random(b_buf_, t, 2000 + g_rank);
-    bench::fill_random(c_buf_, t, 3000 + g_rank);
+    a_buf_ = buffer_for(*a_, t.a);
+    b_buf_ = buffer_for(*b_, t.b);
+    c_buf_ = buffer_for(*c_, t.c);
+    bench::fill_random(a_buf_, t.a, 1000 + g_rank);
+    bench::fill_random(b_buf_, t.b, 2000 + g_rank);
+    bench::fill_random(c_buf_, t.c, 3000 + g_rank);
     m_counts_ = m_counts;
   }
 
-  // `reduce_in_output_type`: WEAVE_FLAG_REDUCE_IN_OUTPUT_TYPE.
-  weave::Plan plan(const weave::Grid& grid, const Options& o, const PlanChoice& choice,
-                   bool reduce_in_output_type) const {
+  // `reduce_in_output_type`: WEAVE_FLAG_REDUCE_IN_OUTPUT_TYPE. Sizes the
+  // scale buffers for the plan's scales.
+  weave::Plan plan(const weave::Grid& grid, const Options& o, const PlanChoice& choice, bool reduce_in_output_type) {
     weave::PlanDesc d(op_, *a_, *b_, *c_);
     d.ops(WEAVE_OP_N, WEAVE_OP_T)
         .algorithm(choice.algorithm)
         .transport(choice.transport)
         .direction(choice.direction)
         .chunks_per_shard(choice.chunks)
-        .compute_streams(choice.streams >= 0 ? choice.streams : o.streams);
+        .compute_streams(choice.streams >= 0 ? choice.streams : o.streams)
+        .wire_type(types_.wire);
     int flags = WEAVE_FLAG_NO_EXECUTE_CHECK;  // measure the operation, not the argument check
     if (!o.trace.empty()) flags |= WEAVE_FLAG_TRACE;
     if (reduce_in_output_type) flags |= WEAVE_FLAG_REDUCE_IN_OUTPUT_TYPE;
     d.flags(flags);
     const ScopedEnvironment environment(choice.environment);
-    return weave::Plan(grid, d);
+    weave::Plan plan(grid, d);
+    ensure_scales(plan, a_scale_, b_scale_, 6000);
+    return plan;
   }
 
   // Whether a plan moves partial sums in C's type rather than the
@@ -254,42 +328,55 @@ class Case {
     return op_ == WEAVE_AG_GEMM || reduce_in_output_type || plan.info().algorithm == WEAVE_ALGORITHM_DIRECT;
   }
 
-  void execute(const weave::Plan& plan, bench::Timer& timer) { execute(plan, timer, a_buf_, b_buf_, c_buf_); }
+  void execute(const weave::Plan& plan, bench::Timer& timer) {
+    execute(plan, timer, a_buf_, b_buf_, c_buf_, a_scale_, b_scale_);
+  }
 
   // The GEMM alone: this rank's whole local product as one GEMM, through a
-  // plan over a one-rank grid (one BLAS / cuBLASLt call, nothing else).
+  // plan over a one-rank grid (one BLAS / cuBLASLt call, nothing else), in
+  // the types and scales the plans multiply in (A's wire type where it has one).
   std::unique_ptr<weave::Plan> local_gemm_plan(const weave::Grid& self) {
     const weave_memory_t memory = device_ ? WEAVE_MEMORY_DEVICE : WEAVE_MEMORY_HOST;
     // AG-GEMM on one rank is C = op(A) op(B) straight into C; the same
     // row-major layouts as the distributed plan.
     const weave_order_t row = WEAVE_ORDER_ROW_MAJOR;
-    gemm_a_ = std::make_unique<weave::Matrix>(self, weave::block_rows(local_m_, local_k_, dtype_).order(row).memory(memory));
-    gemm_b_ = std::make_unique<weave::Matrix>(self, weave::block_rows(local_n_, local_k_, dtype_).order(row).memory(memory));
-    gemm_c_ = std::make_unique<weave::Matrix>(self, weave::block_rows(local_m_, local_n_, dtype_).order(row).memory(memory));
-    gemm_a_buf_ = buffer_for(*gemm_a_);
-    gemm_c_buf_ = buffer_for(*gemm_c_);
-    gemm_b_buf_ = buffer_for(*gemm_b_);
-    bench::fill_random(gemm_a_buf_, dtype_, 4000 + g_rank);
-    bench::fill_random(gemm_b_buf_, dtype_, 5000 + g_rank);
+    const weave_dtype_t ta = types_.gemm_a();
+    gemm_a_ = std::make_unique<weave::Matrix>(
+        self, weave::block_rows(local_m_, local_k_, ta).order(row).memory(memory).scale_mode(types_.gemm_a_scale()));
+    gemm_b_ = std::make_unique<weave::Matrix>(
+        self, weave::block_rows(local_n_, local_k_, types_.b).order(row).memory(memory).scale_mode(types_.b_scale));
+    gemm_c_ = std::make_unique<weave::Matrix>(self, weave::block_rows(local_m_, local_n_, types_.c).order(row).memory(memory));
+    gemm_a_buf_ = buffer_for(*gemm_a_, ta);
+    gemm_c_buf_ = buffer_for(*gemm_c_, types_.c);
+    gemm_b_buf_ = buffer_for(*gemm_b_, types_.b);
+    bench::fill_random(gemm_a_buf_, ta, 4000 + g_rank);
+    bench::fill_random(gemm_b_buf_, types_.b, 5000 + g_rank);
     weave::PlanDesc d(WEAVE_AG_GEMM, *gemm_a_, *gemm_b_, *gemm_c_);
     d.ops(WEAVE_OP_N, WEAVE_OP_T).flags(WEAVE_FLAG_NO_EXECUTE_CHECK);
-    return std::make_unique<weave::Plan>(self, d);
+    auto plan = std::make_unique<weave::Plan>(self, d);
+    ensure_scales(*plan, gemm_a_scale_, gemm_b_scale_, 7000);
+    return plan;
   }
   void execute_local_gemm(const weave::Plan& plan, bench::Timer& timer) {
-    execute(plan, timer, gemm_a_buf_, gemm_b_buf_, gemm_c_buf_);
+    execute(plan, timer, gemm_a_buf_, gemm_b_buf_, gemm_c_buf_, gemm_a_scale_, gemm_b_scale_);
   }
 
   // The bytes the communication moves, and the collective that moves them
-  // alone: partial sums in C's type or in the accumulation type.
+  // alone: A's rows (FP8 ones with their scales, as bytes), or partial sums
+  // in C's type or in the accumulation type.
   bench::Collective collective(bool output_type) const {
     bench::Collective c;
     if (op_ == WEAVE_AG_GEMM) {
       c.kind = bench::Collective::AllGather;
-      c.dtype = dtype_;
-      for (int64_t count : m_counts_) c.counts.push_back(count * shape_.k);
+      const weave_dtype_t travels = types_.gemm_a();
+      const bool scaled = types_.gemm_a_scale() != WEAVE_SCALE_NONE;
+      c.dtype = travels;
+      for (int64_t count : m_counts_)
+        c.counts.push_back(count * shape_.k + (scaled ? scale_bytes(types_.gemm_a_scale(), count, shape_.k) : 0));
     } else {
       // The accumulation type is float32 for 16-bit types.
-      c.dtype = (dtype_ == WEAVE_FLOAT16 || dtype_ == WEAVE_BFLOAT16) && !output_type ? WEAVE_FLOAT32 : dtype_;
+      const weave_dtype_t out = types_.c;
+      c.dtype = (out == WEAVE_FLOAT16 || out == WEAVE_BFLOAT16) && !output_type ? WEAVE_FLOAT32 : out;
       c.kind = op_ == WEAVE_GEMM_RS ? bench::Collective::ReduceScatter : bench::Collective::AllReduce;
       if (op_ == WEAVE_GEMM_RS)
         for (int64_t count : m_counts_) c.counts.push_back(count * shape_.n);
@@ -302,28 +389,44 @@ class Case {
   double local_flops() const { return 2.0 * static_cast<double>(local_m_) * local_k_ * local_n_; }
 
  private:
-  bench::Buffer buffer_for(const weave::Matrix& m) const {
-    return bench::Buffer(m.local_elements() * static_cast<int64_t>(bench::element_size(dtype_)), device_);
+  bench::Buffer buffer_for(const weave::Matrix& m, weave_dtype_t t) const {
+    return bench::Buffer(m.local_elements() * static_cast<int64_t>(weave_dtype_size(t)), device_);
+  }
+  // Scale buffers large enough for the plan's (plans of one case share them).
+  void ensure_scales(const weave::Plan& plan, bench::Buffer& a, bench::Buffer& b, uint64_t seed) const {
+    const weave_plan_info_t info = plan.info();
+    if (info.a_scale_elements * 4 > a.bytes()) {
+      a = bench::Buffer(info.a_scale_elements * 4, device_);
+      bench::fill_scales(a, seed + g_rank);
+    }
+    if (info.b_scale_elements * 4 > b.bytes()) {
+      b = bench::Buffer(info.b_scale_elements * 4, device_);
+      bench::fill_scales(b, seed + 100 + g_rank);
+    }
   }
   // C <- op(A) op(B), enqueued on the timer's stream.
-  static void execute(const weave::Plan& plan, bench::Timer& timer, const bench::Buffer& a, const bench::Buffer& b,
-                      const bench::Buffer& c) {
+  void execute(const weave::Plan& plan, bench::Timer& timer, const bench::Buffer& a, const bench::Buffer& b,
+               const bench::Buffer& c, const bench::Buffer& a_scale, const bench::Buffer& b_scale) const {
+    const weave_plan_info_t info = plan.info();
     weave_execute_args_t args{};
     args.alpha = 1.0;
     args.beta = 0.0;
     args.a = a.data();
     args.b = b.data();
     args.c = c.data();
+    if (info.a_scale_mode != WEAVE_SCALE_NONE) args.a_scale = a_scale.data();
+    if (info.b_scale_mode != WEAVE_SCALE_NONE) args.b_scale = b_scale.data();
     args.stream = timer.stream();
     plan.execute(args);
   }
 
   weave_operation_t op_;
   Shape shape_;
-  weave_dtype_t dtype_;
+  Types types_;
   bool device_;
   std::unique_ptr<weave::Matrix> a_, b_, c_, gemm_a_, gemm_b_, gemm_c_;
   bench::Buffer a_buf_, b_buf_, c_buf_, gemm_a_buf_, gemm_b_buf_, gemm_c_buf_;
+  bench::Buffer a_scale_, b_scale_, gemm_a_scale_, gemm_b_scale_;
   int64_t local_m_ = 0, local_k_ = 0, local_n_ = 0;
   std::vector<int64_t> m_counts_;
 };
@@ -339,7 +442,12 @@ int main(int argc, char** argv) {
   Options o;
   CLI::App app{"weave-bench: Weave vs GEMM alone, communication alone and the sequential baseline"};
   app.add_option("--backend", o.backend, "host or cuda")->check(CLI::IsMember({"host", "cuda"}));
-  app.add_option("--dtype", o.dtype, "f64, f32, bf16, f16")->check(CLI::IsMember({"f64", "f32", "bf16", "f16"}));
+  app.add_option("--dtype", o.dtype, "f64, f32, bf16, f16, fp8 (e4m3 A and B with scales, bf16 C)")
+      ->check(CLI::IsMember({"f64", "f32", "bf16", "f16", "fp8"}));
+  app.add_option("--scales", o.scales, "FP8 scale modes: rowwise (default), tensor, block (1x128 A, 128x128 B)")
+      ->check(CLI::IsMember({"rowwise", "tensor", "block"}));
+  app.add_option("--wire-type", o.wire_type, "e4m3: AG-GEMM sends A (stored as --dtype) as e4m3, B e4m3, C bf16")
+      ->check(CLI::IsMember({"e4m3"}));
   app.add_option("--ops", o.ops, "ag rs ar")->delimiter(',');
   app.add_option("--shape", o.shapes, "global MxKxN, optionally MxKxN:uneven (repeatable)");
   app.add_option("--preset", o.preset, "tp (tensor-parallel layers), host, small");
@@ -375,7 +483,7 @@ int main(int argc, char** argv) {
     if (!o.preset.empty()) shapes = preset_shapes(o.preset);
     for (const std::string& s : o.shapes) shapes.push_back(parse_shape(s));
     if (shapes.empty()) shapes = preset_shapes(device ? "tp" : "host");
-    const weave_dtype_t t = parse_dtype(o.dtype);
+    const Types t = parse_types(o);
     PlanChoice default_choice;  // from the command line
     default_choice.algorithm = parse_algorithm(o.algorithm);
     default_choice.transport = parse_transport(o.transport);
@@ -383,7 +491,10 @@ int main(int argc, char** argv) {
     default_choice.chunks = o.chunks;
     std::vector<PlanChoice> variants;
     for (const std::string& v : o.variants) variants.push_back(parse_variant(v));
-    const bool sixteen_bit = t == WEAVE_FLOAT16 || t == WEAVE_BFLOAT16;
+    const bool sixteen_bit = t.c == WEAVE_FLOAT16 || t.c == WEAVE_BFLOAT16;
+    const std::string type_text = o.dtype + (o.dtype == "fp8" || t.wire ? " (" + o.scales + " scales" +
+                                                                              (t.wire ? ", e4m3 wire" : "") + ")"
+                                                                        : std::string());
     weave::Grid grid(MPI_COMM_WORLD);
     weave::Grid self(MPI_COMM_SELF);
     bench::Timer timer(device);
@@ -391,7 +502,7 @@ int main(int argc, char** argv) {
 
     if (g_rank == 0) {
       std::printf("weave-bench: %d ranks, backend %s, %s, %s; median of %d (after %d warm-up), slowest rank\n",
-                  g_size, o.backend.c_str(), o.dtype.c_str(), bench::device_description(device).c_str(),
+                  g_size, o.backend.c_str(), type_text.c_str(), bench::device_description(device).c_str(),
                   o.iterations, o.warmup);
       std::printf("%-8s %-34s %8s %8s %8s %8s %7s %7s %7s\n", "op", "shape MxKxN [variant]", "gemm ms", "comm ms",
                   "seq ms", "weave ms", "w/seq", "w/max", "TFLOP/s");
@@ -461,11 +572,13 @@ int main(int argc, char** argv) {
                                {"n", shape.n},
                                {"uneven", shape.uneven},
                                {"dtype", o.dtype},
+                               {"scales", o.dtype == "fp8" || t.wire ? o.scales : ""},
+                               {"wire_type", o.wire_type},
                                {"ranks", g_size},
                                {"backend", o.backend},
                                {"gemm_ms", gemm_ms},
                                {"comm_ms", comm_ms},
-                               {"comm_dtype_bytes", bench::element_size(coll.dtype)},
+                               {"comm_dtype_bytes", weave_dtype_size(coll.dtype)},
                                {"sequential_ms", sequential_ms},
                                {"weave_ms", weave_ms},
                                {"weave_over_sequential", weave_ms / sequential_ms},
@@ -480,6 +593,8 @@ int main(int argc, char** argv) {
       nlohmann::json doc = {{"ranks", g_size},
                             {"backend", o.backend},
                             {"dtype", o.dtype},
+                            {"scales", o.dtype == "fp8" || t.wire ? o.scales : ""},
+                            {"wire_type", o.wire_type},
                             {"device", bench::device_description(device)},
                             {"iterations", o.iterations},
                             {"results", results}};

@@ -3,8 +3,8 @@
 # LeakSanitizer) and UndefinedBehaviorSanitizer in its own build directory
 # (gcc, -fsanitize=address,undefined -fno-sanitize-recover=undefined, the
 # CUDA backend off), then runs the unit tests and, at 1 and 2 ranks, the MPI
-# tests (operations and random shapes in their quick form, errors in full
-# over MPI and over UCX, the fault scenarios of late and absent peers at 2
+# tests (operations, FP8 operations and random shapes in their quick form,
+# errors in full over MPI and over UCX, the fault scenarios of late and absent peers at 2
 # ranks) and the seeded descriptor fuzzer (tests/fuzz). Every process writes its reports to the log directory; the
 # check fails on any AddressSanitizer error, any undefined behaviour
 # (UBSan halts the process at the first one) and any leak that
@@ -49,7 +49,7 @@ cmake -S "$root" -B "$build" -G Ninja \
   -DWEAVE_ENABLE_CUDA=OFF -DWEAVE_ENABLE_FORTRAN=OFF -DWEAVE_BUILD_EXAMPLES=OFF -DWEAVE_BUILD_BENCH=OFF \
   -DWEAVE_BUILD_TESTS=ON \
   ${CMAKE_ARGS:-}
-targets=(weave weave_operations_test weave_random_shapes_test weave_errors_test weave_fault_test weave_fuzz_driver)
+targets=(weave weave_operations_test weave_fp8_operations_test weave_random_shapes_test weave_errors_test weave_fault_test weave_fuzz_driver)
 if cmake --build "$build" --target help 2>/dev/null | grep -q weave_unit_tests; then
   targets+=(weave_unit_tests)
   unit_tests="$build/tests/unit/weave_unit_tests"
@@ -104,6 +104,7 @@ if [ -n "$unit_tests" ]; then
 fi
 for n in $ranks; do
   run "operations np$n" "${launcher[@]}" -n "$n" "$build/tests/mpi/weave_operations_test" --quick
+  run "FP8 operations np$n" "${launcher[@]}" -n "$n" "$build/tests/mpi/weave_fp8_operations_test" --quick
   run "random shapes np$n" "${launcher[@]}" -n "$n" "$build/tests/mpi/weave_random_shapes_test" --quick
   run_with_timeouts "errors np$n" "${launcher[@]}" -n "$n" "$build/tests/mpi/weave_errors_test"
   if [ "$ucx" = 1 ]; then

@@ -5,6 +5,10 @@
 ! type(weave_plan_t); communicators are `integer` (use mpi) or
 ! type(MPI_Comm) (use mpi_f08); host matrices are ordinary column-major
 ! real(4) or real(8) arrays of any rank; device buffers are type(c_ptr).
+! Fortran has no FP8 type: FP8 matrices on the host are integer(int8)
+! arrays holding the FP8 bytes (with real(4) scales and a real(4) C), and
+! every other combination (bf16 or f16 C, device memory) passes type(c_ptr)
+! addresses.
 ! The descriptor structs of weave.h are available as bind(C) types for code
 ! that prefers to fill them, and friendlier forms take optional arguments.
 !
@@ -22,7 +26,7 @@
 ! rank of the grid (of the operation's group for execute); they fail on every
 ! rank together.
 module weave
-  use, intrinsic :: iso_c_binding, only: c_ptr, c_null_ptr, c_int, c_int64_t, c_float, c_double, c_loc
+  use, intrinsic :: iso_c_binding, only: c_ptr, c_null_ptr, c_int, c_int8_t, c_int64_t, c_float, c_double, c_loc
   use weave_constants
   use weave_types
   use weave_c_api
@@ -38,6 +42,7 @@ module weave
 
   ! --- procedures ----------------------------------------------------------
   public :: weave_status_string, weave_last_error, weave_get_version, weave_build_features
+  public :: weave_dtype_size
   public :: weave_grid_create, weave_grid_destroy, weave_grid_shape, weave_grid_coords
   public :: weave_grid_group, weave_grid_group_comm
   public :: weave_matrix_create, weave_matrix_destroy, weave_matrix_local_shape
@@ -53,7 +58,9 @@ module weave
   public :: WEAVE_ERROR_NOT_COMPILED, WEAVE_ERROR_UNSUPPORTED, WEAVE_ERROR_POINTER_KIND, WEAVE_ERROR_TIMEOUT
   public :: WEAVE_ERROR_OUT_OF_MEMORY, WEAVE_ERROR_MPI, WEAVE_ERROR_CUDA, WEAVE_ERROR_CUBLAS
   public :: WEAVE_ERROR_NCCL, WEAVE_ERROR_UCX, WEAVE_ERROR_PLAN_FAILED, WEAVE_ERROR_INTERNAL
-  public :: WEAVE_FLOAT32, WEAVE_FLOAT64, WEAVE_FLOAT16, WEAVE_BFLOAT16
+  public :: WEAVE_FLOAT32, WEAVE_FLOAT64, WEAVE_FLOAT16, WEAVE_BFLOAT16, WEAVE_FLOAT8_E4M3, WEAVE_FLOAT8_E5M2
+  public :: WEAVE_SCALE_NONE, WEAVE_SCALE_TENSOR, WEAVE_SCALE_ROW_WISE, WEAVE_SCALE_BLOCK_1X128
+  public :: WEAVE_SCALE_BLOCK_128X128, WEAVE_SCALE_MXFP8
   public :: WEAVE_DIST_REPLICATED, WEAVE_DIST_BLOCK_ROW, WEAVE_DIST_BLOCK_COLUMN, WEAVE_DIST_BLOCK_2D
   public :: WEAVE_GROUP_GRID, WEAVE_GROUP_ROW, WEAVE_GROUP_COLUMN
   public :: WEAVE_ORDER_COLUMN_MAJOR, WEAVE_ORDER_ROW_MAJOR
@@ -102,10 +109,12 @@ module weave
     module procedure plan_create_from_arguments
   end interface weave_plan_create
 
-  ! Host arrays (real(4) or real(8), any rank), or addresses (device memory).
+  ! Host arrays (real(4) or real(8), any rank; FP8 as integer(int8) with a
+  ! real(4) C), or addresses (device memory, and 16-bit C).
   interface weave_execute
     module procedure execute_real64
     module procedure execute_real32
+    module procedure execute_float8_real32
     module procedure execute_address_alpha_real64
     module procedure execute_address_alpha_real32
   end interface weave_execute
@@ -113,6 +122,7 @@ module weave
   interface address_of
     module procedure address_of_real64
     module procedure address_of_real32
+    module procedure address_of_int8
   end interface address_of
 
 contains
@@ -139,6 +149,14 @@ contains
     character(len=:), allocatable :: features
     features = fortran_string(c_weave_build_features())
   end function weave_build_features
+
+  ! Bytes per element of an element type (WEAVE_FLOAT32, ..., WEAVE_FLOAT8_E4M3:
+  ! 1); 0 for a value that is no type. For sizing type(c_ptr) buffers.
+  function weave_dtype_size(dtype) result(bytes)
+    integer, intent(in) :: dtype
+    integer(c_int64_t) :: bytes
+    bytes = int(c_weave_dtype_size(int(dtype, c_int)), c_int64_t)
+  end function weave_dtype_size
 
   ! The library's version (WEAVE_VERSION_* are the headers' version).
   subroutine weave_get_version(major, minor, patch, stat)
@@ -284,7 +302,7 @@ contains
   ! Collective over the grid. Absent optional arguments take the C defaults:
   ! balanced counts, tight ld, the whole grid, column-major, host memory.
   subroutine matrix_create_default_integer(grid, rows, cols, dtype, distribution, matrix, stat, &
-                                           row_counts, col_counts, ld, group, order, memory)
+                                           row_counts, col_counts, ld, group, order, memory, scale_mode)
     type(weave_grid_t), intent(in) :: grid
     integer, intent(in) :: rows, cols
     integer, intent(in) :: dtype, distribution
@@ -292,7 +310,7 @@ contains
     integer, intent(out) :: stat
     integer, intent(in), optional :: row_counts(:), col_counts(:)
     integer, intent(in), optional :: ld
-    integer, intent(in), optional :: group, order, memory
+    integer, intent(in), optional :: group, order, memory, scale_mode
     integer(c_int64_t), allocatable :: row_counts64(:), col_counts64(:)
     integer(c_int64_t) :: ld64
 
@@ -302,11 +320,11 @@ contains
     if (present(ld)) ld64 = ld
     call create_matrix(grid, int(rows, c_int64_t), int(cols, c_int64_t), dtype, distribution, matrix, stat, &
                        row_counts64, col_counts64, ld64, value_or_zero(group), value_or_zero(order), &
-                       value_or_zero(memory))
+                       value_or_zero(memory), value_or_zero(scale_mode))
   end subroutine matrix_create_default_integer
 
   subroutine matrix_create_int64(grid, rows, cols, dtype, distribution, matrix, stat, &
-                                 row_counts, col_counts, ld, group, order, memory)
+                                 row_counts, col_counts, ld, group, order, memory, scale_mode)
     type(weave_grid_t), intent(in) :: grid
     integer(c_int64_t), intent(in) :: rows, cols
     integer, intent(in) :: dtype, distribution
@@ -314,7 +332,7 @@ contains
     integer, intent(out) :: stat
     integer(c_int64_t), intent(in), optional :: row_counts(:), col_counts(:)
     integer(c_int64_t), intent(in), optional :: ld
-    integer, intent(in), optional :: group, order, memory
+    integer, intent(in), optional :: group, order, memory, scale_mode
     integer(c_int64_t), allocatable :: row_counts64(:), col_counts64(:)
     integer(c_int64_t) :: ld64
 
@@ -323,7 +341,7 @@ contains
     ld64 = 0
     if (present(ld)) ld64 = ld
     call create_matrix(grid, rows, cols, dtype, distribution, matrix, stat, row_counts64, col_counts64, ld64, &
-                       value_or_zero(group), value_or_zero(order), value_or_zero(memory))
+                       value_or_zero(group), value_or_zero(order), value_or_zero(memory), value_or_zero(scale_mode))
   end subroutine matrix_create_int64
 
   ! The common part of the argument forms. The C API reads one count per
@@ -332,7 +350,7 @@ contains
   ! collective call (with a NULL descriptor, which fails on every rank), so
   ! that no other rank is left waiting in it.
   subroutine create_matrix(grid, rows, cols, dtype, distribution, matrix, stat, row_counts, col_counts, ld, &
-                           group, order, memory)
+                           group, order, memory, scale_mode)
     type(weave_grid_t), intent(in) :: grid
     integer(c_int64_t), intent(in) :: rows, cols
     integer, intent(in) :: dtype, distribution
@@ -340,7 +358,7 @@ contains
     integer, intent(out) :: stat
     integer(c_int64_t), allocatable, target, intent(in) :: row_counts(:), col_counts(:)
     integer(c_int64_t), intent(in) :: ld
-    integer, intent(in) :: group, order, memory
+    integer, intent(in) :: group, order, memory, scale_mode
     type(weave_matrix_desc_t), target :: desc
     character(len=:), allocatable :: problem
     integer :: row_parts, col_parts
@@ -367,6 +385,7 @@ contains
     desc%ld = ld
     desc%order = int(order, c_int)
     desc%memory = int(memory, c_int)
+    desc%scale_mode = int(scale_mode, c_int)
     status = c_weave_matrix_create(grid%handle, c_loc(desc), matrix%handle)
     if (status /= WEAVE_SUCCESS) matrix%handle = c_null_ptr
     call finish(status, stat)
@@ -506,7 +525,7 @@ contains
   ! "automatic", as zero fields of weave_plan_desc_t do.
   subroutine plan_create_from_arguments(grid, operation, a, b, c, plan, stat, bias, op_a, op_b, group, &
                                         algorithm, backend, transport, direction, chunks_per_shard, &
-                                        compute_streams, progress, timeout_ms, flags)
+                                        compute_streams, progress, timeout_ms, flags, wire_type)
     type(weave_grid_t), intent(in) :: grid
     integer, intent(in) :: operation
     type(weave_matrix_t), intent(in) :: a, b, c
@@ -514,7 +533,7 @@ contains
     integer, intent(out) :: stat
     type(weave_matrix_t), intent(in), optional :: bias
     integer, intent(in), optional :: op_a, op_b, group, algorithm, backend, transport, direction
-    integer, intent(in), optional :: chunks_per_shard, compute_streams, progress, timeout_ms, flags
+    integer, intent(in), optional :: chunks_per_shard, compute_streams, progress, timeout_ms, flags, wire_type
     type(weave_plan_desc_t) :: desc
 
     desc%operation = int(operation, c_int)
@@ -534,6 +553,7 @@ contains
     desc%progress = value_or_zero(progress)
     desc%timeout_ms = value_or_zero(timeout_ms)
     desc%flags = value_or_zero(flags)
+    desc%wire_type = value_or_zero(wire_type)
     call plan_create_from_desc(grid, desc, plan, stat)
   end subroutine plan_create_from_arguments
 
@@ -652,14 +672,17 @@ contains
 
   ! Buffers by address: device memory (a device plan enqueues on stream, a
   ! cudaStream_t, and returns at once), or host memory through c_loc.
+  ! FP8 operands take their scales as a_scale, b_scale (and gathered_a_scale
+  ! with the gathered output), addresses of float32 arrays.
   subroutine execute_address_alpha_real64(plan, alpha, a, b, beta, c, stat, bias, stream, gathered_a, &
-                                          ld_gathered_a)
+                                          ld_gathered_a, a_scale, b_scale, gathered_a_scale)
     type(weave_plan_t), intent(in) :: plan
     real(c_double), intent(in) :: alpha, beta
     type(c_ptr), intent(in) :: a, b, c
     integer, intent(out) :: stat
     type(c_ptr), intent(in), optional :: bias, stream, gathered_a
     integer(c_int64_t), intent(in), optional :: ld_gathered_a
+    type(c_ptr), intent(in), optional :: a_scale, b_scale, gathered_a_scale
     type(weave_execute_args_t) :: args
 
     args%alpha = alpha
@@ -671,21 +694,74 @@ contains
     if (present(stream)) args%stream = stream
     if (present(gathered_a)) args%gathered_a = gathered_a
     if (present(ld_gathered_a)) args%ld_gathered_a = ld_gathered_a
+    if (present(a_scale)) args%a_scale = a_scale
+    if (present(b_scale)) args%b_scale = b_scale
+    if (present(gathered_a_scale)) args%gathered_a_scale = gathered_a_scale
     call weave_execute_ex(plan, args, stat)
   end subroutine execute_address_alpha_real64
 
   ! As above with real(4) alpha and beta (for float32 data).
   subroutine execute_address_alpha_real32(plan, alpha, a, b, beta, c, stat, bias, stream, gathered_a, &
-                                          ld_gathered_a)
+                                          ld_gathered_a, a_scale, b_scale, gathered_a_scale)
     type(weave_plan_t), intent(in) :: plan
     real(c_float), intent(in) :: alpha, beta
     type(c_ptr), intent(in) :: a, b, c
     integer, intent(out) :: stat
     type(c_ptr), intent(in), optional :: bias, stream, gathered_a
     integer(c_int64_t), intent(in), optional :: ld_gathered_a
+    type(c_ptr), intent(in), optional :: a_scale, b_scale, gathered_a_scale
     call execute_address_alpha_real64(plan, real(alpha, c_double), a, b, real(beta, c_double), c, stat, &
-                                      bias, stream, gathered_a, ld_gathered_a)
+                                      bias, stream, gathered_a, ld_gathered_a, a_scale, b_scale, gathered_a_scale)
   end subroutine execute_address_alpha_real32
+
+  ! FP8 on the host: A and B (and the gathered A) hold FP8 bytes in
+  ! integer(int8) arrays, their scales real(4) arrays laid out as doc/fp8.md
+  ! says, C and bias real(4). The FP8 format is the plan's (e4m3 or e5m2);
+  ! the arrays' sizes are checked against the plan on every rank.
+  subroutine execute_float8_real32(plan, alpha, a, b, beta, c, stat, a_scale, b_scale, bias, gathered_a, &
+                                   gathered_a_scale, ld_gathered_a)
+    type(weave_plan_t), intent(in) :: plan
+    real(c_float), intent(in) :: alpha, beta
+    integer(c_int8_t), intent(in), target, contiguous :: a(..), b(..)
+    real(c_float), intent(inout), target, contiguous :: c(..)
+    integer, intent(out) :: stat
+    real(c_float), intent(in), target, contiguous :: a_scale(..), b_scale(..)
+    real(c_float), intent(in), target, contiguous, optional :: bias(..)
+    integer(c_int8_t), intent(inout), target, contiguous, optional :: gathered_a(..)
+    real(c_float), intent(inout), target, contiguous, optional :: gathered_a_scale(..)
+    integer(c_int64_t), intent(in), optional :: ld_gathered_a
+    type(weave_execute_args_t) :: args
+
+    args%alpha = alpha
+    args%beta = beta
+    args%a = address_of(a)
+    args%b = address_of(b)
+    args%c = address_of(c)
+    args%a_scale = address_of(a_scale)
+    args%b_scale = address_of(b_scale)
+    ! Types: C and bias are float32; the int8 arrays may be either FP8 format (0: not checked).
+    call set_buffer_checks(args, WEAVE_FLOAT32, size(a, kind=c_int64_t), size(b, kind=c_int64_t), &
+                           size(c, kind=c_int64_t))
+    args%a_type = 0
+    args%b_type = 0
+    args%gathered_a_type = 0
+    args%a_scale_elements = size(a_scale, kind=c_int64_t)
+    args%b_scale_elements = size(b_scale, kind=c_int64_t)
+    if (present(bias)) then
+      args%bias = address_of(bias)
+      args%bias_elements = size(bias, kind=c_int64_t)
+    end if
+    if (present(gathered_a)) then
+      args%gathered_a = address_of(gathered_a)
+      args%gathered_a_elements = size(gathered_a, kind=c_int64_t)
+    end if
+    if (present(gathered_a_scale)) then
+      args%gathered_a_scale = address_of(gathered_a_scale)
+      args%gathered_a_scale_elements = size(gathered_a_scale, kind=c_int64_t)
+    end if
+    if (present(ld_gathered_a)) args%ld_gathered_a = ld_gathered_a
+    call weave_execute_ex(plan, args, stat)
+  end subroutine execute_float8_real32
 
   ! The typed arrays' element type and sizes, which the library checks
   ! against the plan on every rank before anything is read or written.
@@ -749,4 +825,11 @@ contains
     address = c_null_ptr
     if (size(x) > 0) address = c_loc(x)
   end function address_of_real32
+
+  function address_of_int8(x) result(address)
+    integer(c_int8_t), intent(in), target, contiguous :: x(..)
+    type(c_ptr) :: address
+    address = c_null_ptr
+    if (size(x) > 0) address = c_loc(x)
+  end function address_of_int8
 end module weave

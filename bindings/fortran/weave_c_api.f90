@@ -8,7 +8,7 @@ module weave_c_api
   use weave_types, only: weave_matrix_desc_t, weave_plan_desc_t, weave_execute_args_t, weave_plan_info_t
   implicit none
   private
-  public :: c_weave_status_string, c_weave_get_version, c_weave_build_features
+  public :: c_weave_status_string, c_weave_get_version, c_weave_build_features, c_weave_dtype_size
   public :: c_weave_grid_create_fortran, c_weave_grid_destroy, c_weave_grid_shape, c_weave_grid_coords
   public :: c_weave_grid_group, c_weave_grid_group_comm_fortran
   public :: c_weave_matrix_create, c_weave_matrix_destroy, c_weave_matrix_local_shape
@@ -36,6 +36,12 @@ module weave_c_api
       import :: c_ptr
       type(c_ptr) :: text
     end function c_weave_build_features
+
+    function c_weave_dtype_size(dtype) bind(C, name="weave_dtype_size") result(bytes)
+      import :: c_int, c_size_t
+      integer(c_int), value :: dtype
+      integer(c_size_t) :: bytes
+    end function c_weave_dtype_size
 
     ! --- grid ---------------------------------------------------------------
     ! comm is an MPI_Fint (a Fortran communicator handle, as `use mpi` and

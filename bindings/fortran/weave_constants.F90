@@ -41,6 +41,16 @@ module weave_constants
   integer(c_int), parameter :: WEAVE_FLOAT64 = 2
   integer(c_int), parameter :: WEAVE_FLOAT16 = 3
   integer(c_int), parameter :: WEAVE_BFLOAT16 = 4
+  integer(c_int), parameter :: WEAVE_FLOAT8_E4M3 = 5
+  integer(c_int), parameter :: WEAVE_FLOAT8_E5M2 = 6
+
+  ! weave_scale_mode_t
+  integer(c_int), parameter :: WEAVE_SCALE_NONE = 0
+  integer(c_int), parameter :: WEAVE_SCALE_TENSOR = 1
+  integer(c_int), parameter :: WEAVE_SCALE_ROW_WISE = 2
+  integer(c_int), parameter :: WEAVE_SCALE_BLOCK_1X128 = 3
+  integer(c_int), parameter :: WEAVE_SCALE_BLOCK_128X128 = 4
+  integer(c_int), parameter :: WEAVE_SCALE_MXFP8 = 5
 
   ! weave_distribution_t
   integer(c_int), parameter :: WEAVE_DIST_REPLICATED = 1

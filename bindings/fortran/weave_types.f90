@@ -32,7 +32,7 @@ module weave_types
   ! weave_matrix_desc_t. row_counts / col_counts point at integer(c_int64_t)
   ! arrays (c_loc of a target array); weave_matrix_create copies them.
   type, bind(C) :: weave_matrix_desc_t
-    integer(c_size_t) :: struct_size = 72  ! sizeof(weave_matrix_desc_t)
+    integer(c_size_t) :: struct_size = 80  ! sizeof(weave_matrix_desc_t)
     integer(c_int64_t) :: rows = 0
     integer(c_int64_t) :: cols = 0
     integer(c_int) :: dtype = 0            ! WEAVE_FLOAT32, ...
@@ -43,12 +43,13 @@ module weave_types
     integer(c_int64_t) :: ld = 0
     integer(c_int) :: order = 0            ! WEAVE_ORDER_*
     integer(c_int) :: memory = 0           ! WEAVE_MEMORY_*
+    integer(c_int) :: scale_mode = 0       ! WEAVE_SCALE_*: FP8 types need one
   end type weave_matrix_desc_t
 
   ! weave_plan_desc_t. The matrix fields are handles (a struct holding one
   ! pointer has the layout of the pointer).
   type, bind(C) :: weave_plan_desc_t
-    integer(c_size_t) :: struct_size = 96  ! sizeof(weave_plan_desc_t)
+    integer(c_size_t) :: struct_size = 104  ! sizeof(weave_plan_desc_t)
     integer(c_int) :: operation = 0        ! WEAVE_AG_GEMM, WEAVE_GEMM_RS, WEAVE_GEMM_AR
     integer(c_int) :: group = 0
     integer(c_int) :: op_a = 0             ! WEAVE_OP_N, WEAVE_OP_T
@@ -66,12 +67,14 @@ module weave_types
     integer(c_int) :: progress = 0
     integer(c_int32_t) :: timeout_ms = 0
     integer(c_int32_t) :: flags = 0        ! ior of WEAVE_FLAG_*
+    integer(c_int) :: wire_type = 0        ! AG-GEMM: WEAVE_FLOAT8_E4M3 or WEAVE_BFLOAT16 (doc/fp8.md); 0: as stored
+    integer(c_int32_t) :: reserved = 0
   end type weave_plan_desc_t
 
   ! weave_execute_args_t. Buffers are addresses (c_loc of a target array, or
   ! a device pointer); alpha and beta start at zero as in C.
   type, bind(C) :: weave_execute_args_t
-    integer(c_size_t) :: struct_size = 144  ! sizeof(weave_execute_args_t)
+    integer(c_size_t) :: struct_size = 192  ! sizeof(weave_execute_args_t)
     real(c_double) :: alpha = 0
     real(c_double) :: beta = 0
     type(c_ptr) :: a = c_null_ptr
@@ -94,11 +97,19 @@ module weave_types
     integer(c_int64_t) :: c_elements = 0
     integer(c_int64_t) :: bias_elements = 0
     integer(c_int64_t) :: gathered_a_elements = 0
+    ! The scales of FP8 operands (real(4) arrays, c_loc, or device pointers;
+    ! layouts in doc/fp8.md), and how many each holds.
+    type(c_ptr) :: a_scale = c_null_ptr
+    type(c_ptr) :: b_scale = c_null_ptr
+    type(c_ptr) :: gathered_a_scale = c_null_ptr
+    integer(c_int64_t) :: a_scale_elements = 0
+    integer(c_int64_t) :: b_scale_elements = 0
+    integer(c_int64_t) :: gathered_a_scale_elements = 0
   end type weave_execute_args_t
 
   ! weave_plan_info_t: what a plan resolved its automatic choices to.
   type, bind(C) :: weave_plan_info_t
-    integer(c_size_t) :: struct_size = 88  ! sizeof(weave_plan_info_t)
+    integer(c_size_t) :: struct_size = 128  ! sizeof(weave_plan_info_t)
     integer(c_int) :: algorithm = 0
     integer(c_int) :: backend = 0
     integer(c_int) :: transport = 0
@@ -115,5 +126,11 @@ module weave_types
     integer(c_int) :: c_type = 0
     integer(c_int) :: bias_type = 0          ! 0: the plan has no bias
     integer(c_int) :: status = 0             ! WEAVE_SUCCESS while the plan can execute
+    integer(c_int) :: a_scale_mode = 0       ! WEAVE_SCALE_* of A and B
+    integer(c_int) :: b_scale_mode = 0
+    integer(c_int64_t) :: a_scale_elements = 0  ! scales of this rank's blocks, and of the gathered A
+    integer(c_int64_t) :: b_scale_elements = 0
+    integer(c_int64_t) :: gathered_a_scale_elements = 0
+    integer(c_int) :: wire_type = 0          ! what A's rows travel as
   end type weave_plan_info_t
 end module weave_types

@@ -125,13 +125,38 @@ const char* weave_build_features(void);
 /* Enumerations                                                             */
 /* ------------------------------------------------------------------------ */
 
-/* Element types. Zero is "not set" so a zero-initialised descriptor is caught. */
+/* Element types. Zero is "not set" so a zero-initialised descriptor is caught.
+ * A, B, C and bias each have their own; the pairs that fit are in
+ * doc/api-reference.md (an unfitting pair is an error at plan creation). */
 typedef WEAVE_ENUM(weave_dtype_t) {
   WEAVE_FLOAT32 = 1,
   WEAVE_FLOAT64 = 2,
-  WEAVE_FLOAT16 = 3,   /* GPU backends; accumulates in float32 */
-  WEAVE_BFLOAT16 = 4   /* GPU backends; accumulates in float32 */
+  WEAVE_FLOAT16 = 3,       /* accumulates in float32; emulated on the host backend */
+  WEAVE_BFLOAT16 = 4,      /* accumulates in float32; emulated on the host backend */
+  WEAVE_FLOAT8_E4M3 = 5,   /* OCP FP8 E4M3 (no infinities, largest finite 448): A and B only, with a
+                              scale mode; C and bias in bf16, f16 or f32 (doc/fp8.md) */
+  WEAVE_FLOAT8_E5M2 = 6    /* OCP FP8 E5M2 (largest finite 57344): likewise */
 } weave_dtype_t;
+
+/* Bytes per element of `dtype` (1 for FP8, 2 for f16 and bf16, ...); 0 for a
+ * value that is no element type. Read from the library's type table. */
+size_t weave_dtype_size(weave_dtype_t dtype);
+
+/* How the scales of an FP8 matrix apply; the scales themselves are float32
+ * buffers handed to weave_execute_ex (layouts: doc/fp8.md). Each mode is
+ * stated for op(A), an M x K matrix, and op(B), K x N; "outer" is M for A
+ * and N for B. Scales are distributed like the data they scale: every
+ * rank gives the scales of its own local block. */
+typedef WEAVE_ENUM(weave_scale_mode_t) {
+  WEAVE_SCALE_NONE = 0,           /* unscaled types (not FP8) */
+  WEAVE_SCALE_TENSOR = 1,         /* one float32 for the local block */
+  WEAVE_SCALE_ROW_WISE = 2,       /* one float32 per row of op(A) / per column of op(B) (cuBLASLt's outer
+                                     vector, PyTorch's "row-wise") */
+  WEAVE_SCALE_BLOCK_1X128 = 3,    /* one float32 per 1 x 128 block along K (cuBLASLt's VEC128_32F) */
+  WEAVE_SCALE_BLOCK_128X128 = 4,  /* one float32 per 128 x 128 block (cuBLASLt's BLK128x128_32F) */
+  WEAVE_SCALE_MXFP8 = 5           /* one E8M0 byte per 1 x 32 block along K (cuBLASLt's VEC32_UE8M0):
+                                     GPUs of compute capability 10.0 and later only */
+} weave_scale_mode_t;
 
 /* How a global matrix is split over the grid. */
 typedef WEAVE_ENUM(weave_distribution_t) {
@@ -274,6 +299,9 @@ typedef struct weave_matrix_desc_t {
   int64_t ld;                        /* local leading dimension; 0: tight            */
   weave_order_t order;               /* default column-major                         */
   weave_memory_t memory;             /* default host                                 */
+  /* Appended with FP8 support (an older struct_size leaves them zero). */
+  weave_scale_mode_t scale_mode;     /* FP8 types: how their scales apply (required);
+                                        other types: WEAVE_SCALE_NONE               */
 } weave_matrix_desc_t;
 
 /* A descriptor with its struct_size set and every other field zero:
@@ -325,6 +353,13 @@ typedef struct weave_plan_desc_t {
   weave_progress_t progress;    /* host progress mechanism */
   int32_t timeout_ms;           /* give up waiting for a peer; 0: default (300 s), <0: never */
   int32_t flags;                /* WEAVE_FLAG_* */
+  /* Appended with FP8 support (an older struct_size leaves it zero). */
+  weave_dtype_t wire_type;      /* AG-GEMM: what A's rows travel and are multiplied in, when narrower
+                                   than A's type: WEAVE_FLOAT8_E4M3 (each row quantized once, before it is
+                                   sent, with a row-wise scale from its amax: doc/fp8.md) or
+                                   WEAVE_BFLOAT16 (rounded); 0: as stored */
+  int32_t reserved;             /* 0. (wire_type alone would lie in the padding after flags, leaving
+                                   sizeof unchanged, and struct_size could not tell the versions apart) */
 } weave_plan_desc_t;
 
 #define WEAVE_PLAN_DESC_INIT WEAVE_STRUCT_INIT(weave_plan_desc_t)
@@ -363,6 +398,13 @@ typedef struct weave_plan_info_t {
                                   device-side wait of an earlier execute gave up (certain after the
                                   caller synchronized with that execute's stream); WEAVE_ERROR_PLAN_FAILED
                                   after another failed execute. Destroy a plan that is not SUCCESS. */
+  /* Appended with FP8 support (an older struct_size leaves them zero). */
+  weave_scale_mode_t a_scale_mode;  /* the scale modes of A and B (WEAVE_SCALE_NONE: unscaled) */
+  weave_scale_mode_t b_scale_mode;
+  int64_t a_scale_elements;         /* scale elements (float32; bytes for MXFP8) of this rank's */
+  int64_t b_scale_elements;         /* blocks of A and B, and of the gathered A */
+  int64_t gathered_a_scale_elements;
+  weave_dtype_t wire_type;          /* what A's rows travel as (AG-GEMM; A's type without a wire type) */
 } weave_plan_info_t;
 #define WEAVE_PLAN_INFO_INIT WEAVE_STRUCT_INIT(weave_plan_info_t)
 /* Writes the first info->struct_size bytes of what the plan resolved. */
@@ -406,6 +448,17 @@ typedef struct weave_execute_args_t {
   int64_t c_elements;
   int64_t bias_elements;
   int64_t gathered_a_elements;
+  /* Appended with FP8 support: the scales of FP8 operands, this rank's (doc/fp8.md has
+   * every mode's layout; weave_plan_info_t's *_scale_elements their sizes),
+   * in the plan's memory, float32 (MXFP8: E8M0 bytes). The pointers may
+   * change between executes; a captured CUDA graph keeps the ones it was
+   * captured with (their contents may change between replays). */
+  const void* a_scale;     /* required when A is scaled and this rank's block is not empty */
+  const void* b_scale;     /* likewise for B */
+  void* gathered_a_scale;  /* WEAVE_FLAG_GATHERED_OUTPUT of a scaled A: receives the gathered A's scales */
+  int64_t a_scale_elements;  /* WEAVE_CHECK_ELEMENTS: scale elements each buffer holds */
+  int64_t b_scale_elements;
+  int64_t gathered_a_scale_elements;
 } weave_execute_args_t;
 
 /* weave_execute_args_t.buffer_checks (bitwise or). */

@@ -58,6 +58,33 @@ struct dtype_of<double> {
   static constexpr weave_dtype_t value = WEAVE_FLOAT64;
 };
 
+// FP8 elements as their bytes (weave.h's WEAVE_FLOAT8_E4M3, _E5M2), for
+// typed pointers to FP8 buffers; the library reads and writes the bytes.
+struct float8_e4m3 {
+  uint8_t bits;
+};
+struct float8_e5m2 {
+  uint8_t bits;
+};
+template <>
+struct dtype_of<float8_e4m3> {
+  static constexpr bool known = true;
+  static constexpr weave_dtype_t value = WEAVE_FLOAT8_E4M3;
+};
+template <>
+struct dtype_of<float8_e5m2> {
+  static constexpr bool known = true;
+  static constexpr weave_dtype_t value = WEAVE_FLOAT8_E5M2;
+};
+
+// The scale buffers of an execute with scaled (FP8) operands, this rank's
+// (layouts: doc/fp8.md); unscaled operands leave theirs null.
+struct Scales {
+  const void* a = nullptr;
+  const void* b = nullptr;
+  void* gathered_a = nullptr;  // with WEAVE_FLAG_GATHERED_OUTPUT
+};
+
 namespace detail {
 // Move-only owner of a C handle.
 template <class Handle, weave_status_t (*Destroy)(Handle)>
@@ -141,6 +168,7 @@ struct MatrixDesc {
   MatrixDesc& ld(int64_t value) { desc.ld = value; return *this; }
   MatrixDesc& order(weave_order_t o) { desc.order = o; return *this; }
   MatrixDesc& memory(weave_memory_t m) { desc.memory = m; return *this; }
+  MatrixDesc& scale_mode(weave_scale_mode_t m) { desc.scale_mode = m; return *this; }
 
   // The C descriptor, with the count pointers refreshed.
   const weave_matrix_desc_t& c_desc() {
@@ -225,6 +253,7 @@ struct PlanDesc {
   PlanDesc& progress(weave_progress_t p) { desc.progress = p; return *this; }
   PlanDesc& timeout_ms(int32_t t) { desc.timeout_ms = t; return *this; }
   PlanDesc& flags(int32_t f) { desc.flags = f; return *this; }
+  PlanDesc& wire_type(weave_dtype_t t) { desc.wire_type = t; return *this; }
 };
 
 class Plan {
@@ -256,6 +285,12 @@ class Plan {
   template <class TA, class TB, class TC>
   void execute(double alpha, const TA* a, const TB* b, double beta, TC* c, const TC* bias = nullptr,
                void* stream = nullptr) const {
+    execute(alpha, a, b, beta, c, Scales{}, bias, stream);
+  }
+  // As above, with the scales of scaled (FP8) operands.
+  template <class TA, class TB, class TC>
+  void execute(double alpha, const TA* a, const TB* b, double beta, TC* c, const Scales& scales,
+               const TC* bias = nullptr, void* stream = nullptr) const {
     static_assert(dtype_of<TA>::known && dtype_of<TB>::known && dtype_of<TC>::known,
                   "weave::Plan::execute: an element type without a weave::dtype_of specialisation");
     weave_execute_args_t args{};
@@ -266,7 +301,10 @@ class Plan {
     args.c = c;
     args.bias = bias;
     args.stream = stream;
-    args.buffer_checks = WEAVE_CHECK_TYPES;  // a void buffer's type is 0: not checked
+    args.a_scale = scales.a;
+    args.b_scale = scales.b;
+    args.gathered_a_scale = scales.gathered_a;
+    args.buffer_checks = WEAVE_CHECK_TYPES;
     args.a_type = dtype_of<TA>::value;
     args.b_type = dtype_of<TB>::value;
     args.c_type = dtype_of<TC>::value;

@@ -12,9 +12,12 @@
 //
 // What is checked:
 //   at compile time: every matrix is a rank-2 View, LayoutLeft (column-major
-//     descriptors) or LayoutRight (row-major ones); element type float or
-//     double (and, in a Kokkos built with CUDA, Kokkos::Experimental::half_t
-//     and bhalf_t); C is not const; bias is rank-1; the execution space can
+//     descriptors) or LayoutRight (row-major ones); element type float,
+//     double, weave::float8_e4m3 or weave::float8_e5m2 (FP8 A and B, with
+//     their scales: weave::scales(a_scale, b_scale), rank-1 Views of float,
+//     uint8_t for MXFP8) and, in a Kokkos built with CUDA,
+//     Kokkos::Experimental::half_t and bhalf_t; C is not const; bias is
+//     rank-1; the execution space can
 //     reach every View's memory space; the memory spaces are ones Weave
 //     knows (HostSpace, CudaHostPinnedSpace for host plans; CudaSpace,
 //     CudaUVMSpace for device plans);
@@ -182,7 +185,8 @@ void check_view() {
                   "weave::execute: matrix Views must be Kokkos::LayoutLeft (column-major descriptors) or "
                   "Kokkos::LayoutRight (row-major descriptors); copy a strided View into one first");
     static_assert(element_type<typename View::non_const_value_type>::supported,
-                  "weave::execute: View element types are float or double (half_t and bhalf_t with Kokkos::Cuda)");
+                  "weave::execute: View element types are float, double, weave::float8_e4m3 or weave::float8_e5m2 "
+                  "(half_t and bhalf_t with Kokkos::Cuda)");
     static_assert(memory_of<typename View::memory_space>::known,
                   "weave::execute: Views must live in HostSpace or CudaHostPinnedSpace (host plans), or in "
                   "CudaSpace or CudaUVMSpace (device plans)");
@@ -198,6 +202,8 @@ inline const char* dtype_name(weave_dtype_t t) {
     case WEAVE_FLOAT64: return "float64";
     case WEAVE_FLOAT16: return "float16";
     case WEAVE_BFLOAT16: return "bfloat16";
+    case WEAVE_FLOAT8_E4M3: return "float8 e4m3";
+    case WEAVE_FLOAT8_E5M2: return "float8 e5m2";
   }
   return "?";
 }
@@ -282,6 +288,29 @@ Mismatch bias_mismatch(const Operand& expected, const View& view) {
   return {};
 }
 
+// Stands for "no scale Views" in the overloads without them.
+struct NoScales {};
+
+// A scale View: rank 1, float (uint8_t for MXFP8's E8M0 bytes), in memory
+// the plan's matrices share; its extent is checked by the library.
+template <class View>
+Mismatch scale_mismatch(const char* name, const View& view, weave_memory_t memory) {
+  static_assert(Kokkos::is_view<View>::value && static_cast<int>(View::rank) == 1,
+                "weave::scales: scales are rank-1 Kokkos::Views");
+  using Value = typename View::non_const_value_type;
+  static_assert(std::is_same<Value, float>::value || std::is_same<Value, uint8_t>::value,
+                "weave::scales: scales are Views of float (uint8_t for MXFP8)");
+  static_assert(memory_of<typename View::memory_space>::known,
+                "weave::scales: scale Views live in HostSpace, CudaHostPinnedSpace, CudaSpace or CudaUVMSpace");
+  if (memory_of<typename View::memory_space>::value != memory)
+    return {WEAVE_ERROR_POINTER_KIND, std::string(name) + " is a View in " + View::memory_space::name() +
+                                          " but the plan's matrices live in " +
+                                          (memory == WEAVE_MEMORY_HOST ? "host" : "device") + " memory"};
+  if (view.extent(0) > 1 && view.stride(0) != 1)
+    return {WEAVE_ERROR_INVALID_VALUE, std::string(name) + "'s View is strided; scales are contiguous"};
+  return {};
+}
+
 // Makes every rank of `comm` throw if any rank found a mismatch: the
 // lowest such rank's message, on every rank. One MPI_Allreduce when all is
 // well, so no rank is left alone inside the collective execute.
@@ -357,6 +386,17 @@ constexpr weave_memory_t kokkos_memory() {
   return kokkos_detail::memory_of<MemorySpace>::value;
 }
 
+// The scales of FP8 A and B for weave::execute (doc/fp8.md): rank-1 Views.
+template <class AScaleView, class BScaleView>
+struct ScaleViews {
+  AScaleView a;
+  BScaleView b;
+};
+template <class AScaleView, class BScaleView>
+ScaleViews<AScaleView, BScaleView> scales(const AScaleView& a, const BScaleView& b) {
+  return {a, b};
+}
+
 // A plan together with the descriptors of its operands, so that Views can be
 // checked against what the plan expects. Move-only, like Plan.
 class KokkosPlan {
@@ -389,12 +429,25 @@ class KokkosPlan {
   template <class AView, class BView, class CView, class ExecutionSpace>
   void execute(double alpha, const AView& a, const BView& b, double beta, const CView& c,
                const ExecutionSpace& space) const {
-    run(alpha, a, b, beta, c, static_cast<const kokkos_detail::NoBias*>(nullptr), space);
+    run(alpha, a, b, beta, c, static_cast<const kokkos_detail::NoBias*>(nullptr),
+        static_cast<const kokkos_detail::NoScales*>(nullptr), space);
   }
-  template <class AView, class BView, class CView, class BiasView, class ExecutionSpace>
+  template <class AView, class BView, class CView, class BiasView, class ExecutionSpace,
+            class = std::enable_if_t<Kokkos::is_view<BiasView>::value>>
   void execute(double alpha, const AView& a, const BView& b, double beta, const CView& c, const BiasView& bias,
                const ExecutionSpace& space) const {
-    run(alpha, a, b, beta, c, &bias, space);
+    run(alpha, a, b, beta, c, &bias, static_cast<const kokkos_detail::NoScales*>(nullptr), space);
+  }
+  // FP8 A and B with their scales (weave::scales(a_scale, b_scale)).
+  template <class AView, class BView, class CView, class AS, class BS, class ExecutionSpace>
+  void execute(double alpha, const AView& a, const BView& b, double beta, const CView& c,
+               const ScaleViews<AS, BS>& scales, const ExecutionSpace& space) const {
+    run(alpha, a, b, beta, c, static_cast<const kokkos_detail::NoBias*>(nullptr), &scales, space);
+  }
+  template <class AView, class BView, class CView, class BiasView, class AS, class BS, class ExecutionSpace>
+  void execute(double alpha, const AView& a, const BView& b, double beta, const CView& c, const BiasView& bias,
+               const ScaleViews<AS, BS>& scales, const ExecutionSpace& space) const {
+    run(alpha, a, b, beta, c, &bias, &scales, space);
   }
 
  private:
@@ -456,9 +509,9 @@ class KokkosPlan {
     o.ld = m.ld();
   }
 
-  template <class AView, class BView, class CView, class BiasView, class ExecutionSpace>
+  template <class AView, class BView, class CView, class BiasView, class Scales, class ExecutionSpace>
   void run(double alpha, const AView& a, const BView& b, double beta, const CView& c, const BiasView* bias,
-           const ExecutionSpace& space) const {
+           const Scales* scales, const ExecutionSpace& space) const {
     kokkos_detail::check_execution_space<ExecutionSpace>();
     kokkos_detail::check_view<AView, 2, ExecutionSpace>();
     kokkos_detail::check_view<BView, 2, ExecutionSpace>();
@@ -470,13 +523,14 @@ class KokkosPlan {
     if constexpr (kokkos_detail::usable_execution_space<ExecutionSpace>() && kokkos_detail::usable_view<AView, 2>() &&
                   kokkos_detail::usable_view<BView, 2>() && kokkos_detail::usable_view<CView, 2>() &&
                   (!has_bias || kokkos_detail::usable_view<BiasView, 1>()) && c_writable)
-      check_and_run(alpha, a, b, beta, c, bias, space);
+      check_and_run(alpha, a, b, beta, c, bias, scales, space);
   }
 
   // After the compile-time checks passed (they are the only errors then).
-  template <class AView, class BView, class CView, class BiasView, class ExecutionSpace>
+  template <class AView, class BView, class CView, class BiasView, class Scales, class ExecutionSpace>
   void check_and_run(double alpha, const AView& a, const BView& b, double beta, const CView& c, const BiasView* bias,
-                     const ExecutionSpace& space) const {
+                     const Scales* scales, const ExecutionSpace& space) const {
+    constexpr bool has_scales = !std::is_same<Scales, kokkos_detail::NoScales>::value;
     constexpr bool has_bias = !std::is_same<BiasView, kokkos_detail::NoBias>::value;
     kokkos_detail::Mismatch mismatch = kokkos_detail::matrix_mismatch(a_operand_, a);
     if (!mismatch) mismatch = kokkos_detail::matrix_mismatch(b_operand_, b);
@@ -487,6 +541,10 @@ class KokkosPlan {
       mismatch = {WEAVE_ERROR_NULL_ARGUMENT, "the plan has a bias; pass a bias View"};
     }
     const bool device = c_operand_.memory == WEAVE_MEMORY_DEVICE;
+    if constexpr (has_scales) {
+      if (!mismatch) mismatch = kokkos_detail::scale_mismatch("the scales of A", scales->a, c_operand_.memory);
+      if (!mismatch) mismatch = kokkos_detail::scale_mismatch("the scales of B", scales->b, c_operand_.memory);
+    }
     if (!mismatch && device && !kokkos_detail::is_cuda<ExecutionSpace>())
       mismatch = {WEAVE_ERROR_INVALID_VALUE, std::string("the plan's matrices live in device memory; pass a "
                                                          "Kokkos::Cuda instance, not ") + ExecutionSpace::name()};
@@ -504,9 +562,27 @@ class KokkosPlan {
     } else {
       space.fence();  // what the instance was asked to do before, e.g. fill A and B
     }
-    const void* bias_data = nullptr;
-    if constexpr (has_bias) bias_data = bias->data();
-    check(weave_execute(plan_->get(), alpha, a.data(), b.data(), beta, c.data(), bias_data, stream));
+    weave_execute_args_t args = WEAVE_EXECUTE_ARGS_INIT;
+    args.alpha = alpha;
+    args.beta = beta;
+    args.a = a.data();
+    args.b = b.data();
+    args.c = c.data();
+    args.stream = stream;
+    if constexpr (has_bias) args.bias = bias->data();
+    if constexpr (has_scales) {
+      // Their sizes are the library's to check, on every rank.
+      args.a_scale = scales->a.data();
+      args.b_scale = scales->b.data();
+      args.buffer_checks = WEAVE_CHECK_ELEMENTS;
+      args.a_elements = static_cast<int64_t>(a.span());
+      args.b_elements = static_cast<int64_t>(b.span());
+      args.c_elements = static_cast<int64_t>(c.span());
+      if constexpr (has_bias) args.bias_elements = static_cast<int64_t>(bias->span());
+      args.a_scale_elements = static_cast<int64_t>(scales->a.extent(0));
+      args.b_scale_elements = static_cast<int64_t>(scales->b.extent(0));
+    }
+    check(weave_execute_ex(plan_->get(), &args));
   }
 
   std::optional<Matrix> a_, b_, c_, bias_;
@@ -525,10 +601,23 @@ void execute(const KokkosPlan& plan, double alpha, const AView& a, const BView& 
 }
 
 // C <- alpha * product + beta * C + bias.
-template <class AView, class BView, class CView, class BiasView, class ExecutionSpace>
+template <class AView, class BView, class CView, class BiasView, class ExecutionSpace,
+          class = std::enable_if_t<Kokkos::is_view<BiasView>::value>>
 void execute(const KokkosPlan& plan, double alpha, const AView& a, const BView& b, double beta, const CView& c,
              const BiasView& bias, const ExecutionSpace& space) {
   plan.execute(alpha, a, b, beta, c, bias, space);
+}
+
+// FP8 A and B with their scales: weave::scales(a_scale, b_scale).
+template <class AView, class BView, class CView, class AS, class BS, class ExecutionSpace>
+void execute(const KokkosPlan& plan, double alpha, const AView& a, const BView& b, double beta, const CView& c,
+             const ScaleViews<AS, BS>& scales, const ExecutionSpace& space) {
+  plan.execute(alpha, a, b, beta, c, scales, space);
+}
+template <class AView, class BView, class CView, class BiasView, class AS, class BS, class ExecutionSpace>
+void execute(const KokkosPlan& plan, double alpha, const AView& a, const BView& b, double beta, const CView& c,
+             const BiasView& bias, const ScaleViews<AS, BS>& scales, const ExecutionSpace& space) {
+  plan.execute(alpha, a, b, beta, c, bias, scales, space);
 }
 
 }  // namespace weave

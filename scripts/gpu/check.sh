@@ -47,6 +47,17 @@
 #   SM_BENCH_ARGS    extra weave-bench arguments of that run (e.g. "--ops rs,ar")
 #   SM_TRACES        traced executes over the SM transport, each op:MxKxN
 #                    (default "ar:8192x8192x8192 rs:8192x8192x8192")
+#   FP8_BENCH        0 to skip the FP8 benchmark (default 1; doc/fp8.md):
+#                    weave-bench --dtype fp8 (e4m3 A and B, row-wise scales,
+#                    bf16 C) on FP8_SHAPES (output bench-<N>gpu-fp8.*), with
+#                    block scales (1x128 A, 128x128 B) on FP8_BLOCK_SHAPES
+#                    (bench-<N>gpu-fp8-block.*), AG-GEMM with bf16 A sent as
+#                    e4m3 (--wire-type e4m3, bench-<N>gpu-fp8-wire.*) on
+#                    FP8_SHAPES, and where PyTorch is installed its FP8 peers
+#                    (bench/torch_peers.py --fp8, torch-<N>gpu-fp8.*)
+#   FP8_SHAPES       global MxKxN shapes of the FP8 runs (default
+#                    "4096x8192x8192 8192x8192x8192 16384x8192x28672 16384x16384x16384")
+#   FP8_BLOCK_SHAPES shapes of the block-scaled run (default: FP8_SHAPES)
 #   BENCH_TIMEOUT    seconds the benchmark may take (default 300)
 #   TORCH_PEERS      0 to skip PyTorch's fused operations (default 1)
 #   TRACES           traced executes of the default plan, each op:MxKxN
@@ -260,6 +271,30 @@ run_bench() {
     local sm_variants=${SM_VARIANTS:-sm/auto/0/direct,sm/auto/2/direct,sm/auto/4/direct,sm/auto/0/direct/0/WEAVE_ALL_REDUCE=two_shot,sm/auto/0/direct/0/WEAVE_SM_TRANSPORT_CTAS=8,sm/auto/0/direct/0/WEAVE_SM_TRANSPORT_CTAS=32,sm/auto/0,sm/auto/0/direct/0/WEAVE_DEVICE_WAIT=stream,copy_engine/auto/0/auto/0/WEAVE_DEVICE_WAIT=stream}
     # shellcheck disable=SC2086
     bench_tp -sm --variants "$sm_variants" ${SM_BENCH_ARGS:-} || say "SM transport weave-bench run failed or ran out of time"
+  fi
+  # FP8: weave-bench with FP8 A and B (row-wise scales, then block scales),
+  # bf16 A sent as e4m3, and PyTorch's FP8 operations on the same shapes.
+  if [ "${FP8_BENCH:-1}" = 1 ]; then
+    bench_fp8() {
+      local suffix=$1
+      shift
+      timeout "$budget" "${launcher[@]}" "$BUILD_DIR/bench/weave-bench" --backend cuda \
+        --json "$OUT/bench-${GPUS}gpu$suffix.json" "$@" 2>&1 | tee "$OUT/bench-${GPUS}gpu$suffix.txt"
+    }
+    local fp8_shapes=() block_shapes=() shape
+    local default_shapes="4096x8192x8192 8192x8192x8192 16384x8192x28672 16384x16384x16384"
+    for shape in ${FP8_SHAPES:-$default_shapes}; do fp8_shapes+=(--shape "$shape"); done
+    for shape in ${FP8_BLOCK_SHAPES:-${FP8_SHAPES:-$default_shapes}}; do block_shapes+=(--shape "$shape"); done
+    bench_fp8 -fp8 --dtype fp8 --scales rowwise "${fp8_shapes[@]}" || say "FP8 weave-bench failed or ran out of time"
+    bench_fp8 -fp8-block --dtype fp8 --scales block "${block_shapes[@]}" ||
+      say "block-scaled FP8 weave-bench failed or ran out of time"
+    bench_fp8 -fp8-wire --dtype bf16 --wire-type e4m3 --ops ag "${fp8_shapes[@]}" ||
+      say "e4m3-wire weave-bench failed or ran out of time"
+    if [ "${TORCH_PEERS:-1}" = 1 ] && python3 -c "import torch.distributed._symmetric_memory" >/dev/null 2>&1; then
+      timeout "$budget" "${launcher[@]}" -x PYTHONUNBUFFERED=1 python3 "$ROOT/bench/torch_peers.py" --fp8 \
+        "${fp8_shapes[@]}" --json "$OUT/torch-${GPUS}gpu-fp8.json" 2>&1 | tee "$OUT/torch-${GPUS}gpu-fp8.txt" ||
+        say "PyTorch FP8 peers failed or ran out of time"
+    fi
   fi
   # One traced execute of the default plan per entry of TRACES (and over the
   # SM transport per entry of SM_TRACES), merged over ranks.

@@ -6,6 +6,7 @@
 #include "api/struct_size.hpp"
 #include "backends/host/kokkos_runtime.hpp"
 #include "core/abandoned_work.hpp"
+#include "core/dtype.hpp"
 #include "core/enum_value.hpp"
 #include "core/error.hpp"
 #include "core/mpi_check.hpp"
@@ -58,6 +59,11 @@ extern "C" {
 const char* weave_status_string(weave_status_t status) { return status_name(enum_value(status)); }
 
 const char* weave_last_error(void) { return last_error(); }
+
+size_t weave_dtype_size(weave_dtype_t dtype) {
+  const int value = enum_value(dtype);
+  return is_valid_dtype(value) ? dtype_size(static_cast<DType>(value)) : 0;
+}
 
 weave_status_t weave_get_version(int* major, int* minor, int* patch) {
   return guarded([&] {
@@ -164,7 +170,8 @@ weave_status_t weave_matrix_create(weave_grid_t grid, const weave_matrix_desc_t*
                                       {"distribution", m.distribution},
                                       {"group", m.group},
                                       {"order", static_cast<int64_t>(m.order)},
-                                      {"memory", static_cast<int64_t>(m.memory)}};
+                                      {"memory", static_cast<int64_t>(m.memory)},
+                                      {"scale_mode", static_cast<int64_t>(m.scale_mode)}};
       for (int i = 0; i < m.row_split.parts(); ++i) fields.push_back({str("row_counts[", i, "]"), m.row_split.count(i)});
       for (int i = 0; i < m.col_split.parts(); ++i) fields.push_back({str("col_counts[", i, "]"), m.col_split.count(i)});
       check_same_on_all_ranks(state->channel(), fields, "weave_matrix_create");

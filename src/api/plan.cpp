@@ -63,7 +63,8 @@ std::vector<Argument> grid_fields(const weave_plan_desc_t& desc, const plan::Env
           {"chunks_per_shard", desc.chunks_per_shard},
           {"compute_streams", desc.compute_streams},
           {"progress", enum_value(desc.progress)},
-          {"flags", desc.flags}};
+          {"flags", desc.flags},
+          {"wire_type", enum_value(desc.wire_type)}};
 }
 
 // The automatic choices, which every rank of a group must have resolved
@@ -105,7 +106,7 @@ std::unique_ptr<Plan> Plan::create(const std::shared_ptr<GridState>& grid, const
     const MatrixDesc& c = matrix_of(desc.c, "c");
     const MatrixDesc* bias = desc.bias ? &desc.bias->desc : nullptr;
     plan->problem_ = make_problem(static_cast<Operation>(operation), plan->group_.kind, static_cast<Op>(op_a),
-                                  static_cast<Op>(op_b), a, b, c, bias);
+                                  static_cast<Op>(op_b), a, b, c, bias, enum_value(desc.wire_type));
   });
 
   // 2. Every rank of the grid passed the same operation, and every rank of a
@@ -159,8 +160,7 @@ std::unique_ptr<Plan> Plan::create(const std::shared_ptr<GridState>& grid, const
       options.gemm_sm_margin = r.gemm_sm_margin;
       plan->backend_ = cuda::make_cuda_backend(plan->schedule_, plan->problem_, options);
     } else {
-      plan->backend_ = std::make_shared<host::HostBackend>(static_cast<std::size_t>(plan->schedule_.workspace_bytes),
-                                                           host::HostBackendOptions{});
+      plan->backend_ = std::make_shared<host::HostBackend>(plan->schedule_, host::HostBackendOptions{});
     }
   });
   agree_on_errors(grid->channel(), [&] {
@@ -232,6 +232,25 @@ std::string Plan::describe() const {
   if (s.algorithm == plan::Algorithm::Direct)
     algorithm += str(", ", chunks, ", products travel as ", dtype_name(p.dtype), ", summed in ",
                      dtype_name(accumulation_type(p.dtype)));
+  // What travels between the ranks.
+  std::string wire;
+  if (p.group_size > 1) {
+    if (p.operation == Operation::AgGemm) {
+      wire = str("; A's rows travel as ", dtype_name(p.wire_type));
+      if (p.quantized())
+        wire += str(" (quantized from ", dtype_name(p.a_type), " once per shard, before they are sent",
+                    p.wire_scale != ScaleMode::None ? ", a scale per row from its amax" : "", ")");
+      if (p.wire_scale != ScaleMode::None)
+        wire += str(" with their ", scale_mode_name(p.wire_scale), " scales (",
+                    dtype_name(schedule_.buffers[plan::kBufferGatheredScale].dtype), ")",
+                    s.algorithm == plan::Algorithm::Ring ? " in the same chunk" : ", gathered beside them");
+    } else if (s.algorithm != plan::Algorithm::Direct) {
+      const DType partial = r.schedule.reduce_in_output_type ? p.c_type : accumulation_type(p.c_type);
+      wire = str("; partial sums travel as ", dtype_name(partial));
+    }
+    if (p.operation != Operation::AgGemm && (p.a_scale != ScaleMode::None || p.b_scale != ScaleMode::None))
+      wire += "; each rank's product uses its own K-slice's scales";
+  }
   std::string splits;
   if (p.operation == Operation::AgGemm)
     splits = str("M counts ", format_counts(p.m_split.counts()), ", N counts ", format_counts(p.n_split.counts()));
@@ -239,7 +258,7 @@ std::string Plan::describe() const {
     splits = str("K counts ", format_counts(p.k_split.counts()), ", M counts ", format_counts(p.m_split.counts()));
   std::string text = str(p.summary(), " over ", where, " (", p.group_size, " rank", p.group_size > 1 ? "s" : "",
                          ", I am ", p.group_rank, "): ", algorithm, "; backend ", backend_->name(), ", transport ",
-                         transport_->name());
+                         transport_->name(), wire);
   if (r.backend == plan::Backend::Host) text += str(", progress ", plan::progress_name(r.progress));
   if (r.backend == plan::Backend::Cuda) text += str(", ", s.compute_lanes, " compute streams");
   text += str("; ", splits, "; workspace ", format_bytes(s.workspace_bytes), "; ", s.step_summary());
@@ -264,6 +283,15 @@ weave_plan_info_t Plan::info() const {
   info.b_type = static_cast<weave_dtype_t>(problem_.b_type);
   info.c_type = static_cast<weave_dtype_t>(problem_.c_type);
   info.bias_type = problem_.has_bias ? static_cast<weave_dtype_t>(problem_.bias_type) : weave_dtype_t{};
+  info.a_scale_mode = static_cast<weave_scale_mode_t>(problem_.a_scale);
+  info.b_scale_mode = static_cast<weave_scale_mode_t>(problem_.b_scale);
+  info.a_scale_elements = problem_.a_scales.elements();
+  info.b_scale_elements = problem_.b_scales.elements();
+  if (resolved_.schedule.gathered_output) {
+    const plan::BufferSpec& g = schedule_.buffers[plan::kBufferGatheredScale];
+    info.gathered_a_scale_elements = block_elements(g.rows, g.cols, g.ld, g.order, "the gathered scale elements");
+  }
+  info.wire_type = static_cast<weave_dtype_t>(problem_.wire_type);
   info.status = !transport_->device_wait_failure().empty() ? WEAVE_ERROR_TIMEOUT
                 : failed_                                  ? WEAVE_ERROR_PLAN_FAILED
                                                            : WEAVE_SUCCESS;
@@ -315,6 +343,38 @@ void Plan::validate_execute_args(const weave_execute_args_t& args) const {
     check_pointer(args.bias, p.bias, "bias");
   else if (args.bias)
     fail(WEAVE_ERROR_INVALID_VALUE, "bias is not NULL but the plan was created without a bias descriptor");
+  // Scales: a scaled operand's where its block has any (an empty block has
+  // none and may pass NULL), in the plan's memory; none for the others.
+  auto check_scales = [&](const void* pointer, int64_t given_elements, int64_t needed, ScaleMode mode, DType type,
+                          const char* name, const char* operand) {
+    if (mode == ScaleMode::None) {
+      if (pointer)
+        fail(WEAVE_ERROR_INVALID_VALUE, name, " is not NULL but the plan's ", operand, " is ", dtype_name(type),
+             ", which has no scales");
+      return;
+    }
+    if (!pointer) {
+      if (needed == 0) return;
+      fail(WEAVE_ERROR_NULL_ARGUMENT, name, " is NULL but the plan's ", operand, " is ", dtype_name(type), " with ",
+           scale_mode_name(mode), " scales: this rank's needs ", needed, " (weave_execute_ex takes them)");
+    }
+    if (can_ask_cuda && cuda::is_device_pointer(pointer) != device)
+      fail(WEAVE_ERROR_POINTER_KIND, name, " = ", pointer, " is a ", device ? "host" : "device",
+           " pointer but the plan's matrices (and their scales) live in ", device ? "device" : "host", " memory");
+    if ((args.buffer_checks & WEAVE_CHECK_ELEMENTS) && given_elements < needed)
+      fail(WEAVE_ERROR_INVALID_VALUE, name, " holds ", given_elements, " scales but this rank's ", operand,
+           " needs ", needed);
+  };
+  check_scales(args.a_scale, args.a_scale_elements, p.a_scales.elements(), p.a_scale, p.a_type, "a_scale", "A");
+  check_scales(args.b_scale, args.b_scale_elements, p.b_scales.elements(), p.b_scale, p.b_type, "b_scale", "B");
+  if (resolved_.schedule.gathered_output) {
+    const plan::BufferSpec& g = schedule_.buffers[plan::kBufferGatheredScale];
+    check_scales(args.gathered_a_scale, args.gathered_a_scale_elements,
+                 block_elements(g.rows, g.cols, g.ld, g.order, "the gathered scale elements"), p.wire_scale,
+                 p.wire_type, "gathered_a_scale", "gathered A");
+  } else if (args.gathered_a_scale) {
+    fail(WEAVE_ERROR_INVALID_VALUE, "gathered_a_scale is not NULL but the plan lacks WEAVE_FLAG_GATHERED_OUTPUT");
+  }
   if (resolved_.schedule.gathered_output) {
     const plan::BufferSpec& spec = schedule_.buffers[plan::kBufferGathered];
     LocalBlock g{spec.rows, spec.cols, spec.ld, spec.order};
@@ -401,7 +461,7 @@ void Plan::execute(const weave_execute_args_t* args_pointer) {
 void Plan::run_and_agree_on_outcome(const weave_execute_args_t& args, bool checked) {
   exec::Bindings bindings;
   bindings.schedule = &schedule_;
-  bindings.user = {args.a, args.b, args.c, args.bias, args.gathered_a};
+  bindings.user = {args.a, args.b, args.c, args.bias, args.gathered_a, args.a_scale, args.b_scale, args.gathered_a_scale};
   bindings.gathered_ld = args.ld_gathered_a;
   bindings.workspace = backend_->workspace();
   exec::Scalars scalars{args.alpha, args.beta};

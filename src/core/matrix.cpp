@@ -54,10 +54,22 @@ MatrixDesc make_matrix(const std::shared_ptr<GridState>& grid, const weave_matri
   if (desc.cols < 0) fail(WEAVE_ERROR_INVALID_VALUE, name, ".cols = ", desc.cols, " is negative");
   // Enumerations are validated as integers before they become enums.
   const int dtype = enum_value(desc.dtype), order = enum_value(desc.order), memory = enum_value(desc.memory);
-  const int distribution = enum_value(desc.distribution);
+  const int distribution = enum_value(desc.distribution), scale_mode = enum_value(desc.scale_mode);
   if (!is_valid_dtype(dtype))
     fail(WEAVE_ERROR_UNSUPPORTED_TYPE, name, ".dtype = ", dtype, dtype == 0 ? " (not set)" : "",
-         " is not a weave_dtype_t (WEAVE_FLOAT32, _FLOAT64, _FLOAT16, _BFLOAT16)");
+         " is not a weave_dtype_t (", dtype_enumerators(), ")");
+  if (!is_valid_scale_mode(scale_mode))
+    fail(WEAVE_ERROR_INVALID_VALUE, name, ".scale_mode = ", scale_mode, " is not a weave_scale_mode_t");
+  // A scale mode must fit the type: scaled (FP8) types need one, the others take none.
+  const DTypeRow& type_row = dtype_row(static_cast<DType>(dtype));
+  if (!(type_row.scale_modes & scale_bit(static_cast<ScaleMode>(scale_mode)))) {
+    if (type_row.scaled)
+      fail(WEAVE_ERROR_INVALID_VALUE, name, ".dtype = ", type_row.enumerator, " needs a scale_mode (WEAVE_SCALE_TENSOR, "
+           "_ROW_WISE, _BLOCK_1X128, _BLOCK_128X128 or _MXFP8): its values mean nothing without their scales");
+    fail(WEAVE_ERROR_INVALID_VALUE, name, ".scale_mode = ", scale_mode_name(static_cast<ScaleMode>(scale_mode)),
+         " but ", name, ".dtype = ", type_row.enumerator, " is not scaled (scale modes are for the FP8 types); "
+         "leave scale_mode WEAVE_SCALE_NONE");
+  }
   if (order != WEAVE_ORDER_COLUMN_MAJOR && order != WEAVE_ORDER_ROW_MAJOR)
     fail(WEAVE_ERROR_INVALID_VALUE, name, ".order = ", order, " is not a weave_order_t");
   if (memory != WEAVE_MEMORY_HOST && memory != WEAVE_MEMORY_DEVICE)
@@ -73,6 +85,7 @@ MatrixDesc make_matrix(const std::shared_ptr<GridState>& grid, const weave_matri
   m.group = group.kind;
   m.order = static_cast<Order>(order);
   m.memory = static_cast<Memory>(memory);
+  m.scale_mode = static_cast<ScaleMode>(scale_mode);
 
   const std::string rc = name + ".row_counts", cc = name + ".col_counts";
   int row_part = 0, col_part = 0;

@@ -32,6 +32,7 @@ struct MatrixDesc {
   Split row_split, col_split;
   Order order = Order::ColMajor;
   Memory memory = Memory::Host;
+  ScaleMode scale_mode = ScaleMode::None;  // FP8 types: how their scales apply
   // This rank's block.
   int64_t local_rows = 0, local_cols = 0, row_offset = 0, col_offset = 0, ld = 1;
 

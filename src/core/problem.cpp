@@ -67,6 +67,32 @@ void require_same_split(const Split& a, const Split& b, const std::string& a_nam
          b_name, " counts ", format_counts(b.counts()), "; they must be split the same way");
 }
 
+// The element types of a product, from the type table: A's row says which
+// types B and C (and the bias, C's type) may have. An unfitting pair is
+// named with both types.
+// `a_what` names A's type in messages: "A", or "A's wire type".
+void check_types_fit(DType a, const char* a_what, DType b, DType c, const DType* bias) {
+  const DTypeRow& ra = dtype_row(a);
+  if (!(ra.roles & kRoleA)) fail(WEAVE_ERROR_UNSUPPORTED_TYPE, a_what, " is ", ra.name, ", which cannot be A");
+  if (!(ra.b_partners & type_bit(b))) {
+    std::string partners;
+    for (const DTypeRow& row : kDTypeTable)
+      if (ra.b_partners & type_bit(row.type)) partners += str(partners.empty() ? "" : " or ", row.name);
+    fail(WEAVE_ERROR_UNSUPPORTED_TYPE, a_what, " is ", ra.name, " and B is ", dtype_name(b),
+         ", which do not multiply: with A ", ra.name, ", B must be ", partners);
+  }
+  if (!(ra.outputs & type_bit(c))) {
+    std::string outputs;
+    for (const DTypeRow& row : kDTypeTable)
+      if (ra.outputs & type_bit(row.type)) outputs += str(outputs.empty() ? "" : ", ", row.name);
+    fail(WEAVE_ERROR_UNSUPPORTED_TYPE, a_what, " is ", ra.name, " and C is ", dtype_name(c), ": a product of ",
+         ra.name, " operands is stored in ", outputs);
+  }
+  if (bias && *bias != c)
+    fail(WEAVE_ERROR_UNSUPPORTED_TYPE, "bias is ", dtype_name(*bias), " but C is ", dtype_name(c),
+         "; bias must have C's element type");
+}
+
 LocalBlock local_block(const MatrixDesc& m) {
   return LocalBlock{m.local_rows, m.local_cols, m.ld, m.order};
 }
@@ -128,9 +154,31 @@ GroupMatrix resolve_in_group(const MatrixDesc& m, const GroupView& group, const 
   return g;
 }
 
+// AG-GEMM's wire type: narrower than A's (unscaled, float) type, one of the
+// table's wire types; e4m3 rows carry row-wise scales, bf16 rows none.
+DType resolve_wire_type(int wire_type, Operation operation, DType a) {
+  if (wire_type == 0) return a;
+  if (!is_valid_dtype(wire_type))
+    fail(WEAVE_ERROR_INVALID_VALUE, "wire_type = ", wire_type, " is not a weave_dtype_t");
+  const DTypeRow& w = dtype_row(static_cast<DType>(wire_type));
+  std::string wire_types;
+  for (const DTypeRow& row : kDTypeTable)
+    if (row.roles & kRoleWire) wire_types += str(wire_types.empty() ? "" : " or ", row.enumerator);
+  if (!(w.roles & kRoleWire))
+    fail(WEAVE_ERROR_UNSUPPORTED_TYPE, "wire_type = ", w.enumerator, " is not a wire type (", wire_types, ")");
+  if (operation != Operation::AgGemm)
+    fail(WEAVE_ERROR_UNSUPPORTED, "wire_type is for AG-GEMM, whose A travels; ", operation_name(operation),
+         " moves products (in C's type, or float32 partial sums)");
+  const DTypeRow& ra = dtype_row(a);
+  if (ra.scaled || ra.accumulation != DType::F32 || ra.size <= w.size)
+    fail(WEAVE_ERROR_UNSUPPORTED_TYPE, "A is ", ra.name, " and wire_type is ", w.name, ": a wire type is narrower "
+         "than A's type, which is f32, f16 or bf16 (A is quantized into it)");
+  return w.type;
+}
+
 Problem make_problem(Operation operation, weave_group_t group_kind, Op op_a, Op op_b,
                      const MatrixDesc& a, const MatrixDesc& b, const MatrixDesc& c,
-                     const MatrixDesc* bias) {
+                     const MatrixDesc* bias, int wire_type) {
   Problem p;
   p.operation = operation;
   p.op_a = op_a;
@@ -146,14 +194,20 @@ Problem make_problem(Operation operation, weave_group_t group_kind, Op op_a, Op 
   if (a.grid.get() != &grid || b.grid.get() != &grid || (bias && bias->grid.get() != &grid))
     fail(WEAVE_ERROR_INVALID_VALUE, "A, B, C", bias ? " and bias" : "",
          " must be created on the plan's grid");
-  if (a.dtype != b.dtype || a.dtype != c.dtype)
-    fail(WEAVE_ERROR_UNSUPPORTED_TYPE, "A, B and C must have one element type; A is ", dtype_name(a.dtype),
-         ", B is ", dtype_name(b.dtype), ", C is ", dtype_name(c.dtype));
+  // A's rows are multiplied in the wire type when there is one.
+  p.wire_type = resolve_wire_type(wire_type, operation, a.dtype);
+  p.wire_scale = p.wire_type == a.dtype ? a.scale_mode
+                 : is_scaled(p.wire_type) ? ScaleMode::RowWise
+                                          : ScaleMode::None;
+  check_types_fit(p.wire_type, p.wire_type == a.dtype ? "A" : "A's wire type", b.dtype, c.dtype,
+                  bias ? &bias->dtype : nullptr);
   p.dtype = c.dtype;
   p.a_type = a.dtype;
   p.b_type = b.dtype;
   p.c_type = c.dtype;
   p.bias_type = bias ? bias->dtype : c.dtype;
+  p.a_scale = a.scale_mode;
+  p.b_scale = b.scale_mode;
   if (a.memory != c.memory || b.memory != c.memory || (bias && bias->memory != c.memory))
     fail(WEAVE_ERROR_POINTER_KIND, "A, B, C", bias ? " and bias" : "",
          " must live in one memory space; A is ", memory_name(a.memory), ", B is ", memory_name(b.memory),
@@ -203,9 +257,6 @@ Problem make_problem(Operation operation, weave_group_t group_kind, Op op_a, Op 
 
   if (bias) {
     const GroupMatrix gbias = resolve_in_group(*bias, group, "bias");
-    if (bias->dtype != c.dtype)
-      fail(WEAVE_ERROR_UNSUPPORTED_TYPE, "bias is ", dtype_name(bias->dtype), " but C is ", dtype_name(c.dtype),
-           "; bias must have C's element type");
     require_extent(gbias.rows, 1, "rows of bias", "one row (bias is 1 x N)");
     require_extent(gbias.cols, p.n, "columns of bias", "columns of C (N)");
     if (operation == Operation::AgGemm) {
@@ -220,6 +271,10 @@ Problem make_problem(Operation operation, weave_group_t group_kind, Op op_a, Op 
   p.a = local_block(a);
   p.b = local_block(b);
   p.c = local_block(c);
+  // The scales of my blocks, in op form: op(A) is outer (rows) x K, op(B) is K x outer (columns).
+  const bool a_n = op_a == Op::N, b_n = op_b == Op::N;
+  p.a_scales = scale_layout(p.a_scale, a_n ? p.a.rows : p.a.cols, a_n ? p.a.cols : p.a.rows);
+  p.b_scales = scale_layout(p.b_scale, b_n ? p.b.cols : p.b.rows, b_n ? p.b.rows : p.b.cols);
   return p;
 }
 
@@ -231,7 +286,12 @@ std::vector<Argument> Problem::agreement_fields() const {
       {"M", m},
       {"N", n},
       {"K", k},
-      {"dtype", static_cast<int64_t>(dtype)},
+      {"dtype of C", static_cast<int64_t>(c_type)},
+      {"dtype of A", static_cast<int64_t>(a_type)},
+      {"dtype of B", static_cast<int64_t>(b_type)},
+      {"scale mode of A", static_cast<int64_t>(a_scale)},
+      {"scale mode of B", static_cast<int64_t>(b_scale)},
+      {"wire type", static_cast<int64_t>(wire_type)},
       {"memory", static_cast<int64_t>(memory)},
       {"bias present", has_bias ? 1 : 0},
   };
@@ -244,9 +304,19 @@ std::vector<Argument> Problem::agreement_fields() const {
   return fields;
 }
 
+std::string Problem::types() const {
+  if (a_type == c_type && b_type == c_type) return dtype_name(c_type);
+  auto operand = [](DType t, ScaleMode s) {
+    return s == ScaleMode::None ? std::string(dtype_name(t)) : str(dtype_name(t), "(", scale_mode_name(s), ")");
+  };
+  const std::string a = quantized() ? str(dtype_name(a_type), " as ", operand(wire_type, wire_scale))
+                                    : operand(a_type, a_scale);
+  return str(a, " x ", operand(b_type, b_scale), " -> ", dtype_name(c_type));
+}
+
 std::string Problem::summary() const {
-  return str(operation_name(operation), " ", dtype_name(dtype), " M=", m, " N=", n, " K=", k,
-             " op(A)=", op_name(op_a), " op(B)=", op_name(op_b), has_bias ? " +bias" : "");
+  return str(operation_name(operation), " ", types(), " M=", m, " N=", n, " K=", k, " op(A)=", op_name(op_a),
+             " op(B)=", op_name(op_b), has_bias ? " +bias" : "");
 }
 
 }  // namespace weave::internal

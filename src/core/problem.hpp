@@ -12,6 +12,7 @@
 #include "core/dtype.hpp"
 #include "core/grid.hpp"
 #include "core/matrix.hpp"
+#include "core/scale_layout.hpp"
 #include "core/split.hpp"
 #include "weave/weave.h"
 
@@ -43,9 +44,20 @@ struct Problem {
   Operation operation = Operation::AgGemm;
   Op op_a = Op::N, op_b = Op::N;
   int64_t m = 0, n = 0, k = 0;  // within the group
-  DType dtype = DType::F64;  // the element type of C (and today of A, B and bias)
+  DType dtype = DType::F64;  // the element type of C: what products and finished rows travel in
   // Each operand's own element type (bias_type is C's when there is no bias).
   DType a_type = DType::F64, b_type = DType::F64, c_type = DType::F64, bias_type = DType::F64;
+  // Scaled (FP8) operands: how their scales apply, and the layout of the
+  // scales of this rank's blocks (core/scale_layout.hpp); empty otherwise.
+  ScaleMode a_scale = ScaleMode::None, b_scale = ScaleMode::None;
+  ScaleLayout a_scales, b_scales;
+  // What A's rows travel and are multiplied in, with the scales they carry
+  // there: A's own type and scales, or AG-GEMM's wire type, into which
+  // every rank quantizes its rows once before they travel (quantized();
+  // kernels/quantize.hpp).
+  DType wire_type = DType::F64;
+  ScaleMode wire_scale = ScaleMode::None;
+  bool quantized() const { return wire_type != a_type; }
   Memory memory = Memory::Host;
   weave_group_t group = WEAVE_GROUP_GRID;
   int group_size = 1, group_rank = 0, group_index = 0;
@@ -60,8 +72,11 @@ struct Problem {
 
   // The arguments every rank of the group must agree on.
   std::vector<Argument> agreement_fields() const;
-  // "AG-GEMM f64 M=1000 N=512 K=300, op(A)=N op(B)=T"
+  // "AG-GEMM f64 M=1000 N=512 K=300, op(A)=N op(B)=T"; with types of
+  // their own: "AG-GEMM e4m3(row-wise) x e4m3(row-wise) -> bf16 M=...".
   std::string summary() const;
+  // "f64", or "e4m3(row-wise) x e5m2(tensor-wise) -> bf16".
+  std::string types() const;
 };
 
 // Resolves a matrix to what it is within `group` (a BLOCK_2D matrix becomes
@@ -70,9 +85,10 @@ struct Problem {
 GroupMatrix resolve_in_group(const MatrixDesc& m, const GroupView& group, const std::string& name);
 
 // Validates the operation's arguments on this rank and builds the Problem.
-// bias may be null.
+// bias may be null; wire_type is the plan descriptor's (a weave_dtype_t as
+// an int, 0: none).
 Problem make_problem(Operation operation, weave_group_t group_kind, Op op_a, Op op_b,
                      const MatrixDesc& a, const MatrixDesc& b, const MatrixDesc& c,
-                     const MatrixDesc* bias);
+                     const MatrixDesc* bias, int wire_type = 0);
 
 }  // namespace weave::internal

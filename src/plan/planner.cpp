@@ -167,6 +167,7 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
   const int known_flags = WEAVE_FLAG_ALLOW_TF32 | WEAVE_FLAG_GATHERED_OUTPUT | WEAVE_FLAG_REDUCE_IN_OUTPUT_TYPE |
                           WEAVE_FLAG_TRACE | WEAVE_FLAG_NO_EXECUTE_CHECK;
   if (desc.flags & ~known_flags) fail(WEAVE_ERROR_INVALID_VALUE, "flags = ", desc.flags, " has unknown bits");
+  if (desc.reserved != 0) fail(WEAVE_ERROR_INVALID_VALUE, "reserved = ", desc.reserved, ", not 0");
   if ((desc.flags & WEAVE_FLAG_GATHERED_OUTPUT) && problem.operation != Operation::AgGemm)
     fail(WEAVE_ERROR_INVALID_VALUE, "WEAVE_FLAG_GATHERED_OUTPUT is for AG-GEMM plans only");
 
@@ -187,9 +188,15 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
     fail(WEAVE_ERROR_POINTER_KIND, "the host backend cannot use device matrices; use WEAVE_BACKEND_CUDA (or AUTO)");
   if (r.backend == Backend::Cuda && problem.memory == Memory::Host)
     fail(WEAVE_ERROR_POINTER_KIND, "the CUDA backend needs device matrices (descriptor memory = WEAVE_MEMORY_DEVICE)");
-  if (r.backend == Backend::Host && problem.dtype != DType::F32 && problem.dtype != DType::F64)
-    fail(WEAVE_ERROR_UNSUPPORTED_TYPE, "the host backend supports f32 and f64, not ", dtype_name(problem.dtype),
-         "; 16-bit types run on the CUDA backend");
+  // Every operand's type runs on the backend (the type table's columns).
+  const std::pair<const char*, DType> operand_types[] = {
+      {"A", problem.a_type}, {"B", problem.b_type}, {"C", problem.c_type}, {"bias", problem.bias_type}};
+  for (const auto& [name, type] : operand_types) {
+    const DTypeRow& row = dtype_row(type);
+    if ((r.backend == Backend::Host ? row.host : row.cuda) == Support::No)
+      fail(WEAVE_ERROR_UNSUPPORTED_TYPE, "the ", backend_name(r.backend), " backend does not run ", row.name, " (",
+           name, ")");
+  }
 
   // Transport: asked for, from the environment, or the first automatic row
   // of the table that fits (automatic_transport).

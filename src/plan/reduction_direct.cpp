@@ -45,7 +45,6 @@ void build_reduction_direct(ScheduleBuilder& b) {
   const bool all_reduce = p.operation == Operation::GemmAr;
   const Split pieces = p.m_split.refine(c);  // piece q * c + j: chunk j of rank q's rows of C
   const DType acc = accumulation_type(p.dtype);
-  const Region b_all = b.whole(kBufferB);
   auto piece_id = [&](int q, int j) { return q * c + j; };
   auto rows_of = [&](int id) { return pieces.count(id); };
   auto label = [&](const std::string& what, int id) {
@@ -124,9 +123,11 @@ void build_reduction_direct(ScheduleBuilder& b) {
         const Region slot{send_slots[w], 0, 0, rows_of(out_id), p.n};
         std::vector<int> deps;
         if (send_slot_user[w] >= 0) deps.push_back(send_slot_user[w]);
-        const Region a_rows = b.op_rows(kBufferA, p.op_a, pieces.offset(out_id), rows_of(out_id));
-        const int gemm = b.add_step(GemmOp{a_rows, p.op_a, b_all, p.op_b, slot, Scalar::Alpha, Scalar::Zero},
-                                    b.next_compute_lane(), deps, label("product for", out_id));
+        int scales_ready = -1;
+        const GemmOp g = b.gemm_of_a_rows(pieces.offset(out_id), rows_of(out_id), slot, Scalar::Alpha, Scalar::Zero,
+                                          &scales_ready);
+        deps.push_back(scales_ready);
+        const int gemm = b.add_step(g, b.next_compute_lane(), deps, label("product for", out_id));
         send_slot_user[w] =
             b.add_step(SendOp{slot, to, out_id}, kCommLane, {gemm}, label("send product for", out_id), batch);
       }
@@ -148,9 +149,10 @@ void build_reduction_direct(ScheduleBuilder& b) {
       own[j] = Region{
           b.add_workspace("own product chunk " + std::to_string(j), rows_of(id), p.n, p.dtype, Order::RowMajor), 0, 0,
           rows_of(id), p.n};
-      const Region a_rows = b.op_rows(kBufferA, p.op_a, pieces.offset(id), rows_of(id));
-      own_gemm[j] = b.add_step(GemmOp{a_rows, p.op_a, b_all, p.op_b, own[j], Scalar::Alpha, Scalar::Zero},
-                               b.next_compute_lane(), {}, label("own product for", id));
+      int scales_ready = -1;
+      const GemmOp g = b.gemm_of_a_rows(pieces.offset(id), rows_of(id), own[j], Scalar::Alpha, Scalar::Zero,
+                                        &scales_ready);
+      own_gemm[j] = b.add_step(g, b.next_compute_lane(), {scales_ready}, label("own product for", id));
     }
     if (j > 0) emit_sum(j - 1);
   }

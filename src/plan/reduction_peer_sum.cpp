@@ -55,7 +55,6 @@ void build_reduction_peer_sums(ScheduleBuilder& b) {
   const bool one_shot = all_reduce && o.all_reduce_one_shot;
   const Split pieces = p.m_split.refine(c);  // piece q * c + j: chunk j of rank q's rows of C
   const int piece_count = P * c;
-  const Region b_all = b.whole(kBufferB);
   auto rows_of = [&](int id) { return pieces.count(id); };
   auto label = [&](const std::string& what, int id) { return piece_label(what, id, c); };
   auto c_rows_of = [&](int id) {
@@ -68,9 +67,9 @@ void build_reduction_peer_sums(ScheduleBuilder& b) {
   };
   // alpha * op(A)[rows of piece id] * op(B) into `slot`.
   auto product = [&](const Region& slot, int id, const std::string& what) {
-    const Region a_rows = b.op_rows(kBufferA, p.op_a, pieces.offset(id), rows_of(id));
-    return b.add_step(GemmOp{a_rows, p.op_a, b_all, p.op_b, slot, Scalar::Alpha, Scalar::Zero},
-                      b.next_compute_lane(), {}, label(what, id));
+    int scales_ready = -1;
+    const GemmOp g = b.gemm_of_a_rows(pieces.offset(id), rows_of(id), slot, Scalar::Alpha, Scalar::Zero, &scales_ready);
+    return b.add_step(g, b.next_compute_lane(), {scales_ready}, label(what, id));
   };
   std::vector<std::pair<int, int>> published;  // (peer, tag) of every publish, released at the end
   auto publish = [&](const Region& slot, int ready, int to, int tag, const std::string& what, int batch) {

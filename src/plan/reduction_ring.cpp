@@ -47,7 +47,6 @@ void build_reduction_ring(ScheduleBuilder& b) {
   // At least two slots: with one, the receive of step s+1 would wait for the
   // send of step s from the same slot, and both sit in one batch.
   const int window = std::max(2, std::min(P, o.slot_window));
-  const Region b_all = b.whole(kBufferB);
   auto piece_id = [&](int q, int j) { return q * c + j; };
   auto rows_of = [&](int id) { return pieces.count(id); };
 
@@ -93,8 +92,10 @@ void build_reduction_ring(ScheduleBuilder& b) {
       if (rows_of(id) > 0) {
         const Region slot = slot_region(ch, s, id);
         std::vector<int> deps = s == 0 ? take_slot(ch, s) : std::vector<int>{pending_recv[n]};
-        const Region a_rows = b.op_rows(kBufferA, p.op_a, pieces.offset(id), rows_of(id));
-        GemmOp g{a_rows, p.op_a, b_all, p.op_b, slot, Scalar::Alpha, s == 0 ? Scalar::Zero : Scalar::One};
+        int scales_ready = -1;
+        const GemmOp g = b.gemm_of_a_rows(pieces.offset(id), rows_of(id), slot, Scalar::Alpha,
+                                          s == 0 ? Scalar::Zero : Scalar::One, &scales_ready);
+        deps.push_back(scales_ready);
         const int lane = b.next_compute_lane();
         const int gemm = b.add_step(g, lane, deps, label("partial product for", id));
         ch.slot_users[s % window].push_back(gemm);

@@ -12,6 +12,9 @@ const char* buffer_name(int buffer) {
     case kBufferC: return "C";
     case kBufferBias: return "bias";
     case kBufferGathered: return "gathered";
+    case kBufferAScale: return "A scales";
+    case kBufferBScale: return "B scales";
+    case kBufferGatheredScale: return "gathered A scales";
     default: return "workspace";
   }
 }
@@ -45,6 +48,7 @@ const char* step_kind_name(StepKind k) {
     case StepKind::Publish: return "publish";
     case StepKind::PeerSum: return "peer-sum";
     case StepKind::AwaitRelease: return "await-release";
+    case StepKind::Quantize: return "quantize";
   }
   return "?";
 }
@@ -131,6 +135,8 @@ std::string format_schedule(const Schedule& s) {
             out << format_region(s, op.c) << " = " << scalar_name(op.alpha) << "*" << format_region(s, op.a) << "^"
                 << op_name(op.op_a) << "*" << format_region(s, op.b) << "^" << op_name(op.op_b) << " + "
                 << scalar_name(op.beta) << "*C";
+            if (op.a_scale.scaled()) out << ", A scaled by " << format_region(s, op.a_scale.region);
+            if (op.b_scale.scaled()) out << ", B scaled by " << format_region(s, op.b_scale.region);
           } else if constexpr (std::is_same_v<T, EpilogueOp>) {
             out << format_region(s, op.dst) << " = ";
             if (op.has_src) {
@@ -159,6 +165,10 @@ std::string format_schedule(const Schedule& s) {
             out << ") + " << scalar_name(op.dst_scale) << "*dst";
             if (op.has_bias) out << " + bias";
             if (op.has_copy) out << ", copied to " << format_region(s, op.copy);
+          } else if constexpr (std::is_same_v<T, QuantizeOp>) {
+            out << format_region(s, op.dst) << " = quantized rows of " << format_region(s, op.src) << "^"
+                << op_name(op.op);
+            if (op.has_scales) out << ", scales into " << format_region(s, op.scales);
           } else if constexpr (std::is_same_v<T, AwaitReleaseOp>) {
             out << "released by rank " << op.peer << " tag " << op.tag;
           } else {

@@ -17,9 +17,20 @@
 
 namespace weave::internal::plan {
 
-// Buffers a schedule refers to. The first five are the caller's, bound at
-// execute time; every further buffer is a slice of the plan's workspace.
-enum BufferId : int { kBufferA = 0, kBufferB, kBufferC, kBufferBias, kBufferGathered, kFirstWorkspaceBuffer };
+// Buffers a schedule refers to. The first eight are the caller's, bound at
+// execute time (the scale buffers of scaled operands among them); every
+// further buffer is a slice of the plan's workspace.
+enum BufferId : int {
+  kBufferA = 0,
+  kBufferB,
+  kBufferC,
+  kBufferBias,
+  kBufferGathered,
+  kBufferAScale,
+  kBufferBScale,
+  kBufferGatheredScale,
+  kFirstWorkspaceBuffer
+};
 
 const char* buffer_name(int buffer);
 
@@ -50,7 +61,18 @@ struct Region {
 enum class Scalar : uint8_t { Zero, One, Alpha, Beta };
 const char* scalar_name(Scalar s);
 
-// c = alpha_role * op_a(a) * op_b(b) + beta_role * c
+// The scales of a scaled (FP8) GEMM operand: the mode, and the region of
+// a scale buffer that holds them in the layout of core/scale_layout.hpp for
+// the operand region's op-form extent, starting with the region's first
+// row, tight (as cuBLASLt takes them). Unscaled operands: mode None.
+struct ScaleOperand {
+  ScaleMode mode = ScaleMode::None;
+  Region region;
+  bool scaled() const { return mode != ScaleMode::None; }
+};
+
+// c = alpha_role * op_a(a) * op_b(b) + beta_role * c, with a and b scaled
+// by their scales where they have them.
 struct GemmOp {
   Region a;
   Op op_a = Op::N;
@@ -59,6 +81,7 @@ struct GemmOp {
   Region c;
   Scalar alpha = Scalar::Alpha;
   Scalar beta = Scalar::Zero;
+  ScaleOperand a_scale, b_scale;
 };
 
 // Element-wise, written once for every backend:
@@ -77,6 +100,11 @@ struct EpilogueOp {
   Scalar dst_scale = Scalar::Zero;
   bool has_bias = false;
   Region bias;
+
+  // dst = src and nothing else: backends copy the bits when both have one type.
+  bool plain_copy() const {
+    return has_src && more_src.empty() && src_scale == Scalar::One && dst_scale == Scalar::Zero && !has_bias;
+  }
 };
 
 struct SendOp {
@@ -157,9 +185,23 @@ struct AwaitReleaseOp {
   int tag = 0;
 };
 
-using StepOp = std::variant<GemmOp, EpilogueOp, SendOp, RecvOp, CollectiveOp, PublishOp, PeerSumOp, AwaitReleaseOp>;
+// Quantizes rows of op(src) into dst's (narrower) type, once, before they
+// travel: AG-GEMM's wire type. Each row of op(src) gets its scale (into
+// `scales`, one float32 per row, where the wire type has scales) and its
+// values divided by it, rounded to dst's type, in the same row of op(dst).
+// The rule, bit for bit, is kernels/quantize.hpp's (doc/fp8.md).
+struct QuantizeOp {
+  Region src;
+  Region dst;
+  Op op = Op::N;  // rows of op(src) and op(dst)
+  bool has_scales = false;
+  Region scales;  // rows x 1
+};
 
-enum class StepKind : uint8_t { Gemm = 0, Epilogue, Send, Recv, Collective, Publish, PeerSum, AwaitRelease };
+using StepOp =
+    std::variant<GemmOp, EpilogueOp, SendOp, RecvOp, CollectiveOp, PublishOp, PeerSumOp, AwaitReleaseOp, QuantizeOp>;
+
+enum class StepKind : uint8_t { Gemm = 0, Epilogue, Send, Recv, Collective, Publish, PeerSum, AwaitRelease, Quantize };
 const char* step_kind_name(StepKind k);
 
 constexpr int kCommLane = -1;

@@ -25,15 +25,33 @@ BufferSpec user_buffer(const char* name, const LocalBlock& block, DType dtype) {
   spec.dtype = dtype;
   return spec;
 }
+
+BufferSpec scale_buffer(const char* name, const ScaleLayout& layout) {
+  return user_buffer(name, LocalBlock{layout.rows, layout.cols, layout.ld, layout.order}, layout.dtype);
+}
+
+// The gathered A's scales (those of its rows as they travel: in the wire
+// type where it has one): the layout of the whole op(A) (M x K), except for
+// tensor-wise scales, of which there is one per shard: one per group rank
+// (P x 1).
+ScaleLayout gathered_scale_layout(const Problem& p) {
+  if (p.wire_scale != ScaleMode::Tensor || p.m == 0 || p.k == 0) return scale_layout(p.wire_scale, p.m, p.k);
+  ScaleLayout layout;
+  layout.mode = ScaleMode::Tensor;
+  layout.rows = p.group_size;
+  layout.cols = 1;
+  layout.ld = p.group_size;
+  return layout;
+}
 }  // namespace
 
 ScheduleBuilder::ScheduleBuilder(const Problem& problem, const ScheduleOptions& options)
     : problem_(problem), options_(options) {
-  const DType t = problem.dtype;
-  schedule_.buffers.push_back(user_buffer("A", problem.a, t));
-  schedule_.buffers.push_back(user_buffer("B", problem.b, t));
-  schedule_.buffers.push_back(user_buffer("C", problem.c, t));
-  schedule_.buffers.push_back(user_buffer("bias", problem.bias, t));
+  schedule_.buffers.push_back(user_buffer("A", problem.a, problem.a_type));
+  schedule_.buffers.push_back(user_buffer("B", problem.b, problem.b_type));
+  schedule_.buffers.push_back(user_buffer("C", problem.c, problem.c_type));
+  schedule_.buffers.push_back(user_buffer("bias", problem.bias, problem.bias_type));
+  const DType t = problem.wire_type;  // what the gathered A holds: A's rows as they travel
   // The gathered A is stored like A: op N: M x K, op T: K x M, in A's order.
   // Its leading dimension is the tight one unless the caller passes another
   // at execute time.
@@ -47,6 +65,9 @@ ScheduleBuilder::ScheduleBuilder(const Problem& problem, const ScheduleOptions& 
                             gathered.cols, ")"),
                 static_cast<int64_t>(dtype_size(t)), "the bytes of the gathered A");
   schedule_.buffers.push_back(user_buffer("gathered A", gathered, t));
+  schedule_.buffers.push_back(scale_buffer("A scales", problem.a_scales));
+  schedule_.buffers.push_back(scale_buffer("B scales", problem.b_scales));
+  schedule_.buffers.push_back(scale_buffer("gathered A scales", gathered_scale_layout(problem)));
   schedule_.group_size = problem.group_size;
   schedule_.group_rank = problem.group_rank;
   schedule_.compute_lanes = options.compute_lanes;
@@ -67,6 +88,28 @@ int ScheduleBuilder::add_workspace(const std::string& name, int64_t rows, int64_
       checked_mul(elements, static_cast<int64_t>(dtype_size(dtype)), "the bytes of workspace buffer ", name);
   schedule_.workspace_bytes =
       checked_add(schedule_.workspace_bytes, align_up(bytes, name), "the plan's workspace bytes (with ", name, ")");
+  schedule_.buffers.push_back(spec);
+  return static_cast<int>(schedule_.buffers.size()) - 1;
+}
+
+int ScheduleBuilder::add_scale_workspace(const std::string& name, ScaleMode mode, int64_t outer, int64_t inner) {
+  // Every layout is tight (its ld is its rows, column-major, or its
+  // columns, row-major), so it is a plain workspace matrix.
+  const ScaleLayout layout = scale_layout(mode, outer, inner);
+  return add_workspace(name, layout.rows, layout.cols, layout.dtype, layout.order);
+}
+
+int ScheduleBuilder::add_view(int of, const std::string& name, int64_t first, const ScaleLayout& layout) {
+  BufferSpec spec = schedule_.buffers.at(of);
+  if (of < kFirstWorkspaceBuffer) fail(WEAVE_ERROR_INTERNAL, "view ", name, " of a caller's buffer");
+  spec.name = name;
+  spec.offset_bytes = checked_add(spec.offset_bytes,
+                                  checked_mul(first, static_cast<int64_t>(dtype_size(spec.dtype)), "the offset of ", name),
+                                  "the workspace offset of ", name);
+  spec.rows = layout.rows;
+  spec.cols = layout.cols;
+  spec.ld = layout.ld;
+  spec.order = layout.order;
   schedule_.buffers.push_back(spec);
   return static_cast<int>(schedule_.buffers.size()) - 1;
 }
@@ -114,6 +157,73 @@ bool ScheduleBuilder::same_bytes_as_tight(const Region& r, Order layout) const {
   if (!contiguous(r)) return false;
   // A contiguous vector is laid out the same in either order.
   return schedule_.buffer(r).order == layout || r.rows <= 1 || r.cols <= 1;
+}
+
+Region ScheduleBuilder::scale_rows(int buffer, ScaleMode mode, int64_t row0, int64_t rows,
+                                   const std::string& what) const {
+  const BufferSpec& spec = schedule_.buffers.at(buffer);
+  if (rows == 0 || spec.rows == 0 || spec.cols == 0) return Region{buffer, 0, 0, 0, 0};  // no scales (K = 0)
+  switch (mode) {
+    case ScaleMode::None: return Region{buffer, 0, 0, 0, 0};
+    case ScaleMode::Tensor: return Region{buffer, 0, 0, 1, 1};
+    case ScaleMode::RowWise:
+    case ScaleMode::Block1x128: return Region{buffer, row0, 0, rows, spec.cols};
+    case ScaleMode::Block128x128:
+    case ScaleMode::Mxfp8: {
+      constexpr int64_t band = 128;
+      if (row0 % band != 0)
+        fail(WEAVE_ERROR_UNSUPPORTED, what, " start at row ", row0, ", inside a band of 128 rows that ",
+             scale_mode_name(mode), " scales share; every chunk and every rank's rows of op(A) but the last must ",
+             "be a multiple of 128 rows (set chunks_per_shard and the counts accordingly), or use row-wise or 1x128 "
+             "scales");
+      const int64_t first = row0 / band, last = ceil_div(row0 + rows, band);
+      return Region{buffer, first, 0, last - first, spec.cols};
+    }
+  }
+  fail(WEAVE_ERROR_INTERNAL, "unknown scale mode");
+}
+
+bool ScheduleBuilder::tight_scales(const Region& region) const {
+  const BufferSpec& spec = schedule_.buffer(region);
+  if (region.empty()) return true;
+  if (spec.order == Order::RowMajor) return region.col0 == 0 && region.cols == spec.cols && spec.ld == spec.cols;
+  return region.cols == 1 || (region.row0 == 0 && region.rows == spec.ld);
+}
+
+ScaleOperand ScheduleBuilder::a_scales(int64_t row0, int64_t rows, int* ready) {
+  *ready = -1;
+  ScaleOperand s;
+  s.mode = problem_.a_scale;
+  if (!s.scaled()) return s;
+  s.region = scale_rows(kBufferAScale, s.mode, row0, rows, str("rows ", row0, " to ", row0 + rows, " of my op(A)"));
+  // The caller's own region where it is tight and starts the buffer (as
+  // aligned as the caller's pointer); a copy in the (256-byte aligned)
+  // workspace elsewhere, which cuBLASLt's scale pointers may need.
+  if (tight_scales(s.region) && s.region.row0 == 0 && s.region.col0 == 0) return s;
+  auto made = a_scale_copies_.find({row0, rows});
+  if (made == a_scale_copies_.end()) {
+    const int64_t inner = problem_.op_a == Op::N ? problem_.a.cols : problem_.a.rows;
+    const int copy = add_scale_workspace(str("A scales of rows ", row0, " to ", row0 + rows), s.mode, rows, inner);
+    ScaleOperand tight{s.mode, whole(copy)};
+    const int step = add_step(this->copy(tight.region, s.region), next_compute_lane(), {},
+                              str("pack A scales of rows ", row0, " to ", row0 + rows));
+    made = a_scale_copies_.emplace(std::make_pair(row0, rows), std::make_pair(tight, step)).first;
+  }
+  *ready = made->second.second;
+  return made->second.first;
+}
+
+ScaleOperand ScheduleBuilder::b_scales() const {
+  ScaleOperand s;
+  s.mode = problem_.b_scale;
+  if (s.scaled()) s.region = whole(kBufferBScale);
+  return s;
+}
+
+GemmOp ScheduleBuilder::gemm_of_a_rows(int64_t row0, int64_t rows, const Region& c, Scalar alpha, Scalar beta,
+                                       int* ready) {
+  return GemmOp{op_rows(kBufferA, problem_.op_a, row0, rows), problem_.op_a, whole(kBufferB), problem_.op_b, c, alpha,
+                beta, a_scales(row0, rows, ready), b_scales()};
 }
 
 EpilogueOp ScheduleBuilder::copy(const Region& dst, const Region& src) const {

@@ -3,7 +3,9 @@
 // algorithm lives in its own file and uses only this.
 #pragma once
 
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "plan/schedule.hpp"
@@ -22,6 +24,12 @@ class ScheduleBuilder {
 
   // A new slice of the workspace, aligned for any element type.
   int add_workspace(const std::string& name, int64_t rows, int64_t cols, DType dtype, Order order);
+  // A slice of the workspace for the scales of an outer x inner op-form
+  // block in `mode` (core/scale_layout.hpp).
+  int add_scale_workspace(const std::string& name, ScaleMode mode, int64_t outer, int64_t inner);
+  // A view of part of a workspace buffer's bytes: `layout` from element
+  // `first` on (the views of one buffer may differ in shape).
+  int add_view(int of, const std::string& name, int64_t first, const ScaleLayout& layout);
   // Another view of an existing workspace buffer's bytes.
   int add_alias(int of, const std::string& name, int64_t rows, int64_t cols, Order order);
 
@@ -38,6 +46,25 @@ class ScheduleBuilder {
   // True when `r` holds exactly the bytes of a tight buffer of `layout_of`'s
   // order with r's shape (so it can be sent as is).
   bool same_bytes_as_tight(const Region& r, Order layout) const;
+
+  // Scales (core/scale_layout.hpp). The region of the scale buffer
+  // `buffer` (the scales of a block in `mode`) that holds the scales of
+  // outer rows [row0, row0 + rows) of that block; `what` names those rows
+  // in the error a band mode gives when row0 is not on a 128-row band.
+  Region scale_rows(int buffer, ScaleMode mode, int64_t row0, int64_t rows, const std::string& what) const;
+  // Whether such a region is laid out as the scales of its rows alone
+  // (what a GEMM takes): contiguous, with the layout's own leading
+  // dimension.
+  bool tight_scales(const Region& region) const;
+  // The scales of rows [row0, row0 + rows) of op(A) (of the caller's A
+  // block) for a GEMM: the caller's region when it is tight, else a copy in
+  // the workspace, made once by a step that *ready is set to (-1: none).
+  ScaleOperand a_scales(int64_t row0, int64_t rows, int* ready);
+  // B's scales: B is never cut, so always the caller's whole buffer.
+  ScaleOperand b_scales() const;
+  // A GEMM of rows [row0, row0 + rows) of op(A) (the caller's A) into c,
+  // with their scales and B's; *ready as a_scales.
+  GemmOp gemm_of_a_rows(int64_t row0, int64_t rows, const Region& c, Scalar alpha, Scalar beta, int* ready);
 
   // dst = src (type and layout conversion allowed).
   EpilogueOp copy(const Region& dst, const Region& src) const;
@@ -58,6 +85,8 @@ class ScheduleBuilder {
   Schedule schedule_;
   int batch_counter_ = 0;
   int lane_counter_ = 0;
+  // a_scales' copies, by (row0, rows): each made once.
+  std::map<std::pair<int64_t, int64_t>, std::pair<ScaleOperand, int>> a_scale_copies_;
 };
 
 // Which chunks of a shard travel which way: the first half forward, the rest

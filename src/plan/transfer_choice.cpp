@@ -14,8 +14,8 @@ std::vector<SmTransferRule> default_sm_transfer_rules() {
 
 double transfer_shard_bytes(const Problem& p) {
   const double rows = static_cast<double>(p.m) / p.group_size;
-  // p.dtype: the type of C, and today of A and B.
-  if (p.operation == Operation::AgGemm) return rows * static_cast<double>(p.k) * dtype_size(p.dtype);
+  // AG-GEMM moves A's rows, the reductions products in C's type (p.dtype).
+  if (p.operation == Operation::AgGemm) return rows * static_cast<double>(p.k) * dtype_size(p.a_type);
   return rows * static_cast<double>(p.n) * dtype_size(p.dtype);
 }
 

@@ -8,11 +8,15 @@
 //     anything is written;
 //   - the C++ interface's typed execute checks its pointers' types against
 //     the plan (a float buffer on an f64 plan), on every rank;
-//   - weave_plan_get_info reports the element types and the plan's status,
-//     and writes no more of its struct than the caller's size says.
+//   - weave_plan_get_info reports the element types, the plan's status and
+//     its scale modes, and writes no more of its struct than the caller's
+//     size says;
+//   - structs of the size before the FP8 fields (scale_mode, the scale
+//     buffers) work, and what lies beyond them is never read.
 // Prints PASS or FAIL per check; exit code 1 if any failed.
 #include <mpi.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdio>
@@ -149,6 +153,65 @@ int main(int argc, char** argv) {
              static_cast<int>(info.status) == 12345;
     });
 
+    check("plan info of the size before the scale fields: accepted, nothing written past it", [&] {
+      weave_plan_info_t info{};
+      // The size of that version: its last field rounded up to the struct's alignment.
+      info.struct_size = (offsetof(weave_plan_info_t, a_scale_mode) + alignof(weave_plan_info_t) - 1) /
+                         alignof(weave_plan_info_t) * alignof(weave_plan_info_t);
+      info.a_scale_elements = 12345;
+      return weave_plan_get_info(p.plan.get(), &info) == WEAVE_SUCCESS && info.status == WEAVE_SUCCESS &&
+             info.a_scale_elements == 12345;
+    });
+
+    check("plan info reports no scales for an f64 plan", [&] {
+      const weave_plan_info_t info = p.plan.info();
+      return info.a_scale_mode == WEAVE_SCALE_NONE && info.b_scale_mode == WEAVE_SCALE_NONE &&
+             info.a_scale_elements == 0 && info.b_scale_elements == 0;
+    });
+
+    // Programs built before the scale fields: a matrix descriptor that ends
+    // at `memory` (scale_mode taken as WEAVE_SCALE_NONE), execute arguments
+    // that end at gathered_a_elements (no scales).
+    check("matrix descriptor of the size before scale_mode", [&] {
+      weave_matrix_desc_t d = WEAVE_MATRIX_DESC_INIT;
+      d.rows = 4;
+      d.cols = 4;
+      d.dtype = WEAVE_FLOAT64;
+      d.distribution = WEAVE_DIST_REPLICATED;
+      d.struct_size = offsetof(weave_matrix_desc_t, scale_mode);
+      d.scale_mode = static_cast<weave_scale_mode_t>(99);  // beyond the caller's struct: never read
+      weave_matrix_t m = nullptr;
+      const bool ok = expect(weave_matrix_create(grid.get(), &d, &m), WEAVE_SUCCESS, nullptr, "weave_matrix_create");
+      weave_matrix_destroy(m);
+      return ok;
+    });
+
+    check("execute arguments of the size before the scales", [&] {
+      weave_execute_args_t x = p.args();
+      x.struct_size = offsetof(weave_execute_args_t, a_scale);
+      x.a_scale = &x;  // beyond the caller's struct: never read
+      const bool ok = expect(weave_execute_ex(p.plan.get(), &x), WEAVE_SUCCESS, nullptr, "weave_execute_ex");
+      std::fill(p.c_local.begin(), p.c_local.end(), -7.0);  // the checks below expect C untouched
+      return ok;
+    });
+
+    check("plan descriptor of the size before wire_type", [&] {
+      weave_plan_desc_t d = WEAVE_PLAN_DESC_INIT;
+      d.operation = WEAVE_AG_GEMM;
+      d.a = p.a.get();
+      d.b = p.b.get();
+      d.c = p.c.get();
+      d.struct_size = (offsetof(weave_plan_desc_t, wire_type) + alignof(weave_plan_desc_t) - 1) /
+                      alignof(weave_plan_desc_t) * alignof(weave_plan_desc_t);
+      d.wire_type = static_cast<weave_dtype_t>(99);  // beyond the caller's struct: never read
+      weave_plan_t plan = nullptr;
+      weave_plan_info_t info = WEAVE_PLAN_INFO_INIT;
+      const bool ok = expect(weave_plan_create(p.grid.get(), &d, &plan), WEAVE_SUCCESS, nullptr, "weave_plan_create") &&
+                      weave_plan_get_info(plan, &info) == WEAVE_SUCCESS && info.wire_type == WEAVE_FLOAT64;
+      weave_plan_destroy(plan);
+      return ok;
+    });
+
     check("plan info says a plan that has not failed can execute", [&] {
       return p.plan.info().status == WEAVE_SUCCESS;
     });
@@ -218,6 +281,34 @@ int main(int argc, char** argv) {
         for (int64_t i = 0; i < 9; ++i)
           if (p.c_local[static_cast<size_t>(i + j * ld)] != 8.5) return false;
       return true;
+    });
+
+    check("C++ typed execute of FP8 operands with their scales", [&] {
+      weave::Grid g(MPI_COMM_WORLD);
+      weave::Matrix a8(g, weave::block_rows(2 * g_size, 3, WEAVE_FLOAT8_E4M3).scale_mode(WEAVE_SCALE_ROW_WISE));
+      weave::Matrix b8(g, weave::block_cols(3, g_size, WEAVE_FLOAT8_E4M3).scale_mode(WEAVE_SCALE_TENSOR));
+      weave::Matrix c32(g, weave::block_cols(2 * g_size, g_size, WEAVE_FLOAT32));
+      weave::Plan plan(g, weave::PlanDesc(WEAVE_AG_GEMM, a8, b8, c32));
+      const weave::float8_e4m3 one{0x38}, two{0x40};
+      std::vector<weave::float8_e4m3> a_local(static_cast<size_t>(a8.local_elements()), one);
+      std::vector<weave::float8_e4m3> b_local(static_cast<size_t>(b8.local_elements()), two);
+      std::vector<float> c_local(static_cast<size_t>(c32.local_elements()), -1.0f);
+      std::vector<float> a_scale(2, 0.25f), b_scale(1, 4.0f);
+      weave::Scales scales;
+      scales.a = a_scale.data();
+      scales.b = b_scale.data();
+      plan.execute(1.0, a_local.data(), b_local.data(), 0.0, c_local.data(), scales);
+      // Every element: 3 x (1 x 0.25) x (2 x 4) = 6.
+      for (float v : c_local)
+        if (v != 6.0f) return false;
+      // An e5m2 pointer on the e4m3 plan.
+      std::vector<weave::float8_e5m2> wrong(a_local.size());
+      try {
+        plan.execute(1.0, wrong.data(), b_local.data(), 0.0, c_local.data(), scales);
+      } catch (const weave::Error& e) {
+        return e.status() == WEAVE_ERROR_UNSUPPORTED_TYPE && std::string(e.what()).find("e5m2") != std::string::npos;
+      }
+      return false;
     });
   }
   if (g_rank == 0) std::printf("%s: %d checks failed on %d ranks\n", g_failed ? "FAILED" : "PASSED", g_failed, g_size);

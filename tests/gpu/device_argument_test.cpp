@@ -180,6 +180,119 @@ void run(weave_grid_t grid, cudaStream_t stream) {
   cudaFree(dev_c);
 }
 
+// FP8 on the device: a scale buffer in host memory (on one rank) is
+// WEAVE_ERROR_POINTER_KIND on every rank and C stays as it was; MXFP8 scales
+// before sm_100, and FP8 operands that are not K-contiguous before sm_100,
+// are WEAVE_ERROR_UNSUPPORTED at plan creation naming the device's
+// architecture; then a good FP8 execute runs.
+void run_fp8(weave_grid_t grid, cudaStream_t stream) {
+  cudaDeviceProp properties{};
+  int device = 0;
+  WEAVE_TEST_CUDA(cudaGetDevice(&device));
+  WEAVE_TEST_CUDA(cudaGetDeviceProperties(&properties, device));
+  const int compute = properties.major * 10 + properties.minor;
+  if (compute < 89) {
+    if (g_rank == 0) std::printf("note: sm_%d runs no FP8 GEMMs; the FP8 checks expect the refusal\n", compute);
+  }
+  const int64_t M = 32 * g_size, N = 16 * g_size, K = 64;
+  auto make = [&](int64_t rows, int64_t cols, weave_dtype_t type, weave_distribution_t dist, weave_order_t order,
+                  weave_scale_mode_t mode, weave_matrix_t* out) {
+    weave_matrix_desc_t d = WEAVE_MATRIX_DESC_INIT;
+    d.rows = rows;
+    d.cols = cols;
+    d.dtype = type;
+    d.distribution = dist;
+    d.order = order;
+    d.memory = WEAVE_MEMORY_DEVICE;
+    d.scale_mode = mode;
+    return weave_matrix_create(grid, &d, out) == WEAVE_SUCCESS;
+  };
+  // AG-GEMM e4m3: A row-major M x K (row-wise), B row-major N x K with op T
+  // (tensor-wise), C row-major bf16: PyTorch's x @ w.T.
+  Matrices m;
+  weave_matrix_t b_mx = nullptr, b_column = nullptr;
+  if (!make(M, K, WEAVE_FLOAT8_E4M3, WEAVE_DIST_BLOCK_ROW, WEAVE_ORDER_ROW_MAJOR, WEAVE_SCALE_ROW_WISE, &m.a) ||
+      !make(N, K, WEAVE_FLOAT8_E4M3, WEAVE_DIST_BLOCK_ROW, WEAVE_ORDER_ROW_MAJOR, WEAVE_SCALE_TENSOR, &m.b) ||
+      !make(M, N, WEAVE_BFLOAT16, WEAVE_DIST_BLOCK_COLUMN, WEAVE_ORDER_ROW_MAJOR, WEAVE_SCALE_NONE, &m.c) ||
+      !make(N, K, WEAVE_FLOAT8_E4M3, WEAVE_DIST_BLOCK_ROW, WEAVE_ORDER_ROW_MAJOR, WEAVE_SCALE_MXFP8, &b_mx) ||
+      !make(N, K, WEAVE_FLOAT8_E4M3, WEAVE_DIST_BLOCK_ROW, WEAVE_ORDER_COLUMN_MAJOR, WEAVE_SCALE_TENSOR, &b_column)) {
+    std::fprintf(stderr, "rank %d: FP8 matrix creation failed: %s\n", g_rank, weave_last_error());
+    ++g_failures;
+    weave_matrix_destroy(b_mx);
+    weave_matrix_destroy(b_column);
+    return;
+  }
+  weave_plan_desc_t pd = plan_desc(m);
+  pd.op_b = WEAVE_OP_T;
+  const std::string arch = "sm_" + std::to_string(compute);
+  weave_plan_t refused = nullptr;
+  pd.b = b_mx;
+  if (compute < 100)
+    expect_status("MXFP8 scales before sm_100", weave_plan_create(grid, &pd, &refused), WEAVE_ERROR_UNSUPPORTED,
+                  arch.c_str());
+  weave_plan_destroy(refused);
+  refused = nullptr;
+  pd.b = b_column;  // column-major with op T: K is not contiguous
+  if (compute >= 89 && compute < 100)
+    expect_status("an FP8 B that is not K-contiguous before sm_100", weave_plan_create(grid, &pd, &refused),
+                  WEAVE_ERROR_UNSUPPORTED, "K-contiguous");
+  weave_plan_destroy(refused);
+  weave_matrix_destroy(b_mx);
+  weave_matrix_destroy(b_column);
+  pd.b = m.b;
+  weave_plan_t plan = nullptr;
+  const weave_status_t created = weave_plan_create(grid, &pd, &plan);
+  if (compute < 89) {
+    expect_status("FP8 before sm_89", created, WEAVE_ERROR_UNSUPPORTED, arch.c_str());
+    weave_plan_destroy(plan);
+    return;
+  }
+  expect_status("FP8 device plan creation", created, WEAVE_SUCCESS, nullptr);
+  if (!plan) return;
+  // Every A and B byte e4m3 1.0 (0x38); scales: A's rows 0.5, B's 2: C = K.
+  const int64_t a_bytes = std::max<int64_t>(elements(m.a), 1), b_bytes = std::max<int64_t>(elements(m.b), 1);
+  const int64_t c_elements = std::max<int64_t>(elements(m.c), 1);
+  void *a = nullptr, *b = nullptr, *c = nullptr, *a_scale = nullptr, *b_scale = nullptr;
+  WEAVE_TEST_CUDA(cudaMalloc(&a, a_bytes));
+  WEAVE_TEST_CUDA(cudaMalloc(&b, b_bytes));
+  WEAVE_TEST_CUDA(cudaMalloc(&c, c_elements * 2));
+  WEAVE_TEST_CUDA(cudaMalloc(&a_scale, M * sizeof(float)));
+  WEAVE_TEST_CUDA(cudaMalloc(&b_scale, sizeof(float)));
+  WEAVE_TEST_CUDA(cudaMemset(a, 0x38, a_bytes));
+  WEAVE_TEST_CUDA(cudaMemset(b, 0x38, b_bytes));
+  WEAVE_TEST_CUDA(cudaMemset(c, 0x77, c_elements * 2));
+  std::vector<float> a_scales(static_cast<std::size_t>(M), 0.5f), b_scales(1, 2.0f);
+  WEAVE_TEST_CUDA(cudaMemcpy(a_scale, a_scales.data(), M * sizeof(float), cudaMemcpyHostToDevice));
+  WEAVE_TEST_CUDA(cudaMemcpy(b_scale, b_scales.data(), sizeof(float), cudaMemcpyHostToDevice));
+  WEAVE_TEST_CUDA(cudaDeviceSynchronize());
+  weave_execute_args_t args = WEAVE_EXECUTE_ARGS_INIT;
+  args.alpha = 1.0;
+  args.a = a;
+  args.b = b;
+  args.c = c;
+  args.a_scale = g_rank == 0 ? static_cast<const void*>(a_scales.data()) : a_scale;  // host memory on rank 0
+  args.b_scale = b_scale;
+  args.stream = stream;
+  expect_status("a host scale buffer for a device plan (rank 0 only)", weave_execute_ex(plan, &args),
+                WEAVE_ERROR_POINTER_KIND, "a_scale");
+  std::vector<uint16_t> host_c(static_cast<std::size_t>(c_elements));
+  WEAVE_TEST_CUDA(cudaMemcpy(host_c.data(), c, c_elements * 2, cudaMemcpyDeviceToHost));
+  bool untouched = true;
+  for (uint16_t x : host_c) untouched = untouched && x == 0x7777;
+  expect_status(untouched ? "C untouched by the refused execute" : "the refused execute wrote C",
+                untouched ? WEAVE_SUCCESS : WEAVE_ERROR_INTERNAL, WEAVE_SUCCESS, nullptr);
+  args.a_scale = a_scale;
+  expect_status("the FP8 device plan runs", weave_execute_ex(plan, &args), WEAVE_SUCCESS, nullptr);
+  WEAVE_TEST_CUDA(cudaStreamSynchronize(stream));
+  WEAVE_TEST_CUDA(cudaMemcpy(host_c.data(), c, c_elements * 2, cudaMemcpyDeviceToHost));
+  bool right = true;
+  for (int64_t i = 0; i < elements(m.c); ++i) right = right && host_c[static_cast<std::size_t>(i)] == 0x4280;  // bf16 64
+  expect_status(right ? "FP8 device result is right (64)" : "FP8 device result is wrong",
+                right ? WEAVE_SUCCESS : WEAVE_ERROR_INTERNAL, WEAVE_SUCCESS, nullptr);
+  weave_plan_destroy(plan);
+  for (void* p : {a, b, c, a_scale, b_scale}) cudaFree(p);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -202,6 +315,7 @@ int main(int argc, char** argv) {
     if (weave_grid_create(MPI_COMM_WORLD, g_size, 1, &grid) != WEAVE_SUCCESS) throw std::runtime_error(weave_last_error());
     WEAVE_TEST_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     run(grid, stream);
+    run_fp8(grid, stream);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "rank %d: %s\n", g_rank, e.what());
     ++g_failures;

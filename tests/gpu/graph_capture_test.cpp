@@ -1,5 +1,5 @@
 // Execute captured into a CUDA graph: for every operation, element type
-// and algorithm (the rings' transfers, the sequential algorithms' NCCL
+// (FP8 with its scales, and AG-GEMM's wire type, included) and algorithm (the rings' transfers, the sequential algorithms' NCCL
 // collectives, the direct reductions' transfers or sums read from peers),
 // the first execute of a plan is captured
 // (global capture mode) on the caller's stream and launched, then the graph
@@ -41,6 +41,41 @@ std::vector<weave_test::Case> graph_cases(const weave_test::CaseListOptions& opt
         cases.push_back(c);
         ++counter;
       }
+  // FP8 with scales: the scales' pointers are captured, their contents
+  // (fresh every replay, like the data) are read at every replay; and
+  // AG-GEMM's wire type, quantized inside the graph.
+  for (weave_operation_t operation : {WEAVE_AG_GEMM, WEAVE_GEMM_RS, WEAVE_GEMM_AR})
+    for (weave_algorithm_t algorithm : {WEAVE_ALGORITHM_RING, WEAVE_ALGORITHM_SEQUENTIAL, WEAVE_ALGORITHM_DIRECT}) {
+      if (algorithm == WEAVE_ALGORITHM_DIRECT && operation == WEAVE_AG_GEMM) continue;
+      for (bool wire : {false, true}) {
+        if (wire && operation != WEAVE_AG_GEMM) continue;
+        weave_test::Case c;
+        c.operation = operation;
+        c.algorithm = algorithm;
+        c.dtype = WEAVE_BFLOAT16;
+        c.a_type = wire ? WEAVE_BFLOAT16 : WEAVE_FLOAT8_E4M3;
+        c.b_type = WEAVE_FLOAT8_E4M3;
+        c.a_scale = wire ? WEAVE_SCALE_NONE : WEAVE_SCALE_ROW_WISE;
+        c.b_scale = WEAVE_SCALE_TENSOR;
+        c.wire_type = wire ? WEAVE_FLOAT8_E4M3 : weave_dtype_t{};
+        c.op_b = WEAVE_OP_T;  // K-contiguous operands, as FP8 kernels take them
+        c.order_a = c.order_b = c.order_c = WEAVE_ORDER_ROW_MAJOR;
+        c.count_unit = 16;
+        c.m = 64 * weave_test::g_size;
+        c.n = 32 * weave_test::g_size;
+        c.k = 64 * weave_test::g_size;
+        c.shards = weave_test::Shards::Uneven;
+        c.chunks = 2;
+        c.bias = true;
+        c.bias_ld_padding = 0;
+        c.order_bias = WEAVE_ORDER_ROW_MAJOR;
+        c.beta = 0.5;
+        c.gathered = operation == WEAVE_AG_GEMM;
+        c.repeats = 3;
+        c.fresh_inputs = true;
+        cases.push_back(c);
+      }
+    }
   return cases;
 }
 

@@ -10,6 +10,7 @@
 // Values are small multiples of 1/16, so every product is exact and
 // compared with ==. Usage: mpiexec -n P weave_kokkos_view_test
 #include <Kokkos_Core.hpp>
+#include <cmath>
 #include <cstdio>
 #include <functional>
 #include <string>
@@ -198,6 +199,86 @@ void check_refusals() {
   expect(product_right(c, plan, 1.0, 0.0, true), "the plan gave a wrong product after refused calls");
 }
 
+// FP8 A and B as Views of weave::float8_e4m3 with their scales
+// (weave::scales), with and without a bias; a scale View that is too short
+// on rank 0 is refused on every rank.
+void check_fp8() {
+  const Shapes s = shapes();
+  weave::Grid grid(MPI_COMM_WORLD);
+  weave::KokkosPlan plan(grid, WEAVE_AG_GEMM,
+                         weave::block_rows(s.m, s.k, WEAVE_FLOAT8_E4M3).scale_mode(WEAVE_SCALE_ROW_WISE),
+                         weave::block_cols(s.k, s.n, WEAVE_FLOAT8_E4M3).scale_mode(WEAVE_SCALE_TENSOR),
+                         weave::block_cols(s.m, s.n, WEAVE_FLOAT32), weave::block_cols(1, s.n, WEAVE_FLOAT32));
+  using Fp8 = Kokkos::View<weave::float8_e4m3**, Kokkos::LayoutLeft, Kokkos::HostSpace>;
+  Fp8 a("A", plan.a().local_rows(), plan.a().local_cols()), b("B", plan.b().local_rows(), plan.b().local_cols());
+  Kokkos::View<float**, Kokkos::LayoutLeft, Kokkos::HostSpace> c("C", plan.c().local_rows(), plan.c().local_cols());
+  Kokkos::View<float*, Kokkos::HostSpace> bias("bias", plan.bias().local_cols());
+  Kokkos::deep_copy(bias, 0.25f);
+  // e4m3 1.0 everywhere; A's rows scaled by 0.5, B by 2: C = K (+ 0.25).
+  for (std::size_t i = 0; i < a.span(); ++i) a.data()[i].bits = 0x38;
+  for (std::size_t i = 0; i < b.span(); ++i) b.data()[i].bits = 0x38;
+  Kokkos::View<float*, Kokkos::HostSpace> a_scale("A scales", plan.a().local_rows()), b_scale("B scales", 1),
+      short_scale("short", 0);
+  Kokkos::deep_copy(a_scale, 0.5f);
+  Kokkos::deep_copy(b_scale, 2.0f);
+  weave::execute(plan, 1.0, a, b, 0.0, c, bias, weave::scales(a_scale, b_scale), Space());
+  bool right = true;
+  for (std::size_t j = 0; j < c.extent(1); ++j)
+    for (std::size_t i = 0; i < c.extent(0); ++i) right = right && c(i, j) == static_cast<float>(s.k) + 0.25f;
+  expect(right, "FP8 Views with scales and bias: wrong product");
+  weave::KokkosPlan no_bias(grid, WEAVE_AG_GEMM,
+                            weave::block_rows(s.m, s.k, WEAVE_FLOAT8_E4M3).scale_mode(WEAVE_SCALE_ROW_WISE),
+                            weave::block_cols(s.k, s.n, WEAVE_FLOAT8_E4M3).scale_mode(WEAVE_SCALE_TENSOR),
+                            weave::block_cols(s.m, s.n, WEAVE_FLOAT32));
+  weave::execute(no_bias, 1.0, a, b, 0.0, c, weave::scales(a_scale, b_scale), Space());
+  right = true;
+  for (std::size_t j = 0; j < c.extent(1); ++j)
+    for (std::size_t i = 0; i < c.extent(0); ++i) right = right && c(i, j) == static_cast<float>(s.k);
+  expect(right, "FP8 Views with scales: wrong product");
+  // Rank 0 passes an empty scale View for its rows (when it has rows): every rank is refused.
+  int rank0_rows = g_rank == 0 ? static_cast<int>(plan.a().local_rows()) : 0, rows = 0;
+  MPI_Allreduce(&rank0_rows, &rows, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  if (rows > 0) {
+    weave_status_t got = WEAVE_SUCCESS;
+    std::string message;
+    try {
+      weave::execute(no_bias, 1.0, a, b, 0.0, c, weave::scales(g_rank == 0 ? short_scale : a_scale, b_scale), Space());
+    } catch (const weave::Error& e) {
+      got = e.status();
+      message = e.what();
+    }
+    expect(got == WEAVE_ERROR_INVALID_VALUE && message.find("a_scale holds 0") != std::string::npos,
+           "an A scale View too short on rank 0: " + message);
+  }
+}
+
+// AG-GEMM with float A sent as e4m3 (the wire type in the plan's options):
+// A is unscaled, its scale View empty. A = 1 quantizes to 448 with scale
+// 1/448 (doc/fp8.md), B = e4m3 1.0 scaled by 2: C = 2 K within float32 rounding.
+void check_wire_type() {
+  const Shapes s = shapes();
+  weave::Grid grid(MPI_COMM_WORLD);
+  weave_plan_desc_t options{};
+  options.wire_type = WEAVE_FLOAT8_E4M3;
+  weave::KokkosPlan plan(grid, WEAVE_AG_GEMM, weave::block_rows(s.m, s.k, WEAVE_FLOAT32),
+                         weave::block_cols(s.k, s.n, WEAVE_FLOAT8_E4M3).scale_mode(WEAVE_SCALE_TENSOR),
+                         weave::block_cols(s.m, s.n, WEAVE_FLOAT32), options);
+  Kokkos::View<float**, Kokkos::LayoutLeft, Kokkos::HostSpace> a("A", plan.a().local_rows(), plan.a().local_cols()),
+      c("C", plan.c().local_rows(), plan.c().local_cols());
+  Kokkos::View<weave::float8_e4m3**, Kokkos::LayoutLeft, Kokkos::HostSpace> b("B", plan.b().local_rows(),
+                                                                              plan.b().local_cols());
+  Kokkos::deep_copy(a, 1.0f);
+  for (std::size_t i = 0; i < b.span(); ++i) b.data()[i].bits = 0x38;
+  Kokkos::View<float*, Kokkos::HostSpace> no_scale, b_scale("B scale", 1);
+  Kokkos::deep_copy(b_scale, 2.0f);
+  weave::execute(plan, 1.0, a, b, 0.0, c, weave::scales(no_scale, b_scale), Space());
+  bool right = true;
+  for (std::size_t j = 0; j < c.extent(1); ++j)
+    for (std::size_t i = 0; i < c.extent(0); ++i)
+      right = right && std::fabs(c(i, j) - 2.0f * static_cast<float>(s.k)) <= 1e-5f * static_cast<float>(s.k);
+  expect(right, "float A sent as e4m3 (wire type): wrong product");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -213,6 +294,8 @@ int main(int argc, char** argv) {
     check_strided_bias();
     if (g_rank == 0) std::printf("refused as expected:\n");
     check_refusals();
+    check_fp8();
+    check_wire_type();
   } catch (const std::exception& e) {
     expect(false, std::string("unexpected exception: ") + e.what());
   }

@@ -421,13 +421,6 @@ void distribution_mismatches(weave_grid_t grid) {
 
 void unsupported_types(weave_grid_t grid) {
   Plan p;
-  for (weave_dtype_t t : {WEAVE_FLOAT16, WEAVE_BFLOAT16}) {
-    Operands o;
-    if (!make_operands(grid, WEAVE_GEMM_RS, 4 * g_size, 3, 2 * g_size, &o, t)) return;
-    const weave_plan_desc_t pd = plan_desc(WEAVE_GEMM_RS, o);
-    EXPECT_STATUS(weave_plan_create(grid, &pd, &p.h), WEAVE_ERROR_UNSUPPORTED_TYPE, "host backend",
-                  t == WEAVE_FLOAT16 ? "f16" : "bf16");
-  }
   {  // A in f32, B and C in f64.
     Operands o;
     Matrix a32;
@@ -445,6 +438,219 @@ void unsupported_types(weave_grid_t grid) {
     EXPECT_STATUS(weave_matrix_create(grid, &d, &m.h), WEAVE_ERROR_UNSUPPORTED_TYPE, "dtype");
   }
   if (p.h || m.h) fail_here("a failed create left a handle");
+}
+
+// An FP8 matrix: its descriptor with a scale mode.
+weave_matrix_desc_t fp8_desc(int64_t rows, int64_t cols, weave_distribution_t dist, weave_dtype_t dtype,
+                             weave_scale_mode_t mode) {
+  weave_matrix_desc_t d = desc_of(rows, cols, dist, dtype);
+  d.scale_mode = mode;
+  return d;
+}
+
+// Types that do not fit together, and scale modes that do not fit the
+// type: errors at matrix or plan creation naming both.
+void fp8_types_and_scale_modes(weave_grid_t grid) {
+  Plan p;
+  Matrix m;
+  const int64_t M = 4 * g_size, N = 3 * g_size, K = 5;
+  // A scale mode on an unscaled type; none on an FP8 type; a mode that does not exist.
+  const weave_matrix_desc_t scaled_f32 = fp8_desc(4, 4, WEAVE_DIST_REPLICATED, WEAVE_FLOAT32, WEAVE_SCALE_ROW_WISE);
+  EXPECT_STATUS(weave_matrix_create(grid, &scaled_f32, &m.h), WEAVE_ERROR_INVALID_VALUE, "scale_mode",
+                "WEAVE_FLOAT32", "not scaled");
+  const weave_matrix_desc_t unscaled_e4m3 = fp8_desc(4, 4, WEAVE_DIST_REPLICATED, WEAVE_FLOAT8_E4M3, WEAVE_SCALE_NONE);
+  EXPECT_STATUS(weave_matrix_create(grid, &unscaled_e4m3, &m.h), WEAVE_ERROR_INVALID_VALUE, "WEAVE_FLOAT8_E4M3",
+                "needs a scale_mode");
+  const weave_matrix_desc_t no_such_mode =
+      fp8_desc(4, 4, WEAVE_DIST_REPLICATED, WEAVE_FLOAT8_E4M3, static_cast<weave_scale_mode_t>(7));
+  EXPECT_STATUS(weave_matrix_create(grid, &no_such_mode, &m.h), WEAVE_ERROR_INVALID_VALUE, "scale_mode = 7");
+  // A scale mode that differs between ranks.
+  if (g_size > 1) {
+    const weave_matrix_desc_t d = fp8_desc(4, 4, WEAVE_DIST_REPLICATED, WEAVE_FLOAT8_E4M3,
+                                           g_rank == 0 ? WEAVE_SCALE_TENSOR : WEAVE_SCALE_ROW_WISE);
+    EXPECT_STATUS(weave_matrix_create(grid, &d, &m.h), WEAVE_ERROR_RANK_MISMATCH, "scale_mode");
+  }
+  const Distributions dist = distributions_for(WEAVE_AG_GEMM);
+  Matrix a8, b8, b5, a5, c16, c8, c64, bias32;
+  if (!create(grid, fp8_desc(M, K, dist.a, WEAVE_FLOAT8_E4M3, WEAVE_SCALE_ROW_WISE), &a8) ||
+      !create(grid, fp8_desc(M, K, dist.a, WEAVE_FLOAT8_E5M2, WEAVE_SCALE_ROW_WISE), &a5) ||
+      !create(grid, fp8_desc(K, N, dist.b, WEAVE_FLOAT8_E4M3, WEAVE_SCALE_TENSOR), &b8) ||
+      !create(grid, fp8_desc(K, N, dist.b, WEAVE_FLOAT8_E5M2, WEAVE_SCALE_TENSOR), &b5) ||
+      !create(grid, desc_of(M, N, dist.c, WEAVE_BFLOAT16), &c16) ||
+      !create(grid, fp8_desc(M, N, dist.c, WEAVE_FLOAT8_E4M3, WEAVE_SCALE_TENSOR), &c8) ||
+      !create(grid, desc_of(M, N, dist.c, WEAVE_FLOAT64), &c64) ||
+      !create(grid, desc_of(1, N, dist.bias, WEAVE_FLOAT32), &bias32))
+    return;
+  weave_plan_desc_t pd{};
+  pd.operation = WEAVE_AG_GEMM;
+  pd.a = a8.h;
+  pd.b = b8.h;
+  pd.c = c8.h;  // FP8 C
+  EXPECT_STATUS(weave_plan_create(grid, &pd, &p.h), WEAVE_ERROR_UNSUPPORTED_TYPE, "A is e4m3", "C is e4m3");
+  pd.c = c64.h;  // f64 C of an FP8 product
+  EXPECT_STATUS(weave_plan_create(grid, &pd, &p.h), WEAVE_ERROR_UNSUPPORTED_TYPE, "C is f64", "stored in f32, f16, bf16");
+  pd.c = c16.h;
+  pd.a = a5.h;
+  pd.b = b5.h;  // e5m2 x e5m2: no such FP8 GEMM
+  EXPECT_STATUS(weave_plan_create(grid, &pd, &p.h), WEAVE_ERROR_UNSUPPORTED_TYPE, "A is e5m2", "B is e5m2");
+  pd.a = a8.h;
+  pd.b = b8.h;
+  pd.bias = bias32.h;  // f32 bias, bf16 C
+  EXPECT_STATUS(weave_plan_create(grid, &pd, &p.h), WEAVE_ERROR_UNSUPPORTED_TYPE, "bias is f32", "C is bf16");
+  pd.bias = nullptr;
+  {  // An f64 B with an FP8 A.
+    Matrix b64;
+    if (!create(grid, desc_of(K, N, dist.b, WEAVE_FLOAT64), &b64)) return;
+    pd.b = b64.h;
+    EXPECT_STATUS(weave_plan_create(grid, &pd, &p.h), WEAVE_ERROR_UNSUPPORTED_TYPE, "A is e4m3", "B is f64");
+    pd.b = b8.h;
+  }
+  {  // Wire types that do not fit: not a wire type, not narrower than A, not
+     // AG-GEMM, a B that does not multiply with it, a value that is no type.
+    Matrix a32, a64, b32, c32;
+    const Distributions rs = distributions_for(WEAVE_GEMM_RS);
+    Matrix rs_a, rs_b, rs_c;
+    if (!create(grid, desc_of(M, K, dist.a, WEAVE_FLOAT32), &a32) || !create(grid, desc_of(M, K, dist.a), &a64) ||
+        !create(grid, desc_of(K, N, dist.b, WEAVE_FLOAT32), &b32) ||
+        !create(grid, desc_of(M, N, dist.c, WEAVE_FLOAT32), &c32) ||
+        !create(grid, desc_of(M, K * g_size, rs.a, WEAVE_FLOAT32), &rs_a) ||
+        !create(grid, fp8_desc(K * g_size, N, rs.b, WEAVE_FLOAT8_E4M3, WEAVE_SCALE_TENSOR), &rs_b) ||
+        !create(grid, desc_of(M, N, rs.c, WEAVE_BFLOAT16), &rs_c))
+      return;
+    weave_plan_desc_t wd{};
+    wd.operation = WEAVE_AG_GEMM;
+    wd.a = a32.h;
+    wd.b = b8.h;
+    wd.c = c16.h;
+    wd.wire_type = WEAVE_FLOAT8_E5M2;
+    EXPECT_STATUS(weave_plan_create(grid, &wd, &p.h), WEAVE_ERROR_UNSUPPORTED_TYPE, "wire_type = WEAVE_FLOAT8_E5M2",
+                  "not a wire type");
+    wd.wire_type = static_cast<weave_dtype_t>(99);
+    EXPECT_STATUS(weave_plan_create(grid, &wd, &p.h), WEAVE_ERROR_INVALID_VALUE, "wire_type = 99");
+    wd.wire_type = WEAVE_FLOAT8_E4M3;
+    wd.a = a64.h;
+    EXPECT_STATUS(weave_plan_create(grid, &wd, &p.h), WEAVE_ERROR_UNSUPPORTED_TYPE, "A is f64", "wire_type is e4m3");
+    wd.a = a32.h;
+    wd.b = b32.h;
+    EXPECT_STATUS(weave_plan_create(grid, &wd, &p.h), WEAVE_ERROR_UNSUPPORTED_TYPE, "A's wire type is e4m3",
+                  "B is f32");
+    wd.b = b8.h;
+    wd.operation = WEAVE_GEMM_RS;
+    wd.a = rs_a.h;
+    wd.b = rs_b.h;
+    wd.c = rs_c.h;
+    EXPECT_STATUS(weave_plan_create(grid, &wd, &p.h), WEAVE_ERROR_UNSUPPORTED, "wire_type is for AG-GEMM");
+  }
+  // Scales that cover 128-row bands on an A whose chunks, or the gathered
+  // output of whose shards, would cut a band.
+  if (g_size > 1) {
+    Matrix a_bands;
+    if (!create(grid, fp8_desc(M, K, dist.a, WEAVE_FLOAT8_E4M3, WEAVE_SCALE_BLOCK_128X128), &a_bands)) return;
+    pd.a = a_bands.h;
+    pd.flags = WEAVE_FLAG_GATHERED_OUTPUT;
+    EXPECT_STATUS(weave_plan_create(grid, &pd, &p.h), WEAVE_ERROR_UNSUPPORTED, "128x128 blocks", "128 rows");
+    pd.flags = 0;
+    pd.chunks_per_shard = 2;
+    pd.algorithm = WEAVE_ALGORITHM_RING;
+    EXPECT_STATUS(weave_plan_create(grid, &pd, &p.h), WEAVE_ERROR_UNSUPPORTED, "128x128 blocks", "128 rows");
+  }
+  if (p.h || m.h) fail_here("a failed create left a handle");
+}
+
+// An FP8 AG-GEMM's scale buffers at execute: missing (on every rank or on
+// one), given where the operand has none, too small for what a typed
+// interface says, or the gathered scales without the gathered output. Each
+// fails on every rank before C is written; then a good execute runs.
+void fp8_execute_arguments(weave_grid_t grid) {
+  const int64_t M = 4 * g_size, N = 3 * g_size, K = 5;
+  const Distributions dist = distributions_for(WEAVE_AG_GEMM);
+  Matrix a, b, c, a64, b64, c64;
+  if (!create(grid, fp8_desc(M, K, dist.a, WEAVE_FLOAT8_E4M3, WEAVE_SCALE_ROW_WISE), &a) ||
+      !create(grid, fp8_desc(K, N, dist.b, WEAVE_FLOAT8_E4M3, WEAVE_SCALE_TENSOR), &b) ||
+      !create(grid, desc_of(M, N, dist.c, WEAVE_BFLOAT16), &c) ||
+      !create(grid, desc_of(M, K, dist.a), &a64) || !create(grid, desc_of(K, N, dist.b), &b64) ||
+      !create(grid, desc_of(M, N, dist.c), &c64))
+    return;
+  weave_plan_desc_t pd{};
+  pd.operation = WEAVE_AG_GEMM;
+  pd.a = a.h;
+  pd.b = b.h;
+  pd.c = c.h;
+  Plan p;
+  EXPECT_OK(weave_plan_create(grid, &pd, &p.h));
+  if (!p.h) return;
+  weave_plan_info_t info = WEAVE_PLAN_INFO_INIT;
+  EXPECT_OK(weave_plan_get_info(p.h, &info));
+  if (info.a_type != WEAVE_FLOAT8_E4M3 || info.c_type != WEAVE_BFLOAT16 || info.a_scale_mode != WEAVE_SCALE_ROW_WISE ||
+      info.b_scale_mode != WEAVE_SCALE_TENSOR || info.a_scale_elements != 4 || info.b_scale_elements != 1)
+    fail_here("plan info does not report the types, scale modes and scale sizes");
+  const char* text = nullptr;
+  EXPECT_OK(weave_plan_describe(p.h, &text));
+  if (text && g_size > 1 && !std::strstr(text, "A's rows travel as e4m3 with their row-wise scales"))
+    fail_here(std::string("describe does not say what travels: ") + text);
+  int64_t a_elements = 0, b_elements = 0, c_elements = 0;
+  weave_matrix_local_elements(a.h, &a_elements);
+  weave_matrix_local_elements(b.h, &b_elements);
+  weave_matrix_local_elements(c.h, &c_elements);
+  std::vector<uint8_t> a_local(static_cast<size_t>(a_elements), 0x38), b_local(static_cast<size_t>(b_elements), 0x38);
+  const uint16_t sentinel = 0x7777;
+  std::vector<uint16_t> c_local(static_cast<size_t>(c_elements), sentinel);
+  std::vector<float> a_scale(4, 0.5f), b_scale(1, 2.0f), gathered_scale(static_cast<size_t>(M), 0.0f);
+  auto untouched = [&] {
+    for (uint16_t x : c_local)
+      if (x != sentinel) return false;
+    return true;
+  };
+  auto args = [&] {
+    weave_execute_args_t x = WEAVE_EXECUTE_ARGS_INIT;
+    x.alpha = 1.0;
+    x.a = a_local.data();
+    x.b = b_local.data();
+    x.c = c_local.data();
+    x.a_scale = a_scale.data();
+    x.b_scale = b_scale.data();
+    return x;
+  };
+  // weave_execute has no scale arguments.
+  EXPECT_STATUS(weave_execute(p.h, 1.0, a_local.data(), b_local.data(), 0.0, c_local.data(), nullptr, nullptr),
+                WEAVE_ERROR_NULL_ARGUMENT, "a_scale is NULL", "row-wise");
+  weave_execute_args_t x = args();
+  if (g_rank == g_size - 1) x.b_scale = nullptr;  // on one rank
+  EXPECT_STATUS(weave_execute_ex(p.h, &x), WEAVE_ERROR_NULL_ARGUMENT, "b_scale is NULL");
+  x = args();
+  x.buffer_checks = WEAVE_CHECK_ELEMENTS;
+  x.a_elements = a_elements;
+  x.b_elements = b_elements;
+  x.c_elements = c_elements;
+  x.a_scale_elements = g_rank == 0 ? 3 : 4;
+  x.b_scale_elements = 1;
+  EXPECT_STATUS(weave_execute_ex(p.h, &x), WEAVE_ERROR_INVALID_VALUE, "a_scale holds 3");
+  x = args();
+  x.gathered_a_scale = gathered_scale.data();
+  EXPECT_STATUS(weave_execute_ex(p.h, &x), WEAVE_ERROR_INVALID_VALUE, "gathered_a_scale", "GATHERED_OUTPUT");
+  if (!untouched()) fail_here("a failed execute wrote C");
+  x = args();
+  EXPECT_OK(weave_execute_ex(p.h, &x));
+  // Every element is 1 (0x38) x 0.5 x 1 x 2 summed over K: 5 (bf16 0x40A0).
+  for (uint16_t v : c_local)
+    if (v != 0x40A0) {
+      fail_here("the good FP8 execute computed " + std::to_string(v) + ", not bf16 5.0 (0x40A0)");
+      break;
+    }
+  {  // Scales where the plan has none.
+    Plan plain;
+    pd.a = a64.h;
+    pd.b = b64.h;
+    pd.c = c64.h;
+    EXPECT_OK(weave_plan_create(grid, &pd, &plain.h));
+    std::vector<double> a_d = local_buffer(a64.h, 1.0), b_d = local_buffer(b64.h, 1.0), c_d = local_buffer(c64.h, -7.0);
+    weave_execute_args_t y = WEAVE_EXECUTE_ARGS_INIT;
+    y.a = a_d.data();
+    y.b = b_d.data();
+    y.c = c_d.data();
+    y.a_scale = a_scale.data();
+    EXPECT_STATUS(weave_execute_ex(plain.h, &y), WEAVE_ERROR_INVALID_VALUE, "a_scale is not NULL", "f64");
+  }
 }
 
 void memory_space_mismatch(weave_grid_t grid) {
@@ -910,6 +1116,8 @@ int main(int argc, char** argv) {
     run_check("matrix over another group than the plan's", [&] { matrix_over_another_group(g); });
     run_check("distributions that do not fit the operation", [&] { distribution_mismatches(g); });
     run_check("unsupported element types", [&] { unsupported_types(g); });
+    run_check("FP8 types and scale modes that do not fit", [&] { fp8_types_and_scale_modes(g); });
+    run_check("FP8 scale buffers at execute, then a good execute", [&] { fp8_execute_arguments(g); });
     run_check("memory space mismatch", [&] { memory_space_mismatch(g); });
     run_check("ranks disagree at plan creation", [&] { rank_mismatch_at_plan_creation(g); });
     run_check("ranks disagree at matrix creation", [&] { rank_mismatch_at_matrix_creation(g); });

@@ -11,6 +11,13 @@
 //                 columns, 2-D block panels), and degenerate sizes.
 //   random_cases: random sizes (including tiny and zero), random uneven
 //                 counts and random choices of everything else.
+//   fp8_cases:    FP8 A and B (both formats, the pairs that multiply) with
+//                 every scale mode, into bf16, f16 and f32 C: every
+//                 operation, transpose pair, shard pattern (a rank with no
+//                 rows, and so no scales, included), bias, beta, chunks 1-4,
+//                 algorithm, the gathered output with its scales; and
+//                 AG-GEMM with a wire type (A stored wider, quantized once
+//                 into e4m3 with row-wise scales, or rounded to bf16).
 #pragma once
 
 #include <algorithm>
@@ -28,6 +35,16 @@ constexpr int kBiasLayouts = 4;
 inline void set_bias_layout(Case& c, int layout) {
   c.order_bias = layout < 2 ? WEAVE_ORDER_COLUMN_MAJOR : WEAVE_ORDER_ROW_MAJOR;
   c.bias_ld_padding = layout % 2 == 0 ? 0 : layout < 2 ? 1 : 2;
+}
+
+// Scalars, padding and storage orders rotated with a case counter, so
+// that each meets every operation and type.
+inline void rotate_layouts(Case& c, int counter) {
+  c.alpha = counter % 3 == 0 ? 1.0 : 1.5;
+  c.padded = counter % 4 == 1;
+  c.order_a = counter % 3 == 2 ? WEAVE_ORDER_ROW_MAJOR : WEAVE_ORDER_COLUMN_MAJOR;
+  c.order_b = counter % 5 == 3 ? WEAVE_ORDER_ROW_MAJOR : WEAVE_ORDER_COLUMN_MAJOR;
+  c.order_c = counter % 4 == 2 ? WEAVE_ORDER_ROW_MAJOR : WEAVE_ORDER_COLUMN_MAJOR;
 }
 
 template <class T>
@@ -67,11 +84,7 @@ inline std::vector<Case> sweep_cases(const CaseListOptions& options, std::mt1993
               c.bias = variant == 0;
               set_bias_layout(c, (counter / 6) % kBiasLayouts);
               c.beta = variant == 0 ? 0.0 : -0.75;
-              c.alpha = counter % 3 == 0 ? 1.0 : 1.5;
-              c.padded = counter % 4 == 1;
-              c.order_a = counter % 3 == 2 ? WEAVE_ORDER_ROW_MAJOR : WEAVE_ORDER_COLUMN_MAJOR;
-              c.order_b = counter % 5 == 3 ? WEAVE_ORDER_ROW_MAJOR : WEAVE_ORDER_COLUMN_MAJOR;
-              c.order_c = counter % 4 == 2 ? WEAVE_ORDER_ROW_MAJOR : WEAVE_ORDER_COLUMN_MAJOR;
+              rotate_layouts(c, counter);
               c.direction = directions[counter % 3];
               // Bidirectional reductions split shards in halves (two chunks
               // at least); AG-GEMM sends whole shards, any chunk count.
@@ -240,6 +253,256 @@ inline std::vector<Case> random_cases(const CaseListOptions& options, std::mt199
     c.gathered = c.operation == WEAVE_AG_GEMM && pick(flags, rng);
     cases.push_back(c);
   }
+  return cases;
+}
+
+// The FP8 pairs cuBLASLt multiplies (A, B): not e5m2 with e5m2.
+inline constexpr std::pair<weave_dtype_t, weave_dtype_t> kFp8Pairs[] = {
+    {WEAVE_FLOAT8_E4M3, WEAVE_FLOAT8_E4M3}, {WEAVE_FLOAT8_E4M3, WEAVE_FLOAT8_E5M2}, {WEAVE_FLOAT8_E5M2, WEAVE_FLOAT8_E4M3}};
+
+// FP8 on GPUs: what cuBLASLt's FP8 kernels take on Hopper: both operands
+// K-contiguous (A row-major with op N and B row-major with op T, as
+// PyTorch's x @ w.T of row-major tensors, C row-major; or A column-major
+// with op T, B column-major with op N, C column-major), every dimension,
+// shard and chunk a multiple of 16 elements; the pairs of scale modes that
+// run there (not 128x128 on both operands, not MXFP8 before sm_100).
+inline std::vector<Case> fp8_device_cases(const CaseListOptions& options) {
+  std::vector<Case> cases;
+  const weave_operation_t operations[] = {WEAVE_AG_GEMM, WEAVE_GEMM_RS, WEAVE_GEMM_AR};
+  const std::pair<weave_scale_mode_t, weave_scale_mode_t> modes[] = {
+      {WEAVE_SCALE_TENSOR, WEAVE_SCALE_TENSOR},
+      {WEAVE_SCALE_ROW_WISE, WEAVE_SCALE_ROW_WISE},
+      {WEAVE_SCALE_BLOCK_1X128, WEAVE_SCALE_BLOCK_1X128},
+      {WEAVE_SCALE_BLOCK_1X128, WEAVE_SCALE_BLOCK_128X128}};
+  const Shards shard_patterns[] = {Shards::Balanced, Shards::Uneven, Shards::WithEmpty};
+  const weave_dtype_t outputs[] = {WEAVE_BFLOAT16, WEAVE_BFLOAT16, WEAVE_FLOAT16, WEAVE_FLOAT32};
+  int counter = 0;
+  for (weave_operation_t op : operations)
+    for (const auto& [a_mode, b_mode] : modes)
+      for (int layout = 0; layout < 2; ++layout) {
+        // 128x128 B with 1x128 A as the measured DeepSeek-style pairing:
+        // row-major C, where cuBLASLt's A is our B.
+        if (b_mode == WEAVE_SCALE_BLOCK_128X128 && layout == 1) continue;
+        for (int variant = 0; variant < 2; ++variant) {
+          Case c;
+          c.operation = op;
+          const auto& pair = kFp8Pairs[counter % 3];
+          c.a_type = pair.first;
+          c.b_type = pair.second;
+          c.a_scale = a_mode;
+          c.b_scale = b_mode;
+          c.dtype = outputs[counter % 4];
+          const bool pytorch = layout == 0;
+          c.op_a = pytorch ? WEAVE_OP_N : WEAVE_OP_T;
+          c.op_b = pytorch ? WEAVE_OP_T : WEAVE_OP_N;
+          c.order_a = c.order_b = c.order_c = pytorch ? WEAVE_ORDER_ROW_MAJOR : WEAVE_ORDER_COLUMN_MAJOR;
+          c.count_unit = 16;
+          c.shards = shard_patterns[counter % 3];
+          const bool blocked = a_mode == WEAVE_SCALE_BLOCK_1X128;
+          c.m = 16 * (4 * g_size + counter % 3);
+          c.n = b_mode == WEAVE_SCALE_BLOCK_128X128 ? 256 * g_size + 128 : 32 * g_size;
+          c.k = (blocked ? 256 * g_size : 64 * g_size) + 16 * (counter % 2);
+          c.bias = variant == 0;
+          // Row-major tight (the GEMM's epilogue can add it), or column-major with ld 2.
+          set_bias_layout(c, counter % 2 ? 1 : 2);
+          c.beta = variant == 0 ? 0.0 : -0.75;
+          c.alpha = counter % 3 == 0 ? 1.0 : 1.5;
+          c.chunks = op == WEAVE_AG_GEMM ? 1 + counter % 4 : 2 + counter % 2;
+          c.direction = op == WEAVE_AG_GEMM && counter % 2 ? WEAVE_DIRECTION_FORWARD : WEAVE_DIRECTION_AUTO;
+          c.algorithm = counter % 4 == 3 ? WEAVE_ALGORITHM_SEQUENTIAL
+                        : op != WEAVE_AG_GEMM && counter % 4 == 1 ? WEAVE_ALGORITHM_DIRECT
+                                                                  : WEAVE_ALGORITHM_RING;
+          c.gathered = op == WEAVE_AG_GEMM && variant == 1;
+          c.repeats = counter % 5 == 0 ? 2 : 1;
+          c.fresh_inputs = c.repeats > 1;
+          ++counter;
+          if (!options.quick || counter % 2 == 0) cases.push_back(c);
+        }
+      }
+  // The wire type: bf16 (or f32) A quantized into e4m3 on the GPU, or f32 A rounded to bf16.
+  for (int variant = 0; variant < 8; ++variant) {
+    Case c;
+    c.operation = WEAVE_AG_GEMM;
+    const bool fp8_wire = variant % 4 != 3;
+    c.wire_type = fp8_wire ? WEAVE_FLOAT8_E4M3 : WEAVE_BFLOAT16;
+    c.a_type = fp8_wire && variant % 2 ? WEAVE_BFLOAT16 : WEAVE_FLOAT32;
+    c.b_type = fp8_wire ? WEAVE_FLOAT8_E4M3 : WEAVE_BFLOAT16;
+    c.b_scale = fp8_wire ? (variant % 2 ? WEAVE_SCALE_ROW_WISE : WEAVE_SCALE_TENSOR) : WEAVE_SCALE_NONE;
+    c.dtype = WEAVE_BFLOAT16;
+    c.op_b = WEAVE_OP_T;
+    c.order_a = c.order_b = c.order_c = WEAVE_ORDER_ROW_MAJOR;
+    c.count_unit = 16;
+    c.shards = shard_patterns[variant % 3];
+    c.m = 16 * (4 * g_size + variant % 3);
+    c.n = 32 * g_size;
+    c.k = 128 + 16 * (variant % 3);
+    c.bias = variant % 2 == 0;
+    set_bias_layout(c, 2);
+    c.beta = variant % 3 == 1 ? 0.5 : 0.0;
+    c.chunks = 1 + variant % 3;
+    c.algorithm = variant % 4 == 1 ? WEAVE_ALGORITHM_SEQUENTIAL : WEAVE_ALGORITHM_RING;
+    c.gathered = variant % 2 == 0;
+    c.report_wire_error = variant == 0;
+    if (c.report_wire_error) {
+      c.bias = false;
+      c.beta = 0.0;
+    }
+    cases.push_back(c);
+  }
+  return cases;
+}
+
+inline std::vector<Case> fp8_cases(const CaseListOptions& options, std::mt19937_64&) {
+  if (options.memory == WEAVE_MEMORY_DEVICE) return fp8_device_cases(options);
+  std::vector<Case> cases;
+  const weave_operation_t operations[] = {WEAVE_AG_GEMM, WEAVE_GEMM_RS, WEAVE_GEMM_AR};
+  const weave_op_t ops[] = {WEAVE_OP_N, WEAVE_OP_T};
+  const Shards shard_patterns[] = {Shards::Balanced, Shards::Uneven, Shards::WithEmpty};
+  const weave_dtype_t outputs[] = {WEAVE_BFLOAT16, WEAVE_FLOAT32, WEAVE_FLOAT16};
+  // Scale modes of A and B. The modes whose scales cover 128-row bands
+  // (128x128, MXFP8) take arbitrary shards on B, which is never cut into
+  // rows; on A they need bands that chunks do not cut (cases below).
+  const std::pair<weave_scale_mode_t, weave_scale_mode_t> modes[] = {
+      {WEAVE_SCALE_TENSOR, WEAVE_SCALE_TENSOR},
+      {WEAVE_SCALE_ROW_WISE, WEAVE_SCALE_ROW_WISE},
+      {WEAVE_SCALE_BLOCK_1X128, WEAVE_SCALE_BLOCK_1X128},
+      {WEAVE_SCALE_BLOCK_1X128, WEAVE_SCALE_BLOCK_128X128},
+      {WEAVE_SCALE_ROW_WISE, WEAVE_SCALE_MXFP8},
+      {WEAVE_SCALE_TENSOR, WEAVE_SCALE_ROW_WISE},
+  };
+  const weave_direction_t directions[] = {WEAVE_DIRECTION_FORWARD, WEAVE_DIRECTION_BACKWARD,
+                                          WEAVE_DIRECTION_BIDIRECTIONAL};
+  int counter = 0;
+  for (weave_operation_t op : operations)
+    for (const auto& [a_mode, b_mode] : modes)
+      for (weave_op_t oa : ops)
+        for (weave_op_t ob : ops) {
+          Case c;
+          c.operation = op;
+          const auto& pair = kFp8Pairs[counter % 3];
+          c.a_type = pair.first;
+          c.b_type = pair.second;
+          c.a_scale = a_mode;
+          c.b_scale = b_mode;
+          c.dtype = outputs[(counter / 3) % 3];
+          c.op_a = oa;
+          c.op_b = ob;
+          c.shards = shard_patterns[counter % 3];
+          // K spans several 128-blocks (and several 32-blocks) where the
+          // scales are blocked; N several 128-column bands of B for 128x128.
+          const bool blocked = a_mode == WEAVE_SCALE_BLOCK_1X128 || b_mode == WEAVE_SCALE_MXFP8;
+          c.m = 13 + counter % 7;
+          c.n = b_mode == WEAVE_SCALE_BLOCK_128X128 || b_mode == WEAVE_SCALE_MXFP8 ? 270 + counter % 5 : 11 + counter % 5;
+          c.k = blocked ? (op == WEAVE_AG_GEMM ? 270 : 700) + counter % 9 : 9 + counter % 6;
+          c.bias = counter % 2 == 0;
+          set_bias_layout(c, (counter / 2) % kBiasLayouts);
+          c.beta = counter % 4 < 2 ? 0.0 : -0.75;
+          rotate_layouts(c, counter);
+          c.direction = directions[counter % 3];
+          c.chunks = c.direction == WEAVE_DIRECTION_BIDIRECTIONAL && op != WEAVE_AG_GEMM ? 2 + counter % 3
+                                                                                        : 1 + counter % 4;
+          c.algorithm = counter % 5 == 4 ? WEAVE_ALGORITHM_SEQUENTIAL : WEAVE_ALGORITHM_RING;
+          if (op != WEAVE_AG_GEMM && counter % 5 == 2) {
+            c.algorithm = WEAVE_ALGORITHM_DIRECT;
+            c.direction = WEAVE_DIRECTION_AUTO;
+          }
+          c.progress = counter % 3 == 1 ? WEAVE_PROGRESS_THREAD : WEAVE_PROGRESS_TILES;
+          c.grid = counter % 7 == 3 ? GridKind::Rows2D : GridKind::Column1D;
+          c.gathered = op == WEAVE_AG_GEMM && counter % 2 == 1;
+          c.repeats = counter % 6 == 0 ? 2 : 1;
+          c.fresh_inputs = c.repeats > 1;
+          ++counter;
+          if (!options.quick || counter % 3 == 0) cases.push_back(c);
+        }
+  // Scales on A that cover 128-row bands: every rank's rows (and every
+  // chunk's) a whole number of bands, 128 rows each.
+  for (weave_operation_t op : operations)
+    for (weave_scale_mode_t a_mode : {WEAVE_SCALE_BLOCK_128X128, WEAVE_SCALE_MXFP8}) {
+      Case c;
+      c.operation = op;
+      c.a_type = c.b_type = WEAVE_FLOAT8_E4M3;
+      c.a_scale = a_mode;
+      c.b_scale = a_mode == WEAVE_SCALE_MXFP8 ? WEAVE_SCALE_MXFP8 : WEAVE_SCALE_BLOCK_1X128;
+      c.dtype = WEAVE_BFLOAT16;
+      c.op_a = op == WEAVE_GEMM_RS ? WEAVE_OP_T : WEAVE_OP_N;
+      c.m = 128 * g_size;
+      c.n = 9;
+      c.k = 300;
+      c.bias = true;
+      c.beta = 0.5;
+      c.chunks = 1;
+      c.direction = WEAVE_DIRECTION_FORWARD;
+      c.algorithm = op == WEAVE_GEMM_AR ? WEAVE_ALGORITHM_DIRECT : WEAVE_ALGORITHM_RING;
+      if (op == WEAVE_GEMM_AR) c.direction = WEAVE_DIRECTION_AUTO;
+      c.gathered = op == WEAVE_AG_GEMM;
+      cases.push_back(c);
+    }
+  // AG-GEMM with a wire type: A stored in f32, bf16 or f16, quantized once
+  // per shard into e4m3 with row-wise scales (B FP8), or rounded to bf16
+  // (A f32, B and C bf16), every algorithm, chunking and direction.
+  const weave_dtype_t stored[] = {WEAVE_FLOAT32, WEAVE_BFLOAT16, WEAVE_FLOAT16};
+  for (int variant = 0; variant < 24; ++variant) {
+    Case c;
+    c.operation = WEAVE_AG_GEMM;
+    const bool fp8_wire = variant % 4 != 3;
+    c.wire_type = fp8_wire ? WEAVE_FLOAT8_E4M3 : WEAVE_BFLOAT16;
+    c.a_type = fp8_wire ? stored[variant % 3] : WEAVE_FLOAT32;
+    c.b_type = fp8_wire ? (variant % 5 == 1 ? WEAVE_FLOAT8_E5M2 : WEAVE_FLOAT8_E4M3) : WEAVE_BFLOAT16;
+    c.b_scale = fp8_wire ? (variant % 2 ? WEAVE_SCALE_ROW_WISE : WEAVE_SCALE_TENSOR) : WEAVE_SCALE_NONE;
+    c.dtype = fp8_wire ? outputs[variant % 3] : WEAVE_BFLOAT16;
+    c.op_a = variant % 2 ? WEAVE_OP_T : WEAVE_OP_N;
+    c.op_b = variant % 3 == 1 ? WEAVE_OP_T : WEAVE_OP_N;
+    c.shards = shard_patterns[variant % 3];
+    c.m = 11 + variant % 6;
+    c.n = 9 + variant % 4;
+    c.k = 20 + 7 * (variant % 5);
+    c.bias = variant % 2 == 0;
+    set_bias_layout(c, variant % kBiasLayouts);
+    c.beta = variant % 3 == 2 ? 0.5 : 0.0;
+    rotate_layouts(c, variant);
+    c.chunks = 1 + variant % 3;
+    c.direction = directions[variant % 3];
+    c.algorithm = variant % 4 == 1 ? WEAVE_ALGORITHM_SEQUENTIAL : WEAVE_ALGORITHM_RING;
+    c.progress = variant % 3 == 1 ? WEAVE_PROGRESS_THREAD : WEAVE_PROGRESS_TILES;
+    c.gathered = variant % 2 == 0 || variant % 5 == 0;
+    if (!options.quick || variant % 2 == 0) cases.push_back(c);
+  }
+  {  // The error of e4m3 rows against the product of the unquantized A: reported.
+    Case c;
+    c.operation = WEAVE_AG_GEMM;
+    c.wire_type = WEAVE_FLOAT8_E4M3;
+    c.a_type = WEAVE_BFLOAT16;
+    c.b_type = WEAVE_FLOAT8_E4M3;
+    c.b_scale = WEAVE_SCALE_ROW_WISE;
+    c.dtype = WEAVE_FLOAT32;
+    c.m = 64;
+    c.n = 48;
+    c.k = 512;
+    c.chunks = 2;
+    c.algorithm = WEAVE_ALGORITHM_RING;
+    c.report_wire_error = true;
+    cases.push_back(c);
+  }
+  // Degenerate sizes: K = 0 (no scales anywhere), a single row, N below P.
+  for (weave_operation_t op : operations)
+    for (int variant = 0; variant < 3; ++variant) {
+      Case c;
+      c.operation = op;
+      c.a_type = c.b_type = WEAVE_FLOAT8_E4M3;
+      c.a_scale = WEAVE_SCALE_ROW_WISE;
+      c.b_scale = WEAVE_SCALE_ROW_WISE;
+      c.dtype = WEAVE_BFLOAT16;
+      c.m = variant == 0 ? 1 : 8;
+      c.n = variant == 1 ? 2 : 6;
+      c.k = variant == 2 ? 0 : 5;
+      c.shards = Shards::WithEmpty;
+      c.bias = true;
+      c.beta = variant == 1 ? 2.0 : 0.0;
+      c.chunks = 2;
+      c.algorithm = WEAVE_ALGORITHM_RING;
+      c.gathered = op == WEAVE_AG_GEMM;
+      cases.push_back(c);
+    }
   return cases;
 }
 

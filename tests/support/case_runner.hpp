@@ -30,7 +30,18 @@ const char* grid_kind_name(GridKind g);
 
 struct Case {
   weave_operation_t operation = WEAVE_AG_GEMM;
-  weave_dtype_t dtype = WEAVE_FLOAT64;
+  weave_dtype_t dtype = WEAVE_FLOAT64;  // C's and the bias's, and A's and B's unless given below
+  // A and B of a type of their own (0: dtype), e.g. FP8 with a scale mode.
+  weave_dtype_t a_type = weave_dtype_t{}, b_type = weave_dtype_t{};
+  weave_scale_mode_t a_scale = WEAVE_SCALE_NONE, b_scale = WEAVE_SCALE_NONE;
+  // AG-GEMM's wire type (0: none): A, stored in a_type, is quantized into it.
+  weave_dtype_t wire_type = weave_dtype_t{};
+  // Print the relative Frobenius error of C against the product of the
+  // unquantized A (a wire-type case with beta 0 and no bias).
+  bool report_wire_error = false;
+  // Every count of M, N and K a multiple of this (the shard pattern applied
+  // to size / count_unit): FP8 on GPUs needs 16-byte shards.
+  int64_t count_unit = 1;
   weave_memory_t memory = WEAVE_MEMORY_HOST;
   weave_op_t op_a = WEAVE_OP_N, op_b = WEAVE_OP_N;
   weave_order_t order_a = WEAVE_ORDER_COLUMN_MAJOR, order_b = WEAVE_ORDER_COLUMN_MAJOR,

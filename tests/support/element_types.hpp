@@ -1,16 +1,23 @@
-// The four element types as the tests store them on the host: sizes,
-// loading and storing one element as a double, the rounding a value goes
+// The element types as the tests store them on the host: sizes, loading
+// and storing one element as a double (FP8 through the tests' own reading
+// of the formats, support/float8_reference.hpp), the rounding a value goes
 // through when stored, and the roundoffs the oracle's tolerance is built of.
+// kScaleE8M0 stands for MXFP8's scale bytes (2^(e - 127)), which are no
+// weave_dtype_t.
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 
+#include "support/float8_reference.hpp"
 #include "support/half_precision.hpp"
 #include "weave/weave.h"
 
 namespace weave_test {
+
+constexpr weave_dtype_t kScaleE8M0 = static_cast<weave_dtype_t>(100);
 
 inline std::size_t element_size(weave_dtype_t t) {
   switch (t) {
@@ -18,11 +25,15 @@ inline std::size_t element_size(weave_dtype_t t) {
     case WEAVE_FLOAT32: return 4;
     case WEAVE_FLOAT16:
     case WEAVE_BFLOAT16: return 2;
+    case WEAVE_FLOAT8_E4M3:
+    case WEAVE_FLOAT8_E5M2: return 1;
   }
-  return 0;
+  return t == kScaleE8M0 ? 1 : 0;
 }
 
 inline bool is_16bit(weave_dtype_t t) { return t == WEAVE_FLOAT16 || t == WEAVE_BFLOAT16; }
+inline bool is_fp8(weave_dtype_t t) { return t == WEAVE_FLOAT8_E4M3 || t == WEAVE_FLOAT8_E5M2; }
+inline const Float8Spec& float8_spec(weave_dtype_t t) { return t == WEAVE_FLOAT8_E4M3 ? kE4M3 : kE5M2; }
 
 inline const char* dtype_short_name(weave_dtype_t t) {
   switch (t) {
@@ -30,6 +41,8 @@ inline const char* dtype_short_name(weave_dtype_t t) {
     case WEAVE_FLOAT64: return "f64";
     case WEAVE_FLOAT16: return "f16";
     case WEAVE_BFLOAT16: return "bf16";
+    case WEAVE_FLOAT8_E4M3: return "e4m3";
+    case WEAVE_FLOAT8_E5M2: return "e5m2";
   }
   return "?";
 }
@@ -53,7 +66,12 @@ inline void store_element(void* base, int64_t index, weave_dtype_t t, double val
       std::memcpy(at, &b, 2);
       return;
     }
+    case WEAVE_FLOAT8_E4M3:
+    case WEAVE_FLOAT8_E5M2:
+      *at = static_cast<unsigned char>(reference_encode(float8_spec(t), value));
+      return;
   }
+  if (t == kScaleE8M0) *at = std::isnan(value) ? 0xFF : static_cast<unsigned char>(std::ilogb(value) + 127);
 }
 
 inline double load_element(const void* base, int64_t index, weave_dtype_t t) {
@@ -79,7 +97,10 @@ inline double load_element(const void* base, int64_t index, weave_dtype_t t) {
       std::memcpy(&b, at, 2);
       return bfloat16_bits_to_float(b);
     }
+    case WEAVE_FLOAT8_E4M3:
+    case WEAVE_FLOAT8_E5M2: return reference_decode(float8_spec(t), *at);
   }
+  if (t == kScaleE8M0) return *at == 0xFF ? std::nan("") : std::ldexp(1.0, static_cast<int>(*at) - 127);
   return 0.0;
 }
 

@@ -171,7 +171,7 @@ int main(int argc, char** argv) {
 
     weave::internal::host::HostBackendOptions backend_options;
     backend_options.tile_flops = 2.0e6;  // about 16 tiles per chunk GEMM
-    weave::internal::host::HostBackend backend(static_cast<std::size_t>(schedule.workspace_bytes), backend_options);
+    weave::internal::host::HostBackend backend(schedule, backend_options);
     Trace trace;
     RecordingTransport transport(
         weave::internal::transport::make_ucx_transport(*grid, grid->group(WEAVE_GROUP_GRID), schedule, false), schedule, trace);

@@ -136,7 +136,7 @@ TEST(HostBackendEpilogue, HonoursTheBiasOrderAndLd) {
     op.dst_scale = plan::Scalar::One;
     op.has_bias = true;
     op.bias = plan::Region{plan::kBufferBias, 0, col0, 1, chunk_cols};
-    host::HostBackend backend(0, host::HostBackendOptions{});
+    host::HostBackend backend(schedule, host::HostBackendOptions{});
     backend.epilogue(op, 0, bindings, exec::Scalars{});
 
     for (int64_t i = 0; i < rows; ++i)

@@ -11,7 +11,12 @@ using weave::internal::Order;
 
 std::string GroupCase::name() const {
   std::ostringstream out;
-  out << weave::internal::operation_name(operation) << " " << weave::internal::dtype_name(dtype) << " P=" << ranks << " M=" << m
+  out << weave::internal::operation_name(operation) << " " << weave::internal::dtype_name(dtype);
+  if (ab_type)
+    out << " A,B=" << weave::internal::dtype_name(*ab_type) << " scales " << weave::internal::scale_mode_name(a_scale) << ", "
+        << weave::internal::scale_mode_name(b_scale);
+  if (wire_type) out << " wire " << weave::internal::dtype_name(*wire_type);
+  out << " P=" << ranks << " M=" << m
       << " N=" << n << " K=" << k << " op=" << weave::internal::op_name(op_a) << weave::internal::op_name(op_b)
       << " order=" << (order_a == Order::ColMajor ? 'C' : 'R') << (order_b == Order::ColMajor ? 'C' : 'R')
       << (order_c == Order::ColMajor ? 'C' : 'R') << " " << shards_name(shards) << " bias=" << bias
@@ -67,7 +72,16 @@ std::vector<weave::internal::Problem> make_group_problems(const GroupCase& c) {
     p.m = c.m;
     p.n = c.n;
     p.k = c.k;
-    p.dtype = c.dtype;
+    p.dtype = p.c_type = p.bias_type = c.dtype;
+    // With a wire type, A is stored in dtype and ab_type is B's.
+    p.b_type = c.ab_type.value_or(c.dtype);
+    p.a_type = c.wire_type ? c.dtype : p.b_type;
+    p.a_scale = c.a_scale;
+    p.b_scale = c.b_scale;
+    p.wire_type = c.wire_type.value_or(p.a_type);
+    p.wire_scale = !c.wire_type ? c.a_scale
+                   : weave::internal::is_scaled(*c.wire_type) ? weave::internal::ScaleMode::RowWise
+                                                              : weave::internal::ScaleMode::None;
     p.group_size = P;
     p.group_rank = r;
     p.m_split = ms;
@@ -83,6 +97,9 @@ std::vector<weave::internal::Problem> make_group_problems(const GroupCase& c) {
     p.c = block(c_rows, c_cols, c.order_c, c.ld_padding);
     p.has_bias = c.bias;
     if (c.bias) p.bias = block(1, c_cols, Order::ColMajor, 0);
+    // The scales of the blocks, in op form: op(A) outer (rows) x K, op(B) K x outer (columns).
+    p.a_scales = weave::internal::scale_layout(c.a_scale, a_rows, a_cols);
+    p.b_scales = weave::internal::scale_layout(c.b_scale, b_cols, b_rows);
     problems.push_back(p);
   }
   return problems;

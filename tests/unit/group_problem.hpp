@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,7 +20,13 @@ struct GroupCase {
   weave::internal::Operation operation = weave::internal::Operation::AgGemm;
   weave::internal::Op op_a = weave::internal::Op::N, op_b = weave::internal::Op::N;
   int64_t m = 0, n = 0, k = 0;
-  weave::internal::DType dtype = weave::internal::DType::F64;
+  weave::internal::DType dtype = weave::internal::DType::F64;  // C's, and A's and B's unless ab_type is set
+  // A and B of a type of their own (FP8), with their scale modes.
+  std::optional<weave::internal::DType> ab_type;
+  weave::internal::ScaleMode a_scale = weave::internal::ScaleMode::None, b_scale = weave::internal::ScaleMode::None;
+  // AG-GEMM's wire type (A, stored in dtype, quantized into it; e4m3 rows
+  // with row-wise scales); ab_type is then B's type alone.
+  std::optional<weave::internal::DType> wire_type;
   int ranks = 1;
   // How the split dimensions are cut: M (AG-GEMM, GEMM-RS) follows `shards`,
   // N and K follow a different pattern so a mix-up of the two shows.

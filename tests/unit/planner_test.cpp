@@ -666,11 +666,15 @@ TEST(PlannerErrors, TransportsAndBackendsNotCompiled) {
   }
 }
 
+// The type table says which backend runs a type: the host runs the 16-bit
+// types (emulated); a type whose host column says no is refused by name.
 TEST(PlannerErrors, HostBackendTypesAndMemory) {
   weave_plan_desc_t desc{};
   for (weave::internal::DType t : {weave::internal::DType::F16, weave::internal::DType::BF16})
-    expect_failure(desc, host_problem(weave::internal::Operation::GemmRs, 4, t), {}, host_only(),
-                   WEAVE_ERROR_UNSUPPORTED_TYPE, "host backend supports f32 and f64");
+    EXPECT_NO_THROW(resolve_options(desc, host_problem(weave::internal::Operation::GemmRs, 4, t), {}, host_only()));
+  weave::internal::Problem scale_bytes_as_c = host_problem();
+  scale_bytes_as_c.c_type = weave::internal::DType::UE8M0;
+  expect_failure(desc, scale_bytes_as_c, {}, host_only(), WEAVE_ERROR_UNSUPPORTED_TYPE, "host backend does not run ue8m0");
   desc.backend = WEAVE_BACKEND_HOST;
   expect_failure(desc, device_problem(weave::internal::DType::F32), {}, everything(), WEAVE_ERROR_POINTER_KIND, "device");
   desc.backend = WEAVE_BACKEND_CUDA;

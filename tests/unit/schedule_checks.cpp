@@ -50,17 +50,29 @@ void check_buffers(const weave::internal::Problem& p, const Schedule& s, int ran
     errors.push_back(str("rank ", rank, ": the schedule has ", s.buffers.size(), " buffers, fewer than the caller's"));
     return;
   }
-  auto check_user = [&](int id, const weave::internal::LocalBlock& block) {
+  auto check_user = [&](int id, const weave::internal::LocalBlock& block, weave::internal::DType type) {
     const BufferSpec& b = s.buffers[id];
-    if (b.rows != block.rows || b.cols != block.cols || b.ld != block.ld || b.order != block.order ||
-        b.dtype != p.dtype)
-      errors.push_back(str("rank ", rank, ": buffer ", b.name, " is ", b.rows, " x ", b.cols, " ld ", b.ld,
-                            " but the caller's block is ", block.rows, " x ", block.cols, " ld ", block.ld));
+    if (b.rows != block.rows || b.cols != block.cols || b.ld != block.ld || b.order != block.order || b.dtype != type)
+      errors.push_back(str("rank ", rank, ": buffer ", b.name, " is ", b.rows, " x ", b.cols, " ld ", b.ld, " ",
+                            weave::internal::dtype_name(b.dtype), " but the caller's block is ", block.rows, " x ",
+                            block.cols, " ld ", block.ld, " ", weave::internal::dtype_name(type)));
   };
-  check_user(kBufferA, p.a);
-  check_user(kBufferB, p.b);
-  check_user(kBufferC, p.c);
-  if (p.has_bias) check_user(kBufferBias, p.bias);
+  check_user(kBufferA, p.a, p.a_type);
+  check_user(kBufferB, p.b, p.b_type);
+  check_user(kBufferC, p.c, p.c_type);
+  if (p.has_bias) check_user(kBufferBias, p.bias, p.bias_type);
+  // The caller's scales, as the layout of each scaled operand's block says.
+  auto check_scales = [&](int id, const weave::internal::ScaleLayout& layout) {
+    const BufferSpec& b = s.buffers[id];
+    if (layout.empty() ? b.rows * b.cols != 0
+                       : b.rows != layout.rows || b.cols != layout.cols || b.ld != layout.ld ||
+                             b.order != layout.order || b.dtype != layout.dtype)
+      errors.push_back(str("rank ", rank, ": buffer ", b.name, " is ", b.rows, " x ", b.cols, " ld ", b.ld,
+                            " but the scale layout of the block is ", layout.rows, " x ", layout.cols, " ld ",
+                            layout.ld));
+  };
+  check_scales(kBufferAScale, p.a_scales);
+  check_scales(kBufferBScale, p.b_scales);
   const BufferSpec& g = s.buffers[kBufferGathered];
   const int64_t g_rows = p.op_a == Op::N ? p.m : p.k, g_cols = p.op_a == Op::N ? p.k : p.m;
   if (g.rows != g_rows || g.cols != g_cols || g.order != p.a.order)
@@ -107,6 +119,24 @@ void check_step_shapes(const Schedule& s, int rank, int i, std::vector<std::stri
             errors.push_back(str(at, ": GEMM shapes do not fit: op(a) ", op_rows(op.a, op.op_a), " x ",
                                   op_cols(op.a, op.op_a), ", op(b) ", op_rows(op.b, op.op_b), " x ",
                                   op_cols(op.b, op.op_b), ", c ", op.c.rows, " x ", op.c.cols));
+          // Scales: tight, laid out for the operand region alone (what cuBLASLt takes).
+          const int64_t k = op_cols(op.a, op.op_a);
+          for (const auto& [scales, operand, outer] :
+               {std::make_tuple(&op.a_scale, &op.a, op.c.rows), std::make_tuple(&op.b_scale, &op.b, op.c.cols)}) {
+            const bool scaled_type = weave::internal::is_scaled(s.buffer(*operand).dtype);
+            if (scales->scaled() != scaled_type)
+              errors.push_back(str(at, ": operand ", region_text(s, *operand), scaled_type ? " has no scales" : " has scales"));
+            if (!scales->scaled() || op.c.empty() || k == 0) continue;
+            check_region(s, scales->region, at, errors);
+            if (!region_ok(s, scales->region)) continue;
+            const weave::internal::ScaleLayout layout = weave::internal::scale_layout(scales->mode, outer, k);
+            const BufferSpec& b = s.buffer(scales->region);
+            if (scales->region.rows != layout.rows || scales->region.cols != layout.cols || b.order != layout.order ||
+                b.dtype != layout.dtype || !s.contiguous(scales->region) || (layout.order == Order::RowMajor && b.ld != layout.ld))
+              errors.push_back(str(at, ": scales ", region_text(s, scales->region), " are not the tight ",
+                                    weave::internal::scale_mode_name(scales->mode), " scales of a ", outer, " x ", k,
+                                    " block (", layout.rows, " x ", layout.cols, ")"));
+          }
         } else if constexpr (std::is_same_v<T, EpilogueOp>) {
           check_region(s, op.dst, at, errors);
           if (op.has_src) {
@@ -191,6 +221,27 @@ void check_step_shapes(const Schedule& s, int rank, int i, std::vector<std::stri
         } else if constexpr (std::is_same_v<T, AwaitReleaseOp>) {
           if (op.peer < 0 || op.peer >= s.group_size || op.peer == rank)
             errors.push_back(str(at, ": peer ", op.peer, " is not another rank of a group of ", s.group_size));
+        } else if constexpr (std::is_same_v<T, QuantizeOp>) {
+          // Rows of op(src) into the same rows of op(dst), of a narrower
+          // type; one float32 scale per row where the type has scales.
+          check_region(s, op.src, at, errors);
+          check_region(s, op.dst, at, errors);
+          if (op_rows(op.src, op.op) != op_rows(op.dst, op.op) || op_cols(op.src, op.op) != op_cols(op.dst, op.op))
+            errors.push_back(str(at, ": quantizes ", region_text(s, op.src), " into ", region_text(s, op.dst),
+                                  ", of another shape"));
+          if (region_ok(s, op.src) && region_ok(s, op.dst) &&
+              weave::internal::dtype_size(s.buffer(op.dst).dtype) >= weave::internal::dtype_size(s.buffer(op.src).dtype))
+            errors.push_back(str(at, ": quantizes into ", weave::internal::dtype_name(s.buffer(op.dst).dtype),
+                                  ", which is not narrower than ", weave::internal::dtype_name(s.buffer(op.src).dtype)));
+          if (op.has_scales != weave::internal::is_scaled(s.buffer(op.dst).dtype))
+            errors.push_back(str(at, ": quantizes into ", weave::internal::dtype_name(s.buffer(op.dst).dtype),
+                                  op.has_scales ? " with" : " without", " scales"));
+          if (op.has_scales) {
+            check_region(s, op.scales, at, errors);
+            if (op.scales.rows != op_rows(op.src, op.op) || op.scales.cols != 1 ||
+                (region_ok(s, op.scales) && s.buffer(op.scales).dtype != weave::internal::DType::F32))
+              errors.push_back(str(at, ": scales ", region_text(s, op.scales), " are not one float32 per row"));
+          }
         } else {
           check_region(s, op.send, at, errors);
           check_region(s, op.recv, at, errors);
@@ -214,7 +265,8 @@ void check_steps(const Schedule& s, int rank, std::vector<std::string>& errors) 
         errors.push_back(str(at, ": depends on step ", d, " of its own batch ", step.batch,
                               ", so the batch can never be issued"));
     }
-    const bool comm_kind = step.kind() != StepKind::Gemm && step.kind() != StepKind::Epilogue;
+    const bool comm_kind =
+        step.kind() != StepKind::Gemm && step.kind() != StepKind::Epilogue && step.kind() != StepKind::Quantize;
     if (comm_kind && step.lane != kCommLane)
       errors.push_back(str(at, ": a communication step on compute lane ", step.lane));
     if (!comm_kind && (step.lane < 0 || step.lane >= s.compute_lanes))

@@ -7,10 +7,12 @@
 #include <map>
 #include <random>
 #include <set>
+#include <tuple>
 #include <variant>
 
 #include "core/error.hpp"
 #include "schedule_checks.hpp"
+#include "support/float8_reference.hpp"
 #include "support/oracle.hpp"
 
 namespace weave_test {
@@ -222,6 +224,7 @@ class Simulator {
   void run_compute(int r, int step);
   void run_gemm(int r, int step, const GemmOp& op);
   void run_epilogue(int r, int step, const EpilogueOp& op);
+  void run_quantize(int r, int step, const QuantizeOp& op);
   void post_unit(int r, int unit);
   void complete_point_to_point(int r, int step);
   void complete_collective(int n);
@@ -376,6 +379,22 @@ void Simulator::fill_inputs(int r) {
     bias.bias = 1;
     for (int64_t j = 0; j < p.bias.cols; ++j) put(kBufferBias, p.bias, 0, j, data_.bias[at.c_col0 + j], bias);
   }
+  // Scales of scaled operands: 1 everywhere (their values are the MPI
+  // tests' business); what the simulation follows is that a GEMM reads
+  // scales that arrived, never a slot still poisoned.
+  for (int buffer : {kBufferAScale, kBufferBScale, kBufferGatheredScale}) {
+    const BufferSpec& spec = schedules_[r].buffers[buffer];
+    for (int64_t i = 0; i < spec.rows; ++i)
+      for (int64_t j = 0; j < spec.cols; ++j) {
+        Cell& c = st.user[buffer][static_cast<std::size_t>(element_index(i, j, spec.ld, spec.order))];
+        if (buffer == kBufferGatheredScale) {
+          c = poison_cell();
+        } else {
+          c = Cell{};
+          c.value = 1.0;
+        }
+      }
+  }
   // The gathered-A output starts as NaN inside the block, sentinel outside.
   const BufferSpec& g = schedules_[r].buffers[kBufferGathered];
   for (int64_t i = 0; i < g.rows; ++i)
@@ -419,7 +438,8 @@ Cell* Simulator::linear(int r, const Region& region, int64_t t) {
 
 void Simulator::store(int r, const Region& region, Cell* target, const Cell& value, int step) {
   if (!target) return;
-  if (region.buffer == kBufferA || region.buffer == kBufferB || region.buffer == kBufferBias) {
+  if (region.buffer == kBufferA || region.buffer == kBufferB || region.buffer == kBufferBias ||
+      region.buffer == kBufferAScale || region.buffer == kBufferBScale) {
     error(str(where(r, step), " writes the caller's input ", buffer_name(region.buffer)));
     return;
   }
@@ -451,6 +471,12 @@ void Simulator::run_gemm(int r, int step, const GemmOp& op) {
   const int64_t k = op.op_a == Op::N ? op.a.cols : op.a.rows;
   auto a_at = [&](int64_t i, int64_t l) { return op.op_a == Op::N ? cell(r, op.a, i, l) : cell(r, op.a, l, i); };
   auto b_at = [&](int64_t l, int64_t j) { return op.op_b == Op::N ? cell(r, op.b, l, j) : cell(r, op.b, j, l); };
+  // The scale of op-form element (outer, inner) of a scaled operand of
+  // outer x K: the tests' reading of the layouts, within its tight region.
+  auto scale_at = [&](const ScaleOperand& s, int64_t outer, int64_t outer_extent, int64_t inner) {
+    const auto mode = static_cast<weave_scale_mode_t>(s.mode);
+    return linear(r, s.region, reference_scale_index(mode, outer, inner, outer_extent, k));
+  };
   const double alpha = scalar(op.alpha), beta = scalar(op.beta);
   std::vector<Cell> out(static_cast<std::size_t>(m * n));
   for (int64_t j = 0; j < n; ++j)
@@ -462,7 +488,16 @@ void Simulator::run_gemm(int r, int step, const GemmOp& op) {
         const Cell* a = a_at(i, l);
         const Cell* b = b_at(l, j);
         if (!a || !b) return;
-        sum += a->value * b->value;
+        double term = a->value * b->value;
+        for (const auto& [scales, outer, extent] :
+             {std::make_tuple(&op.a_scale, i, m), std::make_tuple(&op.b_scale, j, n)}) {
+          if (!scales->scaled()) continue;
+          const Cell* s = scale_at(*scales, outer, extent, l);
+          if (!s) return;
+          term *= s->value;
+          product.poison = product.poison || s->tag.poison;
+        }
+        sum += term;
         product.poison = product.poison || a->tag.poison || b->tag.poison;
         product.misuse = product.misuse || a->tag.misuse || b->tag.misuse || a->tag.carries_caller_terms() ||
                          b->tag.carries_caller_terms();
@@ -532,12 +567,31 @@ void Simulator::run_epilogue(int r, int step, const EpilogueOp& op) {
       store(r, op.dst, cell(r, op.dst, i, j), out[static_cast<std::size_t>(i + j * op.dst.rows)], step);
 }
 
+// Quantized rows keep their values here (the MPI tests check the
+// rounding); each row's scale is 1, poisoned with the row.
+void Simulator::run_quantize(int r, int step, const QuantizeOp& op) {
+  const int64_t rows = op.op == Op::N ? op.src.rows : op.src.cols, cols = op.op == Op::N ? op.src.cols : op.src.rows;
+  for (int64_t i = 0; i < rows; ++i) {
+    Cell scale;
+    scale.value = 1.0;
+    for (int64_t k = 0; k < cols; ++k) {
+      const Cell* x = op.op == Op::N ? cell(r, op.src, i, k) : cell(r, op.src, k, i);
+      if (!x) return;
+      scale.tag.poison = scale.tag.poison || x->tag.poison;
+      store(r, op.dst, op.op == Op::N ? cell(r, op.dst, i, k) : cell(r, op.dst, k, i), *x, step);
+    }
+    if (op.has_scales) store(r, op.scales, cell(r, op.scales, i, 0), scale, step);
+  }
+}
+
 void Simulator::run_compute(int r, int step) {
   const Step& s = schedules_[r].steps[step];
   if (const auto* g = std::get_if<GemmOp>(&s.op))
     run_gemm(r, step, *g);
   else if (const auto* e = std::get_if<EpilogueOp>(&s.op))
     run_epilogue(r, step, *e);
+  else if (const auto* q = std::get_if<QuantizeOp>(&s.op))
+    run_quantize(r, step, *q);
   finish_step(r, step);
 }
 

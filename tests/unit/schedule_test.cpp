@@ -140,10 +140,29 @@ void vary_group(GroupCase& g, int counter) {
   g.dtype = types[counter % 3];
 }
 
+// FP8 A and B with scales, rotating through the scale modes (the band
+// modes on B, which no schedule cuts), into bf16 or f32 C; K and N large
+// enough for several scale blocks where the mode has blocks.
+void scale_group(GroupCase& g, int counter) {
+  using weave::internal::ScaleMode;
+  const std::pair<ScaleMode, ScaleMode> modes[] = {{ScaleMode::Tensor, ScaleMode::Tensor},
+                                                   {ScaleMode::RowWise, ScaleMode::RowWise},
+                                                   {ScaleMode::Block1x128, ScaleMode::Block1x128},
+                                                   {ScaleMode::Block1x128, ScaleMode::Block128x128},
+                                                   {ScaleMode::RowWise, ScaleMode::Mxfp8}};
+  const auto& [a, b] = modes[counter % 5];
+  g.ab_type = counter % 2 ? DType::E5M2 : DType::E4M3;
+  g.dtype = counter % 3 ? DType::BF16 : DType::F32;
+  g.a_scale = a;
+  g.b_scale = b;
+  if (a == ScaleMode::Block1x128 || b == ScaleMode::Mxfp8) g.k = g.k == 0 ? 0 : 140 + g.k;
+  if (b == ScaleMode::Block128x128 || b == ScaleMode::Mxfp8) g.n = 130 + g.n;
+}
+
 // The sweep: operation x algorithm/direction x chunks x ranks x shard
 // pattern, with transposes, orders, bias, beta, padding, element type,
 // lanes, slot window and gathered output rotating through the cases.
-std::vector<ScheduleCase> sweep_cases() {
+std::vector<ScheduleCase> sweep_cases(bool fp8 = false) {
   const Operation operations[] = {Operation::AgGemm, Operation::GemmRs, Operation::GemmAr};
   struct Variant {
     Algorithm algorithm;
@@ -172,6 +191,7 @@ std::vector<ScheduleCase> sweep_cases() {
             g.ranks = P;
             g.shards = s;
             vary_group(g, counter);
+            if (fp8) scale_group(g, counter);
             c.options.algorithm = v.algorithm;
             c.options.direction = v.direction;
             c.options.chunks_per_shard = chunks;
@@ -192,6 +212,48 @@ std::vector<ScheduleCase> sweep_cases() {
 TEST(Schedules, SweepDependencyOrder) {
   // The strictest reading: only deps order steps.
   run_cases(sweep_cases(), {Model::DepsOnly}, 8, 500);
+}
+
+// Scaled rows travel with their scales, and every GEMM reads scales that
+// have arrived: the sweep again with FP8 operands (the simulation poisons
+// every scale slot until it is received or packed).
+TEST(Schedules, Fp8SweepEveryOrder) {
+  run_cases(sweep_cases(true), {Model::DepsOnly, Model::Host, Model::StreamOrdered}, 1, 500);
+}
+
+// AG-GEMM with a wire type: every rank quantizes its rows (and makes their
+// scales) before they travel, and every GEMM reads quantized rows that
+// have arrived or been made.
+TEST(Schedules, WireTypeEveryOrder) {
+  std::vector<ScheduleCase> cases;
+  int counter = 0;
+  for (const bool fp8_wire : {true, false})
+    for (Algorithm alg : {Algorithm::Sequential, Algorithm::Ring})
+      for (Direction dir : {Direction::Forward, Direction::Backward, Direction::Bidirectional})
+        for (int chunks = 1; chunks <= 3; ++chunks)
+          for (int P = 1; P <= 4; ++P)
+            for (Shards s : {Shards::Balanced, Shards::Uneven, Shards::WithEmpty}) {
+              if (alg == Algorithm::Sequential && (chunks > 1 || dir != Direction::Forward)) continue;
+              ScheduleCase c;
+              GroupCase& g = c.group;
+              g.operation = Operation::AgGemm;
+              g.ranks = P;
+              g.shards = s;
+              vary_group(g, counter);
+              g.dtype = fp8_wire ? (counter % 2 ? DType::BF16 : DType::F32) : DType::F32;
+              g.wire_type = fp8_wire ? DType::E4M3 : DType::BF16;
+              g.ab_type = fp8_wire ? DType::E4M3 : DType::BF16;  // B's
+              if (fp8_wire) g.b_scale = counter % 2 ? weave::internal::ScaleMode::RowWise : weave::internal::ScaleMode::Tensor;
+              c.options.algorithm = alg;
+              c.options.direction = dir;
+              c.options.chunks_per_shard = chunks;
+              c.options.compute_lanes = 1 + counter % 2;
+              c.options.gathered_output = counter % 2 == 0;
+              c.beta = counter % 3 == 0 ? 0.0 : 0.5;
+              ++counter;
+              cases.push_back(c);
+            }
+  run_cases(cases, {Model::DepsOnly, Model::Host, Model::StreamOrdered}, 1, 200);
 }
 
 TEST(Schedules, SweepHostAndStreamOrder) {

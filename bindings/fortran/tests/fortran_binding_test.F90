@@ -26,6 +26,7 @@ program fortran_binding_test
   call test_count_lengths()
   call test_queries_without_stat()
   call test_gemm_ar_real32()
+  call test_gemm_rs_float8()
   call test_ag_gemm_real64_descriptors()
   call test_execute_errors()
 
@@ -78,6 +79,8 @@ contains
     call check(major == WEAVE_VERSION_MAJOR .and. minor == WEAVE_VERSION_MINOR .and. &
                patch == WEAVE_VERSION_PATCH, "library version equals the module's WEAVE_VERSION_*")
     call check(index(weave_build_features(), "host") > 0, "weave_build_features names host")
+    call check(weave_dtype_size(WEAVE_FLOAT8_E4M3) == 1 .and. weave_dtype_size(WEAVE_BFLOAT16) == 2 .and. &
+               weave_dtype_size(WEAVE_FLOAT64) == 8 .and. weave_dtype_size(0) == 0, "weave_dtype_size")
     call check(weave_status_string(WEAVE_ERROR_INVALID_COUNTS) == "WEAVE_ERROR_INVALID_COUNTS", &
                "weave_status_string")
   end subroutine test_library_queries
@@ -312,6 +315,72 @@ contains
     call weave_matrix_destroy(bias)
     call weave_grid_destroy(grid)
   end subroutine test_gemm_ar_real32
+
+  ! GEMM-RS with FP8 A and B (integer(int8) bytes, e4m3) and their scales,
+  ! into a real(4) C: A's row-wise scales and B's tensor-wise scale differ
+  ! on every rank (each rank's product uses its own K-slice's scales).
+  subroutine test_gemm_rs_float8()
+    use, intrinsic :: iso_c_binding, only: c_int8_t
+    integer, parameter :: m_rows = 6, n_cols = 4
+    integer(c_int8_t), parameter :: e4m3_one = int(z'38', c_int8_t), e4m3_two = int(z'40', c_int8_t)
+    type(weave_grid_t) :: grid
+    type(weave_matrix_t) :: a, b, c
+    type(weave_plan_t) :: plan
+    type(weave_plan_info_t) :: info
+    integer :: k_counts(nranks), k_total, k_local, m_counts(nranks), m0, stat, i, j, q
+    integer(c_int8_t), allocatable :: a_local(:, :), b_local(:, :)
+    real(real32), allocatable :: c_local(:, :), a_scale(:), b_scale(:)
+    real(real64) :: expected
+
+    k_counts = uneven_counts(2)
+    k_total = sum(k_counts)
+    k_local = k_counts(rank + 1)
+    m_counts = m_rows / nranks
+    m_counts(nranks) = m_rows - sum(m_counts(1:nranks - 1))
+    m0 = sum(m_counts(1:rank))
+    call weave_grid_create(MPI_COMM_WORLD, nranks, 1, grid, stat)
+    call weave_matrix_create(grid, m_rows, k_total, WEAVE_FLOAT8_E4M3, WEAVE_DIST_BLOCK_COLUMN, a, stat, &
+                             col_counts=k_counts, scale_mode=WEAVE_SCALE_ROW_WISE)
+    call check_status(stat, WEAVE_SUCCESS, "FP8 A with row-wise scales")
+    call weave_matrix_create(grid, k_total, n_cols, WEAVE_FLOAT8_E4M3, WEAVE_DIST_BLOCK_ROW, b, stat, &
+                             row_counts=k_counts, scale_mode=WEAVE_SCALE_TENSOR)
+    call weave_matrix_create(grid, m_rows, n_cols, WEAVE_FLOAT32, WEAVE_DIST_BLOCK_ROW, c, stat, &
+                             row_counts=m_counts)
+    call weave_plan_create(grid, WEAVE_GEMM_RS, a, b, c, plan, stat)
+    call check_status(stat, WEAVE_SUCCESS, "FP8 GEMM-RS plan")
+    call weave_plan_get_info(plan, info, stat)
+    call check(info%a_type == WEAVE_FLOAT8_E4M3 .and. info%a_scale_mode == WEAVE_SCALE_ROW_WISE .and. &
+               info%b_scale_mode == WEAVE_SCALE_TENSOR .and. &
+               info%a_scale_elements == merge(m_rows, 0, k_local > 0) .and. &
+               info%b_scale_elements == merge(1, 0, k_local > 0), "plan info of the FP8 plan")
+
+    allocate(a_local(m_rows, k_local), b_local(k_local, n_cols), c_local(m_counts(rank + 1), n_cols))
+    allocate(a_scale(m_rows), b_scale(1))
+    a_local = e4m3_one
+    b_local = e4m3_two
+    do i = 1, m_rows
+      a_scale(i) = real(i, real32)
+    end do
+    b_scale(1) = real(rank + 1, real32)
+    c_local = -1
+    call weave_execute(plan, 1.0, a_local, b_local, 0.0, c_local, stat, a_scale=a_scale, b_scale=b_scale)
+    call check_status(stat, WEAVE_SUCCESS, "FP8 execute with int8 arrays")
+    do j = 1, n_cols
+      do i = 1, m_counts(rank + 1)
+        ! sum over ranks q of K_q x (1 x row scale) x (2 x (q + 1))
+        expected = 0
+        do q = 1, nranks
+          expected = expected + real(k_counts(q), real64) * real(m0 + i, real64) * 2.0_real64 * real(q, real64)
+        end do
+        call check(abs(c_local(i, j) - expected) <= 1e-5_real64 * expected, "FP8 GEMM-RS result")
+      end do
+    end do
+    call weave_plan_destroy(plan)
+    call weave_matrix_destroy(a)
+    call weave_matrix_destroy(b)
+    call weave_matrix_destroy(c)
+    call weave_grid_destroy(grid)
+  end subroutine test_gemm_rs_float8
 
   ! AG-GEMM in real(8) from bind(C) descriptors, with the gathered A handed
   ! back; then the same plan through weave_execute_ex and through addresses.

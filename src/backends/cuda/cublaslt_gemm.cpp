@@ -43,6 +43,9 @@ cudaDataType_t cuda_type(DType t) {
     case DType::F32: return CUDA_R_32F;
     case DType::F16: return CUDA_R_16F;
     case DType::BF16: return CUDA_R_16BF;
+    case DType::E4M3: return CUDA_R_8F_E4M3;
+    case DType::E5M2: return CUDA_R_8F_E5M2;
+    case DType::UE8M0: return CUDA_R_8F_UE8M0;
   }
   fail(WEAVE_ERROR_INTERNAL, "unknown element type ", static_cast<int>(t));
 }
@@ -69,26 +72,35 @@ GemmWork gemm_work(const plan::GemmOp& op) {
 }
 
 CublasLtGemm::CublasLtGemm(cublasLtHandle_t handle, const plan::Schedule& schedule, const plan::GemmOp& op,
-                           bool allow_tf32, std::size_t workspace_bytes, int32_t sm_count_target)
+                           bool allow_tf32, std::size_t workspace_bytes, const GemmDevice& device,
+                           int32_t sm_count_target, const plan::EpilogueOp* bias)
     : handle_(handle), op_(op), workspace_bytes_(workspace_bytes) {
   const exec::MatrixRef a = layout_of(schedule, op.a), b = layout_of(schedule, op.b), c = layout_of(schedule, op.c);
   shape_ = kernels::to_column_major(a, op.op_a, b, op.op_b, c);
   if (gemm_work(op) != GemmWork::Matmul)
     fail(WEAVE_ERROR_INTERNAL, "a GEMM with an empty C or K = 0 was handed to cuBLASLt");
-  if (a.dtype != b.dtype)
-    fail(WEAVE_ERROR_INTERNAL, "GEMM operands of different types: ", dtype_name(a.dtype), " and ", dtype_name(b.dtype));
+  // The left operand is A unless C is row-major (then the product is
+  // computed transposed and B comes first).
+  swapped_ = c.order == Order::RowMajor;
+  const exec::MatrixRef& left = swapped_ ? b : a;
+  const exec::MatrixRef& right = swapped_ ? a : b;
+  const bool scaled = op.a_scale.scaled() || op.b_scale.scaled();
 
-  // Types: inputs in the problem's type; the output in that type, or in
-  // float32 when 16-bit products are partial sums.
+  // Types: unscaled inputs in one type, the output in that type, or in
+  // float32 when 16-bit products are partial sums; FP8 inputs (each its
+  // own format) into bf16, f16 or f32.
   const DType in = a.dtype, out = c.dtype;
-  const bool supported = in == DType::F64   ? out == DType::F64
-                         : in == DType::F32 ? out == DType::F32
-                                            : (out == in || out == DType::F32);
+  const bool supported = scaled      ? is_scaled(a.dtype) && is_scaled(b.dtype) &&
+                                      (out == DType::BF16 || out == DType::F16 || out == DType::F32)
+                         : a.dtype != b.dtype ? false
+                         : in == DType::F64   ? out == DType::F64
+                         : in == DType::F32   ? out == DType::F32
+                                              : (out == in || out == DType::F32);
   if (!supported)
-    fail(WEAVE_ERROR_UNSUPPORTED_TYPE, "the CUDA backend cannot multiply ", dtype_name(in), " matrices into a ",
-         dtype_name(out), " result");
-  // f64 computes in f64; everything else in f32 (TF32 tensor cores for f32
-  // only when the plan allows them).
+    fail(WEAVE_ERROR_UNSUPPORTED_TYPE, "the CUDA backend cannot multiply ", dtype_name(a.dtype), " by ",
+         dtype_name(b.dtype), " into a ", dtype_name(out), " result");
+  // f64 computes in f64; everything else (FP8 included) in f32 (TF32
+  // tensor cores for f32 only when the plan allows them).
   cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
   cudaDataType_t scale = CUDA_R_32F;
   if (in == DType::F64) {
@@ -111,35 +123,117 @@ CublasLtGemm::CublasLtGemm(cublasLtHandle_t handle, const plan::Schedule& schedu
     if (sm_count_target > 0)
       WEAVE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET,
                                                         &sm_count_target, sizeof sm_count_target));
+    if (scaled) set_scale_modes(device, left, right);
     // Stored shapes of the column-major operands.
     const uint64_t m = static_cast<uint64_t>(shape_.m), n = static_cast<uint64_t>(shape_.n),
                    k = static_cast<uint64_t>(shape_.k);
     const bool left_n = shape_.op_left == Op::N, right_n = shape_.op_right == Op::N;
-    WEAVE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&layouts_[kLeft], cuda_type(in), left_n ? m : k, left_n ? k : m,
-                                                  shape_.ld_left));
-    WEAVE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&layouts_[kRight], cuda_type(in), right_n ? k : n,
+    WEAVE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&layouts_[kLeft], cuda_type(left.dtype), left_n ? m : k,
+                                                  left_n ? k : m, shape_.ld_left));
+    WEAVE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&layouts_[kRight], cuda_type(right.dtype), right_n ? k : n,
                                                   right_n ? n : k, shape_.ld_right));
     WEAVE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&layouts_[kOut], cuda_type(out), m, n, shape_.ld_out));
 
-    // The left operand is A unless C is row-major (then the product is
-    // computed transposed and B comes first).
-    const bool swapped = c.order == Order::RowMajor;
-    const uint64_t left_offset = offset_from_aligned_base(schedule, swapped ? op.b : op.a);
-    const uint64_t right_offset = offset_from_aligned_base(schedule, swapped ? op.a : op.b);
-    const uint64_t out_offset = offset_from_aligned_base(schedule, op.c);
-    aligned_ = choose({alignment_of(left_offset), alignment_of(right_offset), alignment_of(out_offset)});
+    // The bias in the epilogue: FP8 GEMMs into a row-major 16-bit C, a
+    // tight bias of C's type (cuBLASLt adds a packed vector along the rows
+    // of its column-major D: our C's columns when C is row-major).
+    const bool bias_fits = bias && scaled && swapped_ && (out == DType::BF16 || out == DType::F16) &&
+                           schedule.buffer(bias->bias).dtype == out &&
+                           (bias->bias.cols <= 1 || layout_of(schedule, bias->bias).column_stride() == 1);
+    if (bias_fits) {
+      const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+      const int32_t bias_type = cuda_type(out);
+      WEAVE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue));
+      WEAVE_CUBLAS_CHECK(
+          cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof bias_type));
+      bias_ = bias;
+      choose_algorithms(schedule, in, out);
+      if (!aligned_.found) {
+        // No kernel with the bias: the separate step adds it.
+        const cublasLtEpilogue_t plain = CUBLASLT_EPILOGUE_DEFAULT;
+        WEAVE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE, &plain, sizeof plain));
+        bias_ = nullptr;
+      }
+    }
+    if (!bias_) choose_algorithms(schedule, in, out);
     if (!aligned_.found)
-      fail(WEAVE_ERROR_UNSUPPORTED, "cuBLASLt has no algorithm for a ", dtype_name(in), " GEMM m=", shape_.m,
-           " n=", shape_.n, " k=", shape_.k, " with leading dimensions ", shape_.ld_left, ", ", shape_.ld_right,
-           ", ", shape_.ld_out, " and pointer alignments ", aligned_.alignment[kLeft], ", ",
-           aligned_.alignment[kRight], ", ", aligned_.alignment[kOut], " bytes");
-    const uint32_t in_size = static_cast<uint32_t>(dtype_size(in)), out_size = static_cast<uint32_t>(dtype_size(out));
-    const std::array<uint32_t, kOperands> element_alignment{in_size, in_size, out_size};
-    element_aligned_ = element_alignment == aligned_.alignment ? aligned_ : choose(element_alignment);
+      fail(WEAVE_ERROR_UNSUPPORTED, "cuBLASLt has no algorithm for a ", dtype_name(left.dtype), " x ",
+           dtype_name(right.dtype), " -> ", dtype_name(out), " GEMM m=", shape_.m, " n=", shape_.n, " k=", shape_.k,
+           " (cuBLASLt's A ", op_name(shape_.op_left), ", B ", op_name(shape_.op_right), ")",
+           scaled ? str(" with ", scale_mode_name((swapped_ ? op.b_scale : op.a_scale).mode), " and ",
+                        scale_mode_name((swapped_ ? op.a_scale : op.b_scale).mode), " scales")
+                  : std::string(),
+           " with leading dimensions ", shape_.ld_left, ", ", shape_.ld_right, ", ", shape_.ld_out,
+           " and pointer alignments ", aligned_.alignment[kLeft], ", ", aligned_.alignment[kRight], ", ",
+           aligned_.alignment[kOut], " bytes on device ", device.index, " (", device.name, ", sm_",
+           device.compute_capability, ")",
+           scaled ? "; FP8 GEMMs need K, the leading dimensions and every shard's and chunk's bytes to be "
+                    "multiples of 16 (doc/fp8.md)"
+                  : "");
   } catch (...) {
     release();
     throw;
   }
+}
+
+namespace {
+
+int32_t cublas_scale_mode(ScaleMode mode) {
+  switch (mode) {
+    case ScaleMode::None:
+    case ScaleMode::Tensor: return CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F;
+    case ScaleMode::RowWise: return CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
+    case ScaleMode::Block1x128: return CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
+    case ScaleMode::Block128x128: return CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F;
+    case ScaleMode::Mxfp8: return CUBLASLT_MATMUL_MATRIX_SCALE_VEC32_UE8M0;
+  }
+  return CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F;
+}
+
+}  // namespace
+
+// What the device needs to run the FP8 GEMM, checked by name (the type
+// table's minimum compute capability, MXFP8's sm_100, Hopper's K-major
+// operands), then the scale modes of cuBLASLt's A (our left operand) and B.
+void CublasLtGemm::set_scale_modes(const GemmDevice& device, const exec::MatrixRef& left,
+                                   const exec::MatrixRef& right) {
+  const plan::ScaleOperand& left_scale = swapped_ ? op_.b_scale : op_.a_scale;
+  const plan::ScaleOperand& right_scale = swapped_ ? op_.a_scale : op_.b_scale;
+  for (const exec::MatrixRef* x : {&left, &right}) {
+    const DTypeRow& row = dtype_row(x->dtype);
+    if (device.compute_capability < row.cuda_min_compute)
+      fail(WEAVE_ERROR_UNSUPPORTED, row.name, " GEMMs need a GPU of compute capability ", row.cuda_min_compute / 10,
+           ".", row.cuda_min_compute % 10, " or later; device ", device.index, " (", device.name, ") is sm_",
+           device.compute_capability);
+  }
+  for (const plan::ScaleOperand* s : {&left_scale, &right_scale})
+    if (s->mode == ScaleMode::Mxfp8 && device.compute_capability < 100)
+      fail(WEAVE_ERROR_UNSUPPORTED, "MXFP8 scales (1x32 blocks, E8M0; cuBLASLt's VEC32_UE8M0) run on GPUs of compute "
+           "capability 10.0 and later; device ", device.index, " (", device.name, ") is sm_",
+           device.compute_capability, ": use 1x128 or row-wise scales there");
+  // Before sm_100 cuBLASLt's FP8 kernels take only "TN": both operands
+  // stored K-contiguous.
+  if (device.compute_capability < 100 && !(shape_.op_left == Op::T && shape_.op_right == Op::N))
+    fail(WEAVE_ERROR_UNSUPPORTED, "FP8 GEMMs on sm_", device.compute_capability, " (device ", device.index, ", ",
+         device.name, ") need both operands K-contiguous: A row-major with op_a N or column-major with op_a T, B "
+         "column-major with op_b N or row-major with op_b T (PyTorch's x @ w.T of row-major tensors); this GEMM's ",
+         shape_.op_left == Op::T ? "B" : "A", " is not (doc/fp8.md)");
+  const int32_t left_mode = cublas_scale_mode(left_scale.mode), right_mode = cublas_scale_mode(right_scale.mode);
+  WEAVE_CUBLAS_CHECK(
+      cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &left_mode, sizeof left_mode));
+  WEAVE_CUBLAS_CHECK(
+      cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &right_mode, sizeof right_mode));
+}
+
+void CublasLtGemm::choose_algorithms(const plan::Schedule& schedule, DType in, DType out) {
+  const uint64_t left_offset = offset_from_aligned_base(schedule, swapped_ ? op_.b : op_.a);
+  const uint64_t right_offset = offset_from_aligned_base(schedule, swapped_ ? op_.a : op_.b);
+  const uint64_t out_offset = offset_from_aligned_base(schedule, op_.c);
+  aligned_ = choose({alignment_of(left_offset), alignment_of(right_offset), alignment_of(out_offset)});
+  if (!aligned_.found) return;
+  const uint32_t in_size = static_cast<uint32_t>(dtype_size(in)), out_size = static_cast<uint32_t>(dtype_size(out));
+  const std::array<uint32_t, kOperands> element_alignment{in_size, in_size, out_size};
+  element_aligned_ = element_alignment == aligned_.alignment ? aligned_ : choose(element_alignment);
 }
 
 CublasLtGemm::~CublasLtGemm() { release(); }
@@ -199,6 +293,17 @@ void CublasLtGemm::enqueue(const exec::Bindings& bindings, const exec::Scalars& 
          aligned_.alignment[kRight], ", ", aligned_.alignment[kOut],
          "); pass buffers that start 256-byte aligned, as cudaMalloc returns them");
 
+  // Pointers that may change between executes: set at every enqueue, so a
+  // captured graph keeps those of its capture.
+  auto set_pointer = [&](cublasLtMatmulDescAttributes_t attribute, const void* pointer) {
+    WEAVE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc_, attribute, &pointer, sizeof pointer));
+  };
+  const plan::ScaleOperand& left_scale = swapped_ ? op_.b_scale : op_.a_scale;
+  const plan::ScaleOperand& right_scale = swapped_ ? op_.a_scale : op_.b_scale;
+  if (left_scale.scaled()) set_pointer(CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, bindings.resolve(left_scale.region).data);
+  if (right_scale.scaled())
+    set_pointer(CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, bindings.resolve(right_scale.region).data);
+  if (bias_) set_pointer(CUBLASLT_MATMUL_DESC_BIAS_POINTER, bindings.resolve(bias_->bias).data);
   const double alpha = scalars.value(op_.alpha), beta = scalars.value(op_.beta);
   const float alpha_f = static_cast<float>(alpha), beta_f = static_cast<float>(beta);
   const void* alpha_ptr = double_scalars_ ? static_cast<const void*>(&alpha) : static_cast<const void*>(&alpha_f);

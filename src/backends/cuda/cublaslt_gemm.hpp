@@ -3,6 +3,16 @@
 // three matrix layouts and a heuristic algorithm, for any storage orders
 // (kernels::to_column_major maps them to one column-major product).
 //
+// FP8 operands (scaled) carry their scale modes into cuBLASLt's
+// CUBLASLT_MATMUL_DESC_{A,B}_SCALE_MODE and their scales' pointers, set at
+// every enqueue (so a captured graph keeps the pointers of its capture),
+// into _SCALE_POINTER; they accumulate in float32. Where the schedule adds
+// a bias to the GEMM's output right after it, and cuBLASLt can do it in the
+// GEMM's epilogue (FP8 GEMMs into a row-major 16-bit C with a tight bias of
+// C's type: cuBLASLt's bias runs along the rows of its column-major D, our
+// C's columns only when C is row-major), the GEMM adds it and the
+// backend skips the separate step.
+//
 // cuBLASLt algorithms may need aligned pointers. Regions of the workspace
 // have known alignment; the caller's pointers are only known at execute, so
 // two algorithms are prepared: one for the alignment the regions have when
@@ -34,14 +44,25 @@ enum class GemmWork {
 };
 GemmWork gemm_work(const plan::GemmOp& op);
 
+// The device a GEMM runs on, for what its types and scale modes need.
+struct GemmDevice {
+  int index = 0;
+  int compute_capability = 0;  // major * 10 + minor
+  const char* name = "";
+};
+
 class CublasLtGemm {
  public:
   // `op` must be GemmWork::Matmul. Each lane's cuBLASLt workspace holds
   // `workspace_bytes`. `sm_count_target` > 0 asks cuBLASLt for a kernel
   // sized for that many SMs (its persistent kernels then leave the others
-  // free); 0: every SM of the device.
+  // free); 0: every SM of the device. `bias`: the bias step that follows
+  // the GEMM (C += bias on the GEMM's C), for the GEMM to do in its
+  // epilogue where it can (fused_bias() says whether it does).
   CublasLtGemm(cublasLtHandle_t handle, const plan::Schedule& schedule, const plan::GemmOp& op, bool allow_tf32,
-               std::size_t workspace_bytes, int32_t sm_count_target = 0);
+               std::size_t workspace_bytes, const GemmDevice& device, int32_t sm_count_target = 0,
+               const plan::EpilogueOp* bias = nullptr);
+  bool fused_bias() const { return bias_ != nullptr; }
   ~CublasLtGemm();
   CublasLtGemm(const CublasLtGemm&) = delete;
   CublasLtGemm& operator=(const CublasLtGemm&) = delete;
@@ -60,12 +81,16 @@ class CublasLtGemm {
   // cuBLASLt's best algorithm for pointers with these alignments (found is
   // false when it has none).
   Algorithm choose(const std::array<uint32_t, kOperands>& alignment) const;
+  void set_scale_modes(const GemmDevice& device, const exec::MatrixRef& left, const exec::MatrixRef& right);
+  void choose_algorithms(const plan::Schedule& schedule, DType in, DType out);
   void release() noexcept;
 
   cublasLtHandle_t handle_ = nullptr;
   const plan::GemmOp& op_;
   kernels::ColumnMajorGemm shape_;  // pointers unset; checked against execute's
   bool double_scalars_ = false;     // alpha/beta are double (f64) or float
+  bool swapped_ = false;            // C is row-major: cuBLASLt's A is our B
+  const plan::EpilogueOp* bias_ = nullptr;  // the bias step done in the epilogue, if any
   std::size_t workspace_bytes_ = 0;
   cublasLtMatmulDesc_t desc_ = nullptr;
   std::array<cublasLtMatrixLayout_t, kOperands> layouts_{};

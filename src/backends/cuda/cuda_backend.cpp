@@ -7,6 +7,7 @@
 #include "backends/cuda/cuda_check.hpp"
 #include "backends/cuda/epilogue_launcher.hpp"
 #include "backends/cuda/kokkos_lanes.hpp"
+#include "backends/cuda/quantize_launcher.hpp"
 #include "core/error.hpp"
 
 namespace weave::internal::cuda {
@@ -30,6 +31,9 @@ CudaBackend::CudaBackend(const plan::Schedule& schedule, const CudaBackendOption
     WEAVE_CUDA_CHECK(cudaGetDeviceProperties(&properties, device_));
     device_name_ = properties.name;
     device_sms_ = properties.multiProcessorCount;
+    gemm_device_.index = device_;
+    gemm_device_.compute_capability = properties.major * 10 + properties.minor;
+    gemm_device_.name = device_name_.c_str();
     if (options_.gemm_sm_margin > 0) gemm_sms_ = std::max(1, device_sms_ - options_.gemm_sm_margin);
     create_streams_and_events();
     if (KokkosLanes::available()) kokkos_lanes_ = std::make_unique<KokkosLanes>(streams_);
@@ -74,10 +78,12 @@ void CudaBackend::create_streams_and_events() {
 // combination is reported at plan creation.
 void CudaBackend::prepare_steps() {
   std::set<std::pair<DType, DType>> kernels;
+  std::set<std::size_t> copy_sizes;
   const std::size_t lanes = streams_.size() - 1;
   std::vector<bool> lane_multiplies(lanes, false);
-  std::vector<const plan::GemmOp*> matmul_steps;
-  for (const plan::Step& step : schedule_.steps) {
+  std::vector<std::pair<const plan::GemmOp*, const plan::EpilogueOp*>> matmul_steps;  // with a bias to fuse
+  for (std::size_t i = 0; i < schedule_.steps.size(); ++i) {
+    const plan::Step& step = schedule_.steps[i];
     if (step.kind() == plan::StepKind::Gemm) {
       const auto& op = std::get<plan::GemmOp>(step.op);
       const GemmWork work = gemm_work(op);
@@ -86,13 +92,20 @@ void CudaBackend::prepare_steps() {
         const DType c = schedule_.buffer(op.c).dtype;
         kernels.insert({c, c});
       } else if (work == GemmWork::Matmul) {
-        matmul_steps.push_back(&op);
+        matmul_steps.emplace_back(&op, bias_step_after(i));
         lane_multiplies.at(static_cast<std::size_t>(step.lane)) = true;
       }
+    } else if (step.kind() == plan::StepKind::Quantize) {
+      const auto& op = std::get<plan::QuantizeOp>(step.op);
+      prepare_quantize(schedule_.buffer(op.dst).dtype, schedule_.buffer(op.src).dtype);
     } else if (step.kind() == plan::StepKind::Epilogue) {
       const auto& op = std::get<plan::EpilogueOp>(step.op);
       const DType dst = schedule_.buffer(op.dst).dtype;
       const DType src = op.has_src ? schedule_.buffer(op.src).dtype : dst;
+      if (op.plain_copy() && src == dst) {
+        copy_sizes.insert(dtype_size(dst));
+        continue;
+      }
       if (!epilogue_supported(dst, src))
         fail(WEAVE_ERROR_UNSUPPORTED_TYPE, "step '", step.label, "' converts ", dtype_name(src), " to ",
              dtype_name(dst), ", which the CUDA backend has no kernel for");
@@ -100,13 +113,35 @@ void CudaBackend::prepare_steps() {
     }
   }
   for (const auto& [dst, src] : kernels) prepare_epilogue(dst, src);
+  for (std::size_t bytes : copy_sizes) prepare_copy(bytes);
 
   cublas_workspaces_.assign(lanes, nullptr);
   for (std::size_t lane = 0; lane < lane_multiplies.size(); ++lane)
     if (lane_multiplies[lane]) WEAVE_CUDA_CHECK(cudaMalloc(&cublas_workspaces_[lane], kCublasWorkspaceBytes));
-  for (const plan::GemmOp* op : matmul_steps)
-    prepared_[op].matmul =
-        std::make_unique<CublasLtGemm>(cublas_, schedule_, *op, options_.allow_tf32, kCublasWorkspaceBytes, gemm_sms_);
+  for (const auto& [op, bias] : matmul_steps) {
+    prepared_[op].matmul = std::make_unique<CublasLtGemm>(cublas_, schedule_, *op, options_.allow_tf32,
+                                                          kCublasWorkspaceBytes, gemm_device_, gemm_sms_, bias);
+    if (prepared_[op].matmul->fused_bias()) fused_bias_steps_.insert(bias);
+  }
+}
+
+// The step that adds the bias to what GEMM step `gemm` wrote, right after
+// it on its lane and depending on it alone (C += bias), or null.
+const plan::EpilogueOp* CudaBackend::bias_step_after(std::size_t gemm) const {
+  const plan::Step& g = schedule_.steps[gemm];
+  const auto& product = std::get<plan::GemmOp>(g.op);
+  for (std::size_t j = gemm + 1; j < schedule_.steps.size(); ++j) {
+    const plan::Step& s = schedule_.steps[j];
+    if (s.lane != g.lane) continue;
+    const auto* e = std::get_if<plan::EpilogueOp>(&s.op);
+    const plan::Region& c = product.c;
+    if (!e || e->has_src || !e->has_bias || e->dst_scale != plan::Scalar::One || s.deps != std::vector<int>{static_cast<int>(gemm)} ||
+        e->dst.buffer != c.buffer || e->dst.row0 != c.row0 || e->dst.col0 != c.col0 || e->dst.rows != c.rows ||
+        e->dst.cols != c.cols)
+      return nullptr;
+    return e;  // the next step on the lane is the bias step, or there is none to fuse
+  }
+  return nullptr;
 }
 
 void CudaBackend::release() noexcept {
@@ -147,7 +182,10 @@ void CudaBackend::release() noexcept {
 std::string CudaBackend::name() const {
   return str("cuda (device ", device_, " ", device_name_, ", cuBLASLt", options_.allow_tf32 ? ", TF32 allowed" : "",
              gemm_sms_ > 0 ? str(", GEMMs sized for ", gemm_sms_, " of ", device_sms_, " SMs") : std::string(),
-             kokkos_lanes_ ? ", element-wise steps on Kokkos::Cuda" : "", ")");
+             kokkos_lanes_ ? ", element-wise steps on Kokkos::Cuda" : "",
+             fused_bias_steps_.empty() ? std::string()
+                                       : str(", ", fused_bias_steps_.size(), " GEMMs add the bias in their epilogue"),
+             ")");
 }
 
 cudaStream_t CudaBackend::stream(int lane) const {
@@ -202,8 +240,26 @@ void CudaBackend::gemm(const plan::GemmOp& op, int lane, const exec::Bindings& b
 void CudaBackend::epilogue(const plan::EpilogueOp& op, int lane, const exec::Bindings& bindings,
                            const exec::Scalars& scalars) {
   DeviceGuard guard(device_);
+  if (fused_bias_steps_.count(&op)) return;  // its GEMM added the bias
   const exec::MatrixRef dst = bindings.resolve(op.dst);
   if (dst.rows == 0 || dst.cols == 0) return;
+  if (op.plain_copy()) {
+    const exec::MatrixRef src = bindings.resolve(op.src);
+    if (src.dtype == dst.dtype) {
+      CopyLaunch copy;
+      copy.element_bytes = dtype_size(dst.dtype);
+      copy.dst = dst.data;
+      copy.dst_ld = dst.ld;
+      copy.dst_row_major = dst.order == Order::RowMajor;
+      copy.src = src.data;
+      copy.src_ld = src.ld;
+      copy.src_row_major = src.order == Order::RowMajor;
+      copy.rows = dst.rows;
+      copy.cols = dst.cols;
+      launch_copy(copy, stream(lane));
+      return;
+    }
+  }
   EpilogueLaunch launch;
   launch.dst_type = dst.dtype;
   launch.dst = dst.data;
@@ -234,6 +290,26 @@ void CudaBackend::epilogue(const plan::EpilogueOp& op, int lane, const exec::Bin
     kokkos_lanes_->launch(launch, stream(lane));
   else
     launch_epilogue(launch, stream(lane));
+}
+
+void CudaBackend::quantize(const plan::QuantizeOp& op, int lane, const exec::Bindings& bindings) {
+  DeviceGuard guard(device_);
+  const exec::MatrixRef src = bindings.resolve(op.src), dst = bindings.resolve(op.dst);
+  QuantizeLaunch launch;
+  launch.src_type = src.dtype;
+  launch.dst_type = dst.dtype;
+  launch.src = src.data;
+  launch.src_ld = src.ld;
+  launch.src_row_major = src.order == Order::RowMajor;
+  launch.dst = dst.data;
+  launch.dst_ld = dst.ld;
+  launch.dst_row_major = dst.order == Order::RowMajor;
+  launch.transposed = op.op == Op::T;
+  if (op.has_scales) launch.scales = static_cast<float*>(bindings.resolve(op.scales).data);
+  launch.max_finite = static_cast<float>(dtype_row(dst.dtype).max_finite);
+  launch.rows = op.op == Op::N ? src.rows : src.cols;
+  launch.cols = op.op == Op::N ? src.cols : src.rows;
+  launch_quantize(launch, stream(lane));
 }
 
 void CudaBackend::record(int event, int lane) {

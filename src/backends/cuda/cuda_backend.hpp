@@ -11,6 +11,7 @@
 #include <cuda_runtime_api.h>
 
 #include <memory>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -40,6 +41,7 @@ class CudaBackend final : public exec::ComputeBackend {
             const exec::ProgressHook& progress) override;
   void epilogue(const plan::EpilogueOp& op, int lane, const exec::Bindings& bindings,
                 const exec::Scalars& scalars) override;
+  void quantize(const plan::QuantizeOp& op, int lane, const exec::Bindings& bindings) override;
   void record(int event, int lane) override;
   void wait(int lane, int event) override;
   bool query(int event) override;
@@ -50,6 +52,7 @@ class CudaBackend final : public exec::ComputeBackend {
  private:
   void create_streams_and_events();
   void prepare_steps();
+  const plan::EpilogueOp* bias_step_after(std::size_t gemm) const;
   cudaStream_t stream(int lane) const;
   void release() noexcept;
 
@@ -81,6 +84,9 @@ class CudaBackend final : public exec::ComputeBackend {
   // Kokkos::Cuda instances on streams_ where Kokkos has CUDA: the
   // element-wise steps run there; null: Weave's own CUDA kernels run them.
   std::unique_ptr<KokkosLanes> kokkos_lanes_;
+  // Bias steps whose GEMM adds the bias in its epilogue: nothing to enqueue.
+  std::set<const plan::EpilogueOp*> fused_bias_steps_;
+  GemmDevice gemm_device_;
 };
 
 }  // namespace weave::internal::cuda

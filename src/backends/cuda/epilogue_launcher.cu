@@ -8,6 +8,7 @@
 #include "backends/cuda/cuda_check.hpp"
 #include "backends/cuda/epilogue_dispatch.cuh"
 #include "backends/cuda/epilogue_launcher.hpp"
+#include "kernels/copy.hpp"
 
 namespace weave::internal::cuda {
 
@@ -101,6 +102,60 @@ void launch_epilogue(const EpilogueLaunch& launch, cudaStream_t stream) {
         WEAVE_CUDA_CHECK(cudaGetLastError());
       });
   if (!known) unsupported(launch.dst_type, launch.src_type);
+}
+
+namespace {
+
+template <class Word>
+__global__ void copy_kernel(kernels::CopyFunctor<Word> f) {
+  const int64_t minor_extent = f.minor_extent(), major_extent = f.major_extent();
+  for (int64_t major = blockIdx.y; major < major_extent; major += gridDim.y)
+    for (int64_t minor = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; minor < minor_extent;
+         minor += static_cast<int64_t>(blockDim.x) * gridDim.x)
+      f.apply(minor, major);
+}
+
+// Calls visit(Word{}) with the unsigned word of `bytes`; false for none.
+template <class Visit>
+bool visit_word(std::size_t bytes, Visit&& visit) {
+  switch (bytes) {
+    case 1: visit(uint8_t{}); return true;
+    case 2: visit(uint16_t{}); return true;
+    case 4: visit(uint32_t{}); return true;
+    case 8: visit(uint64_t{}); return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+void prepare_copy(std::size_t element_bytes) {
+  if (!visit_word(element_bytes, [](auto word) {
+        cudaFuncAttributes attributes{};
+        WEAVE_CUDA_CHECK(cudaFuncGetAttributes(&attributes, copy_kernel<decltype(word)>));
+      }))
+    fail(WEAVE_ERROR_INTERNAL, "no copy kernel for ", element_bytes, "-byte elements");
+}
+
+void launch_copy(const CopyLaunch& launch, cudaStream_t stream) {
+  if (launch.rows == 0 || launch.cols == 0) return;
+  const bool known = visit_word(launch.element_bytes, [&](auto word) {
+    using Word = decltype(word);
+    kernels::CopyFunctor<Word> f;
+    f.dst = static_cast<Word*>(launch.dst);
+    f.dst_ld = launch.dst_ld;
+    f.dst_row_major = launch.dst_row_major;
+    f.src = static_cast<const Word*>(launch.src);
+    f.src_ld = launch.src_ld;
+    f.src_row_major = launch.src_row_major;
+    f.rows = launch.rows;
+    f.cols = launch.cols;
+    const dim3 blocks(static_cast<unsigned>(std::min(kMaxBlocksX, (f.minor_extent() + kThreadsPerBlock - 1) / kThreadsPerBlock)),
+                      static_cast<unsigned>(std::min(kMaxBlocksY, f.major_extent())));
+    copy_kernel<Word><<<blocks, kThreadsPerBlock, 0, stream>>>(f);
+    WEAVE_CUDA_CHECK(cudaGetLastError());
+  });
+  if (!known) fail(WEAVE_ERROR_INTERNAL, "no copy kernel for ", launch.element_bytes, "-byte elements");
 }
 
 }  // namespace weave::internal::cuda

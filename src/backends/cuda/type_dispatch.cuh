@@ -24,8 +24,8 @@ bool visit_same_type(DType type, Visit&& visit) {
     case DType::F32: visit(TypePair<float, float>{}); return true;
     case DType::F16: visit(TypePair<__half, __half>{}); return true;
     case DType::BF16: visit(TypePair<__nv_bfloat16, __nv_bfloat16>{}); return true;
+    default: return false;  // FP8 values are copied as bytes, never summed
   }
-  return false;
 }
 
 // Calls visit(TypePair<Dst, Src>{}) for a pair the element-wise step

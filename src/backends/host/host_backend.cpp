@@ -9,14 +9,47 @@
 
 #include "backends/host/blas.hpp"
 #include "backends/host/kokkos_runtime.hpp"
+#include "core/checked.hpp"
 #include "core/error.hpp"
+#include "kernels/copy.hpp"
+#include "kernels/dequantize.hpp"
 #include "kernels/epilogue.hpp"
 #include "kernels/gemm_layout.hpp"
+#include "kernels/quantize.hpp"
 
 namespace weave::internal::host {
 
 namespace {
 constexpr std::size_t kWorkspaceAlignment = 256;
+
+// Weave's element types as the host stores them, for the kernels
+// instantiated per type: visit(Tag<T>{}) with T the type of `type`.
+template <class T>
+struct Tag {
+  using type = T;
+};
+template <class Visit>
+bool visit_host_type(DType type, Visit&& visit) {
+  switch (type) {
+    case DType::F64: visit(Tag<double>{}); return true;
+    case DType::F32: visit(Tag<float>{}); return true;
+    case DType::F16: visit(Tag<kernels::Float16Bits>{}); return true;
+    case DType::BF16: visit(Tag<kernels::BFloat16Bits>{}); return true;
+    case DType::E4M3: visit(Tag<kernels::Float8E4M3>{}); return true;
+    case DType::E5M2: visit(Tag<kernels::Float8E5M2>{}); return true;
+    case DType::UE8M0: return false;
+  }
+  return false;
+}
+
+// Runs a functor with size() and operator()(int64_t) on the host execution space.
+template <class Functor>
+void run_on_host(const char* name, const Functor& f) {
+  using Space = Kokkos::DefaultHostExecutionSpace;
+  Space space;
+  Kokkos::parallel_for(name, Kokkos::RangePolicy<Space, Kokkos::IndexType<int64_t>>(space, 0, f.size()), f);
+  space.fence();
+}
 
 blas_int to_blas_int(int64_t value, const char* what) {
   if (value > static_cast<int64_t>(std::numeric_limits<blas_int>::max()))
@@ -38,6 +71,31 @@ void call_gemm(const kernels::ColumnMajorGemm& g, T alpha, T beta) {
     sgemm_(&ta, &tb, &m, &n, &k, &alpha, a, &lda, b, &ldb, &beta, c, &ldc, 1, 1);
   else
     dgemm_(&ta, &tb, &m, &n, &k, &alpha, a, &lda, b, &ldb, &beta, c, &ldc, 1, 1);
+}
+
+// C = alpha op(A) op(B) + beta C in BLAS (A, B and C all float32 or all
+// float64), cut into column tiles with `progress` called between them.
+void blas_gemm(const exec::MatrixRef& a, Op op_a, const exec::MatrixRef& b, Op op_b, const exec::MatrixRef& c,
+               double alpha, double beta, double tile_flops, const exec::ProgressHook& progress) {
+  const int64_t k = op_a == Op::N ? a.cols : a.rows;
+  int64_t tiles = 1;
+  if (progress) {
+    const double flops = 2.0 * static_cast<double>(c.rows) * static_cast<double>(c.cols) * static_cast<double>(k);
+    tiles = std::clamp<int64_t>(static_cast<int64_t>(flops / tile_flops), 1, std::max<int64_t>(1, c.cols / 32));
+  }
+  for (int64_t t = 0; t < tiles; ++t) {
+    const int64_t col0 = c.cols * t / tiles, cols = c.cols * (t + 1) / tiles - col0;
+    const exec::MatrixRef c_tile = kernels::op_columns(c, Op::N, col0, cols);
+    const exec::MatrixRef b_tile = kernels::op_columns(b, op_b, col0, cols);
+    const kernels::ColumnMajorGemm g = kernels::to_column_major(a, op_a, b_tile, op_b, c_tile);
+    switch (c.dtype) {
+      case DType::F32: call_gemm<float>(g, static_cast<float>(alpha), static_cast<float>(beta)); break;
+      case DType::F64: call_gemm<double>(g, alpha, beta); break;
+      default:
+        fail(WEAVE_ERROR_INTERNAL, "BLAS multiplies f32 and f64, not ", dtype_name(c.dtype));
+    }
+    if (progress && t + 1 < tiles) progress();
+  }
 }
 
 // Further sources, resolved without allocating (execute allocates nothing).
@@ -68,56 +126,200 @@ void launch_epilogue(const exec::MatrixRef& dst, const exec::MatrixRef* src, con
   f.dst_scale = static_cast<typename decltype(f)::Acc>(dst_scale);
   f.rows = dst.rows;
   f.cols = dst.cols;
-  using Space = Kokkos::DefaultHostExecutionSpace;
-  Space space;
-  Kokkos::parallel_for("weave::internal::epilogue", Kokkos::RangePolicy<Space, Kokkos::IndexType<int64_t>>(space, 0, f.size()),
-                       f);
-  space.fence();
+  run_on_host("weave::internal::epilogue", f);
+}
+
+// The (dst, src) type pairs of the arithmetic element-wise steps: a type
+// with itself, and float32 with float64 and with the 16-bit types either
+// way (FP8 values are only ever copied, decoded or quantized).
+template <class Visit>
+bool visit_epilogue_pair(DType dst, DType src, Visit&& visit) {
+  using kernels::BFloat16Bits;
+  using kernels::Float16Bits;
+  if (dst == src) {
+    switch (dst) {
+      case DType::F64: visit(Tag<double>{}, Tag<double>{}); return true;
+      case DType::F32: visit(Tag<float>{}, Tag<float>{}); return true;
+      case DType::F16: visit(Tag<Float16Bits>{}, Tag<Float16Bits>{}); return true;
+      case DType::BF16: visit(Tag<BFloat16Bits>{}, Tag<BFloat16Bits>{}); return true;
+      default: return false;
+    }
+  }
+  if (dst == DType::F32) {
+    switch (src) {
+      case DType::F64: visit(Tag<float>{}, Tag<double>{}); return true;
+      case DType::F16: visit(Tag<float>{}, Tag<Float16Bits>{}); return true;
+      case DType::BF16: visit(Tag<float>{}, Tag<BFloat16Bits>{}); return true;
+      default: return false;
+    }
+  }
+  if (src == DType::F32) {
+    switch (dst) {
+      case DType::F64: visit(Tag<double>{}, Tag<float>{}); return true;
+      case DType::F16: visit(Tag<Float16Bits>{}, Tag<float>{}); return true;
+      case DType::BF16: visit(Tag<BFloat16Bits>{}, Tag<float>{}); return true;
+      default: return false;
+    }
+  }
+  return false;
+}
+
+template <class Word>
+void copy_words(const exec::MatrixRef& dst, const exec::MatrixRef& src) {
+  kernels::CopyFunctor<Word> f;
+  f.dst = static_cast<Word*>(dst.data);
+  f.dst_ld = dst.ld;
+  f.dst_row_major = dst.order == Order::RowMajor;
+  f.src = static_cast<const Word*>(src.data);
+  f.src_ld = src.ld;
+  f.src_row_major = src.order == Order::RowMajor;
+  f.rows = dst.rows;
+  f.cols = dst.cols;
+  run_on_host("weave::internal::copy", f);
+}
+
+// dst = src, bits unchanged, for elements of any size.
+void copy_bits(const exec::MatrixRef& dst, const exec::MatrixRef& src) {
+  switch (dtype_size(dst.dtype)) {
+    case 1: copy_words<uint8_t>(dst, src); return;
+    case 2: copy_words<uint16_t>(dst, src); return;
+    case 4: copy_words<uint32_t>(dst, src); return;
+    case 8: copy_words<uint64_t>(dst, src); return;
+  }
+  fail(WEAVE_ERROR_INTERNAL, "no copy for ", dtype_size(dst.dtype), "-byte elements");
+}
+
+// op(X) (rows x cols) into `out` (float32, column-major, ld rows), with its
+// scales applied.
+void dequantize(const exec::MatrixRef& x, Op op, int64_t rows, int64_t cols, const plan::ScaleOperand& scales,
+                const exec::Bindings& bindings, bool outer_is_row, float* out) {
+  if (rows == 0 || cols == 0) return;
+  exec::MatrixRef scale_ref;
+  if (scales.scaled()) scale_ref = bindings.resolve(scales.region);
+  const bool known = visit_host_type(x.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    kernels::DequantizeFunctor<T> f;
+    f.dst = out;
+    f.dst_ld = rows;
+    f.src = static_cast<const T*>(x.data);
+    f.src_ld = x.ld;
+    f.src_row_major = x.order == Order::RowMajor;
+    f.transposed = op == Op::T;
+    f.rows = rows;
+    f.cols = cols;
+    f.scale_mode = scales.mode;
+    f.scales = scale_ref.data;
+    f.scale_ld = scale_ref.ld;
+    f.scales_e8m0 = scale_ref.dtype == DType::UE8M0;
+    f.outer_is_row = outer_is_row;
+    run_on_host("weave::internal::dequantize", f);
+  });
+  if (!known) fail(WEAVE_ERROR_INTERNAL, "the host backend cannot decode ", dtype_name(x.dtype));
+}
+
+exec::MatrixRef float_matrix(float* data, int64_t rows, int64_t cols) {
+  exec::MatrixRef m;
+  m.data = data;
+  m.rows = rows;
+  m.cols = cols;
+  m.ld = std::max<int64_t>(1, rows);
+  m.dtype = DType::F32;
+  m.order = Order::ColMajor;
+  return m;
 }
 
 }  // namespace
 
-HostBackend::HostBackend(std::size_t workspace_bytes, HostBackendOptions options) : options_(options) {
+bool HostBackend::native(const plan::Schedule& schedule, const plan::GemmOp& op) {
+  const DType a = schedule.buffer(op.a).dtype, b = schedule.buffer(op.b).dtype, c = schedule.buffer(op.c).dtype;
+  return !op.a_scale.scaled() && !op.b_scale.scaled() && a == b && a == c && (c == DType::F32 || c == DType::F64);
+}
+
+HostBackend::HostBackend(const plan::Schedule& schedule, HostBackendOptions options) : options_(options) {
   ensure_kokkos_initialized();
+  // The emulated GEMMs' float32 scratch: the largest decoded A, B and (for a
+  // C that is not float32) C of any of them.
+  int64_t scratch_floats = 0;
+  for (const plan::Step& step : schedule.steps) {
+    const auto* op = std::get_if<plan::GemmOp>(&step.op);
+    if (!op || native(schedule, *op)) continue;
+    for (const plan::Region* r : {&op->a, &op->b})
+      if (dtype_row(schedule.buffer(*r).dtype).host == Support::No)
+        fail(WEAVE_ERROR_UNSUPPORTED_TYPE, "the host backend cannot multiply ", dtype_name(schedule.buffer(*r).dtype));
+    const int64_t m = op->c.rows, n = op->c.cols, k = op->op_a == Op::N ? op->a.cols : op->a.rows;
+    int64_t floats = checked_add(checked_mul(m, k, "the emulated GEMM scratch"), checked_mul(k, n, "the emulated GEMM scratch"),
+                                 "the emulated GEMM scratch");
+    if (schedule.buffer(op->c).dtype != DType::F32)
+      floats = checked_add(floats, checked_mul(m, n, "the emulated GEMM scratch"), "the emulated GEMM scratch");
+    scratch_floats = std::max(scratch_floats, floats);
+    emulates_ = true;
+  }
+  const std::size_t scratch_bytes =
+      static_cast<std::size_t>(checked_mul(scratch_floats, int64_t{4}, "the bytes of the emulated GEMM scratch"));
+  const std::size_t workspace_bytes = static_cast<std::size_t>(schedule.workspace_bytes);
+  // The nothrow form: a workspace too large for this machine is a status
+  // (also under AddressSanitizer, whose throwing operator new aborts).
   if (workspace_bytes > 0) {
-    // The nothrow form: a workspace too large for this machine is a status
-    // (also under AddressSanitizer, whose throwing operator new aborts).
     workspace_ = ::operator new(workspace_bytes, std::align_val_t(kWorkspaceAlignment), std::nothrow);
     if (!workspace_) fail(WEAVE_ERROR_OUT_OF_MEMORY, "cannot allocate ", workspace_bytes, " bytes of host workspace");
+  }
+  if (scratch_bytes > 0) {
+    scratch_ = static_cast<float*>(::operator new(scratch_bytes, std::align_val_t(kWorkspaceAlignment), std::nothrow));
+    if (!scratch_) {
+      ::operator delete(workspace_, std::align_val_t(kWorkspaceAlignment));
+      workspace_ = nullptr;
+      fail(WEAVE_ERROR_OUT_OF_MEMORY, "cannot allocate ", scratch_bytes,
+           " bytes of float32 scratch for the host backend's emulated GEMMs");
+    }
   }
 }
 
 HostBackend::~HostBackend() {
   if (workspace_) ::operator delete(workspace_, std::align_val_t(kWorkspaceAlignment));
+  if (scratch_) ::operator delete(scratch_, std::align_val_t(kWorkspaceAlignment));
 }
 
-std::string HostBackend::name() const { return "host (BLAS, " + kokkos_description() + ")"; }
+std::string HostBackend::name() const {
+  return "host (BLAS" + std::string(emulates_ ? ", emulated types decoded to float32" : "") + ", " +
+         kokkos_description() + ")";
+}
 
 void HostBackend::gemm(const plan::GemmOp& op, int, const exec::Bindings& bindings, const exec::Scalars& scalars,
                        const exec::ProgressHook& progress) {
+  if (!native(*bindings.schedule, op)) {
+    emulated_gemm(op, bindings, scalars, progress);
+    return;
+  }
   const exec::MatrixRef a = bindings.resolve(op.a), b = bindings.resolve(op.b), c = bindings.resolve(op.c);
   if (c.rows == 0 || c.cols == 0) return;
+  blas_gemm(a, op.op_a, b, op.op_b, c, scalars.value(op.alpha), scalars.value(op.beta), options_.tile_flops, progress);
+}
+
+void HostBackend::emulated_gemm(const plan::GemmOp& op, const exec::Bindings& bindings, const exec::Scalars& scalars,
+                                const exec::ProgressHook& progress) {
+  const exec::MatrixRef a = bindings.resolve(op.a), b = bindings.resolve(op.b), c = bindings.resolve(op.c);
+  if (c.rows == 0 || c.cols == 0) return;
+  const int64_t m = c.rows, n = c.cols, k = op.op_a == Op::N ? a.cols : a.rows;
+  const exec::MatrixRef a_hat = float_matrix(scratch_, m, k);
+  const exec::MatrixRef b_hat = float_matrix(scratch_ + m * k, k, n);
+  dequantize(a, op.op_a, m, k, op.a_scale, bindings, true, scratch_);
+  dequantize(b, op.op_b, k, n, op.b_scale, bindings, false, scratch_ + m * k);
   const double alpha = scalars.value(op.alpha), beta = scalars.value(op.beta);
-  const int64_t k = op.op_a == Op::N ? a.cols : a.rows;
-  // Column tiles of C (and of op(B)) when someone wants to be called between them.
-  int64_t tiles = 1;
-  if (progress) {
-    const double flops = 2.0 * static_cast<double>(c.rows) * static_cast<double>(c.cols) * static_cast<double>(k);
-    tiles = std::clamp<int64_t>(static_cast<int64_t>(flops / options_.tile_flops), 1, std::max<int64_t>(1, c.cols / 32));
+  if (c.dtype == DType::F32) {
+    blas_gemm(a_hat, Op::N, b_hat, Op::N, c, alpha, beta, options_.tile_flops, progress);
+    return;
   }
-  for (int64_t t = 0; t < tiles; ++t) {
-    const int64_t col0 = c.cols * t / tiles, cols = c.cols * (t + 1) / tiles - col0;
-    const exec::MatrixRef c_tile = kernels::op_columns(c, Op::N, col0, cols);
-    const exec::MatrixRef b_tile = kernels::op_columns(b, op.op_b, col0, cols);
-    const kernels::ColumnMajorGemm g = kernels::to_column_major(a, op.op_a, b_tile, op.op_b, c_tile);
-    switch (c.dtype) {
-      case DType::F32: call_gemm<float>(g, static_cast<float>(alpha), static_cast<float>(beta)); break;
-      case DType::F64: call_gemm<double>(g, alpha, beta); break;
-      default:
-        fail(WEAVE_ERROR_UNSUPPORTED_TYPE, "the host backend multiplies f32 and f64, not ", dtype_name(c.dtype));
-    }
-    if (progress && t + 1 < tiles) progress();
-  }
+  // Another C: the product in float32, C rounded from it once.
+  const exec::MatrixRef c_hat = float_matrix(scratch_ + m * k + k * n, m, n);
+  const MoreSources none;
+  const bool known = visit_epilogue_pair(c.dtype, DType::F32, [&](auto d, auto s) {
+    using C = typename decltype(d)::type;
+    using F = typename decltype(s)::type;
+    if (beta != 0.0) launch_epilogue<F, C>(c_hat, &c, none, nullptr, 1.0, 0.0);  // C is not read when beta == 0
+    blas_gemm(a_hat, Op::N, b_hat, Op::N, c_hat, alpha, beta, options_.tile_flops, progress);
+    launch_epilogue<C, F>(c, &c_hat, none, nullptr, 1.0, 0.0);
+  });
+  if (!known) fail(WEAVE_ERROR_UNSUPPORTED_TYPE, "the host backend cannot store a product as ", dtype_name(c.dtype));
 }
 
 void HostBackend::epilogue(const plan::EpilogueOp& op, int, const exec::Bindings& bindings,
@@ -126,6 +328,10 @@ void HostBackend::epilogue(const plan::EpilogueOp& op, int, const exec::Bindings
   if (dst.rows == 0 || dst.cols == 0) return;
   exec::MatrixRef src, bias;
   if (op.has_src) src = bindings.resolve(op.src);
+  if (op.plain_copy() && src.dtype == dst.dtype) {
+    copy_bits(dst, src);
+    return;
+  }
   if (op.has_bias) bias = bindings.resolve(op.bias);
   const exec::MatrixRef* src_ptr = op.has_src ? &src : nullptr;
   MoreSources more;
@@ -134,16 +340,53 @@ void HostBackend::epilogue(const plan::EpilogueOp& op, int, const exec::Bindings
   const exec::MatrixRef* bias_ptr = op.has_bias ? &bias : nullptr;
   const double src_scale = scalars.value(op.src_scale), dst_scale = scalars.value(op.dst_scale);
   const DType src_type = op.has_src ? src.dtype : dst.dtype;
-  if (dst.dtype == DType::F64 && src_type == DType::F64)
-    launch_epilogue<double, double>(dst, src_ptr, more, bias_ptr, src_scale, dst_scale);
-  else if (dst.dtype == DType::F32 && src_type == DType::F32)
-    launch_epilogue<float, float>(dst, src_ptr, more, bias_ptr, src_scale, dst_scale);
-  else if (dst.dtype == DType::F64 && src_type == DType::F32)
-    launch_epilogue<double, float>(dst, src_ptr, more, bias_ptr, src_scale, dst_scale);
-  else if (dst.dtype == DType::F32 && src_type == DType::F64)
-    launch_epilogue<float, double>(dst, src_ptr, more, bias_ptr, src_scale, dst_scale);
-  else
-    fail(WEAVE_ERROR_UNSUPPORTED_TYPE, "the host backend handles f32 and f64, not ", dtype_name(dst.dtype));
+  const bool known = visit_epilogue_pair(dst.dtype, src_type, [&](auto d, auto s) {
+    launch_epilogue<typename decltype(d)::type, typename decltype(s)::type>(dst, src_ptr, more, bias_ptr, src_scale,
+                                                                            dst_scale);
+  });
+  if (!known)
+    fail(WEAVE_ERROR_UNSUPPORTED_TYPE, "the host backend has no element-wise kernel writing ", dtype_name(dst.dtype),
+         " from ", dtype_name(src_type));
+}
+
+void HostBackend::quantize(const plan::QuantizeOp& op, int, const exec::Bindings& bindings) {
+  const exec::MatrixRef src = bindings.resolve(op.src), dst = bindings.resolve(op.dst);
+  const int64_t rows = op.op == Op::N ? src.rows : src.cols, cols = op.op == Op::N ? src.cols : src.rows;
+  if (rows == 0) return;
+  exec::MatrixRef scales;
+  if (op.has_scales) scales = bindings.resolve(op.scales);
+  // The sources a wire type takes (f32, f16, bf16) into e4m3 or bf16.
+  auto run = [&](auto src_tag, auto dst_tag) {
+    using Src = typename decltype(src_tag)::type;
+    using Dst = typename decltype(dst_tag)::type;
+    kernels::QuantizeRowsFunctor<Src, Dst> f;
+    f.src = static_cast<const Src*>(src.data);
+    f.src_ld = src.ld;
+    f.src_row_major = src.order == Order::RowMajor;
+    f.dst = static_cast<Dst*>(dst.data);
+    f.dst_ld = dst.ld;
+    f.dst_row_major = dst.order == Order::RowMajor;
+    f.transposed = op.op == Op::T;
+    f.scales = op.has_scales ? static_cast<float*>(scales.data) : nullptr;
+    f.max_finite = static_cast<float>(dtype_row(dst.dtype).max_finite);
+    f.rows = rows;
+    f.cols = cols;
+    run_on_host("weave::internal::quantize", f);
+  };
+  auto with_source = [&](auto dst_tag) {
+    switch (src.dtype) {
+      case DType::F32: run(Tag<float>{}, dst_tag); return true;
+      case DType::F16: run(Tag<kernels::Float16Bits>{}, dst_tag); return true;
+      case DType::BF16: run(Tag<kernels::BFloat16Bits>{}, dst_tag); return true;
+      default: return false;
+    }
+  };
+  const bool known = dst.dtype == DType::E4M3   ? with_source(Tag<kernels::Float8E4M3>{})
+                     : dst.dtype == DType::BF16 ? with_source(Tag<kernels::BFloat16Bits>{})
+                                                : false;
+  if (!known)
+    fail(WEAVE_ERROR_UNSUPPORTED_TYPE, "the host backend cannot quantize ", dtype_name(src.dtype), " into ",
+         dtype_name(dst.dtype));
 }
 
 }  // namespace weave::internal::host

@@ -1,6 +1,13 @@
 // The host compute backend: GEMMs through the Fortran BLAS interface, split
 // into column tiles so the executor can keep communication moving between
 // them; element-wise kernels on a Kokkos host execution-space instance.
+//
+// float32 and float64 GEMMs run in BLAS as they are. The types BLAS has no
+// arithmetic for (float16, bfloat16, the FP8 types with their scales) are
+// emulated: each operand is decoded to float32 with its scales applied
+// (kernels/dequantize.hpp), multiplied by sgemm, and a 16-bit C is rounded
+// from the float32 result once. It is a correctness path (every FP8 plan
+// runs on a machine without a GPU, against the same oracle), not a fast one.
 #pragma once
 
 #include <cstddef>
@@ -19,7 +26,9 @@ struct HostBackendOptions {
 
 class HostBackend final : public exec::ComputeBackend {
  public:
-  HostBackend(std::size_t workspace_bytes, HostBackendOptions options);
+  // Allocates the schedule's workspace and the float32 scratch its
+  // emulated GEMMs need; `schedule` must outlive the backend.
+  HostBackend(const plan::Schedule& schedule, HostBackendOptions options);
   ~HostBackend() override;
 
   std::string name() const override;
@@ -30,9 +39,18 @@ class HostBackend final : public exec::ComputeBackend {
             const exec::ProgressHook& progress) override;
   void epilogue(const plan::EpilogueOp& op, int lane, const exec::Bindings& bindings,
                 const exec::Scalars& scalars) override;
+  void quantize(const plan::QuantizeOp& op, int lane, const exec::Bindings& bindings) override;
+
+  // Whether a GEMM step of these types runs in BLAS as it is (else emulated).
+  static bool native(const plan::Schedule& schedule, const plan::GemmOp& op);
 
  private:
+  void emulated_gemm(const plan::GemmOp& op, const exec::Bindings& bindings, const exec::Scalars& scalars,
+                     const exec::ProgressHook& progress);
+
   void* workspace_ = nullptr;
+  float* scratch_ = nullptr;  // emulated GEMMs: decoded A, decoded B, float32 C
+  bool emulates_ = false;
   HostBackendOptions options_;
 };
 

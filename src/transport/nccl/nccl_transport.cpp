@@ -19,8 +19,9 @@ ncclDataType_t nccl_type(DType t) {
     case DType::F32: return ncclFloat32;
     case DType::F16: return ncclFloat16;
     case DType::BF16: return ncclBfloat16;
+    default: break;  // FP8 values are gathered as bytes, never summed
   }
-  fail(WEAVE_ERROR_INTERNAL, "unknown element type ", static_cast<int>(t));
+  fail(WEAVE_ERROR_INTERNAL, "NCCL does not sum ", dtype_name(t));
 }
 
 // Element offsets of each rank's part in a collective's larger region.
