@@ -22,7 +22,7 @@
 ! rank of the grid (of the operation's group for execute); they fail on every
 ! rank together.
 module weave
-  use, intrinsic :: iso_c_binding, only: c_ptr, c_null_ptr, c_int, c_int64_t, c_float, c_double, c_loc
+  use, intrinsic :: iso_c_binding, only: c_ptr, c_null_ptr, c_int, c_int32_t, c_int64_t, c_float, c_double, c_loc
   use weave_constants
   use weave_types
   use weave_c_api
@@ -55,13 +55,14 @@ module weave
   public :: WEAVE_ERROR_NCCL, WEAVE_ERROR_UCX, WEAVE_ERROR_PLAN_FAILED, WEAVE_ERROR_INTERNAL
   public :: WEAVE_FLOAT32, WEAVE_FLOAT64, WEAVE_FLOAT16, WEAVE_BFLOAT16
   public :: WEAVE_DIST_REPLICATED, WEAVE_DIST_BLOCK_ROW, WEAVE_DIST_BLOCK_COLUMN, WEAVE_DIST_BLOCK_2D
+  public :: WEAVE_DIST_BLOCK_CYCLIC
   public :: WEAVE_GROUP_GRID, WEAVE_GROUP_ROW, WEAVE_GROUP_COLUMN
   public :: WEAVE_ORDER_COLUMN_MAJOR, WEAVE_ORDER_ROW_MAJOR
   public :: WEAVE_MEMORY_HOST, WEAVE_MEMORY_DEVICE
-  public :: WEAVE_OP_N, WEAVE_OP_T
-  public :: WEAVE_AG_GEMM, WEAVE_GEMM_RS, WEAVE_GEMM_AR
+  public :: WEAVE_OP_N, WEAVE_OP_T, WEAVE_OP_C
+  public :: WEAVE_AG_GEMM, WEAVE_GEMM_RS, WEAVE_GEMM_AR, WEAVE_GEMM
   public :: WEAVE_ALGORITHM_AUTO, WEAVE_ALGORITHM_RING, WEAVE_ALGORITHM_SEQUENTIAL, &
-    WEAVE_ALGORITHM_DIRECT
+    WEAVE_ALGORITHM_DIRECT, WEAVE_ALGORITHM_SUMMA
   public :: WEAVE_BACKEND_AUTO, WEAVE_BACKEND_HOST, WEAVE_BACKEND_CUDA
   public :: WEAVE_TRANSPORT_AUTO, WEAVE_TRANSPORT_MPI, WEAVE_TRANSPORT_NCCL, WEAVE_TRANSPORT_UCX
   public :: WEAVE_TRANSPORT_COPY_ENGINE, WEAVE_TRANSPORT_SM
@@ -283,8 +284,11 @@ contains
 
   ! Collective over the grid. Absent optional arguments take the C defaults:
   ! balanced counts, tight ld, the whole grid, column-major, host memory.
+  ! WEAVE_DIST_BLOCK_CYCLIC takes mb, nb (required there), rsrc, csrc
+  ! (default 0: grid row and column 0 hold the first block) as ScaLAPACK's
+  ! descriptor does; a submatrix start is set through the descriptor form.
   subroutine matrix_create_default_integer(grid, rows, cols, dtype, distribution, matrix, stat, &
-                                           row_counts, col_counts, ld, group, order, memory)
+                                           row_counts, col_counts, ld, group, order, memory, mb, nb, rsrc, csrc)
     type(weave_grid_t), intent(in) :: grid
     integer, intent(in) :: rows, cols
     integer, intent(in) :: dtype, distribution
@@ -293,6 +297,7 @@ contains
     integer, intent(in), optional :: row_counts(:), col_counts(:)
     integer, intent(in), optional :: ld
     integer, intent(in), optional :: group, order, memory
+    integer, intent(in), optional :: mb, nb, rsrc, csrc
     integer(c_int64_t), allocatable :: row_counts64(:), col_counts64(:)
     integer(c_int64_t) :: ld64
 
@@ -302,11 +307,12 @@ contains
     if (present(ld)) ld64 = ld
     call create_matrix(grid, int(rows, c_int64_t), int(cols, c_int64_t), dtype, distribution, matrix, stat, &
                        row_counts64, col_counts64, ld64, value_or_zero(group), value_or_zero(order), &
-                       value_or_zero(memory))
+                       value_or_zero(memory), int(value_or_zero(mb), c_int64_t), int(value_or_zero(nb), c_int64_t), &
+                       value_or_zero(rsrc), value_or_zero(csrc))
   end subroutine matrix_create_default_integer
 
   subroutine matrix_create_int64(grid, rows, cols, dtype, distribution, matrix, stat, &
-                                 row_counts, col_counts, ld, group, order, memory)
+                                 row_counts, col_counts, ld, group, order, memory, mb, nb, rsrc, csrc)
     type(weave_grid_t), intent(in) :: grid
     integer(c_int64_t), intent(in) :: rows, cols
     integer, intent(in) :: dtype, distribution
@@ -315,15 +321,22 @@ contains
     integer(c_int64_t), intent(in), optional :: row_counts(:), col_counts(:)
     integer(c_int64_t), intent(in), optional :: ld
     integer, intent(in), optional :: group, order, memory
+    integer(c_int64_t), intent(in), optional :: mb, nb
+    integer, intent(in), optional :: rsrc, csrc
     integer(c_int64_t), allocatable :: row_counts64(:), col_counts64(:)
-    integer(c_int64_t) :: ld64
+    integer(c_int64_t) :: ld64, mb64, nb64
 
     if (present(row_counts)) row_counts64 = row_counts
     if (present(col_counts)) col_counts64 = col_counts
     ld64 = 0
     if (present(ld)) ld64 = ld
+    mb64 = 0
+    if (present(mb)) mb64 = mb
+    nb64 = 0
+    if (present(nb)) nb64 = nb
     call create_matrix(grid, rows, cols, dtype, distribution, matrix, stat, row_counts64, col_counts64, ld64, &
-                       value_or_zero(group), value_or_zero(order), value_or_zero(memory))
+                       value_or_zero(group), value_or_zero(order), value_or_zero(memory), mb64, nb64, &
+                       value_or_zero(rsrc), value_or_zero(csrc))
   end subroutine matrix_create_int64
 
   ! The common part of the argument forms. The C API reads one count per
@@ -332,7 +345,7 @@ contains
   ! collective call (with a NULL descriptor, which fails on every rank), so
   ! that no other rank is left waiting in it.
   subroutine create_matrix(grid, rows, cols, dtype, distribution, matrix, stat, row_counts, col_counts, ld, &
-                           group, order, memory)
+                           group, order, memory, mb, nb, rsrc, csrc)
     type(weave_grid_t), intent(in) :: grid
     integer(c_int64_t), intent(in) :: rows, cols
     integer, intent(in) :: dtype, distribution
@@ -341,6 +354,8 @@ contains
     integer(c_int64_t), allocatable, target, intent(in) :: row_counts(:), col_counts(:)
     integer(c_int64_t), intent(in) :: ld
     integer, intent(in) :: group, order, memory
+    integer(c_int64_t), intent(in) :: mb, nb
+    integer, intent(in) :: rsrc, csrc
     type(weave_matrix_desc_t), target :: desc
     character(len=:), allocatable :: problem
     integer :: row_parts, col_parts
@@ -367,6 +382,10 @@ contains
     desc%ld = ld
     desc%order = int(order, c_int)
     desc%memory = int(memory, c_int)
+    desc%mb = mb
+    desc%nb = nb
+    desc%rsrc = int(rsrc, c_int32_t)
+    desc%csrc = int(csrc, c_int32_t)
     status = c_weave_matrix_create(grid%handle, c_loc(desc), matrix%handle)
     if (status /= WEAVE_SUCCESS) matrix%handle = c_null_ptr
     call finish(status, stat)

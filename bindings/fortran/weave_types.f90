@@ -32,7 +32,7 @@ module weave_types
   ! weave_matrix_desc_t. row_counts / col_counts point at integer(c_int64_t)
   ! arrays (c_loc of a target array); weave_matrix_create copies them.
   type, bind(C) :: weave_matrix_desc_t
-    integer(c_size_t) :: struct_size = 72  ! sizeof(weave_matrix_desc_t)
+    integer(c_size_t) :: struct_size = 112  ! sizeof(weave_matrix_desc_t)
     integer(c_int64_t) :: rows = 0
     integer(c_int64_t) :: cols = 0
     integer(c_int) :: dtype = 0            ! WEAVE_FLOAT32, ...
@@ -43,6 +43,14 @@ module weave_types
     integer(c_int64_t) :: ld = 0
     integer(c_int) :: order = 0            ! WEAVE_ORDER_*
     integer(c_int) :: memory = 0           ! WEAVE_MEMORY_*
+    ! WEAVE_DIST_BLOCK_CYCLIC: ScaLAPACK's MB_, NB_, RSRC_, CSRC_ and the
+    ! 0-based start (IA - 1, JA - 1) of the matrix in the local arrays.
+    integer(c_int64_t) :: mb = 0
+    integer(c_int64_t) :: nb = 0
+    integer(c_int32_t) :: rsrc = 0
+    integer(c_int32_t) :: csrc = 0
+    integer(c_int64_t) :: row_start = 0
+    integer(c_int64_t) :: col_start = 0
   end type weave_matrix_desc_t
 
   ! weave_plan_desc_t. The matrix fields are handles (a struct holding one

@@ -136,7 +136,9 @@ typedef WEAVE_ENUM(weave_distribution_t) {
   WEAVE_DIST_REPLICATED = 1,   /* every rank of the group holds the whole matrix */
   WEAVE_DIST_BLOCK_ROW = 2,    /* rows split over the ranks of the matrix's group */
   WEAVE_DIST_BLOCK_COLUMN = 3, /* columns split over the ranks of the matrix's group */
-  WEAVE_DIST_BLOCK_2D = 4      /* rows split over grid rows, columns over grid columns */
+  WEAVE_DIST_BLOCK_2D = 4,     /* rows split over grid rows, columns over grid columns */
+  WEAVE_DIST_BLOCK_CYCLIC = 5  /* 2-D block-cyclic as ScaLAPACK's: mb x nb blocks dealt round the grid
+                                  rows and columns from (rsrc, csrc); see weave_matrix_desc_t */
 } weave_distribution_t;
 
 /* A set of ranks of a grid: the whole grid (in row-major rank order), the
@@ -160,21 +162,27 @@ typedef WEAVE_ENUM(weave_memory_t) {
 
 typedef WEAVE_ENUM(weave_op_t) {
   WEAVE_OP_N = 0,  /* op(X) = X   */
-  WEAVE_OP_T = 1   /* op(X) = X^T */
+  WEAVE_OP_T = 1,  /* op(X) = X^T */
+  WEAVE_OP_C = 2   /* op(X) = X^H, the conjugate transpose (X^T for real types) */
 } weave_op_t;
 
 typedef WEAVE_ENUM(weave_operation_t) {
   WEAVE_AG_GEMM = 1,  /* C(M x N_r)  = alpha AllGather_rows(op(A)) op(B) + beta C + bias */
   WEAVE_GEMM_RS = 2,  /* C(M_r x N)  = rows M_r of alpha sum_q op(A_q) op(B_q) + beta C + bias */
-  WEAVE_GEMM_AR = 3   /* C(M x N)    = alpha sum_q op(A_q) op(B_q) + beta C + bias, on every rank */
+  WEAVE_GEMM_AR = 3,  /* C(M x N)    = alpha sum_q op(A_q) op(B_q) + beta C + bias, on every rank */
+  WEAVE_GEMM = 4      /* C(M x N)    = alpha op(A) op(B) + beta C + bias with A, B, C each distributed
+                         over the whole P_r x P_c grid (block-cyclic or 2-D block, as pdgemm) */
 } weave_operation_t;
 
 typedef WEAVE_ENUM(weave_algorithm_t) {
   WEAVE_ALGORITHM_AUTO = 0,
   WEAVE_ALGORITHM_RING = 1,        /* overlapped ring: chunk s+1 travels while chunk s is multiplied */
   WEAVE_ALGORITHM_SEQUENTIAL = 2,  /* one collective, then one GEMM (or GEMM then collective) */
-  WEAVE_ALGORITHM_DIRECT = 3       /* GEMM-RS/GEMM-AR: each rank sends every other rank its product for
+  WEAVE_ALGORITHM_DIRECT = 3,      /* GEMM-RS/GEMM-AR: each rank sends every other rank its product for
                                       that rank's rows, in C's type; the owner sums in float32 */
+  WEAVE_ALGORITHM_SUMMA = 6        /* WEAVE_GEMM: the panels of op(A) and op(B) along K are broadcast
+                                      along grid rows and columns, panel k+1 travelling while panel k
+                                      is multiplied */
 } weave_algorithm_t;
 
 typedef WEAVE_ENUM(weave_backend_t) {
@@ -265,6 +273,23 @@ typedef struct weave_matrix_desc_t {
   int64_t ld;                        /* local leading dimension; 0: tight            */
   weave_order_t order;               /* default column-major                         */
   weave_memory_t memory;             /* default host                                 */
+  /* WEAVE_DIST_BLOCK_CYCLIC only (zero otherwise): ScaLAPACK's descriptor, with
+   * 0-based positions. The matrix's rows are cut into blocks of mb rows
+   * (the last one may be smaller), dealt round the grid rows starting at
+   * grid row rsrc; its columns likewise (nb, csrc) round the grid columns.
+   * Each rank stores the blocks it holds one after another, as
+   * ScaLAPACK's numroc counts them, in a local array with leading dimension
+   * ld (ScaLAPACK's LLD). A source of -1 means every grid row (column)
+   * holds every row (column), as PBLAS reads a negative source. */
+  int64_t mb;                        /* rows per block (MB_), > 0                    */
+  int64_t nb;                        /* columns per block (NB_), > 0                 */
+  int32_t rsrc;                      /* grid row of the first block (RSRC_), or -1   */
+  int32_t csrc;                      /* grid column of the first block (CSRC_), or -1 */
+  int64_t row_start;                 /* the matrix is rows [row_start, row_start +   */
+  int64_t col_start;                 /* rows) and columns [col_start, col_start +
+                                        cols) of the block-cyclic matrix held in the
+                                        local arrays (ScaLAPACK's IA - 1, JA - 1);
+                                        0, 0: the whole of it                        */
 } weave_matrix_desc_t;
 
 /* A descriptor with its struct_size set and every other field zero:
@@ -277,7 +302,13 @@ weave_status_t weave_matrix_create(weave_grid_t grid, const weave_matrix_desc_t*
 weave_status_t weave_matrix_destroy(weave_matrix_t matrix);
 
 /* This rank's block: its extent, its position in the global matrix, its
- * leading dimension, and the number of elements to allocate for it. */
+ * leading dimension, and the number of elements to allocate for it.
+ * BLOCK_CYCLIC: the extent is that of the local array from its first
+ * element to the matrix's last local row and column (with row_start or
+ * col_start > 0 this includes the local rows and columns before the
+ * matrix); the position is the global row and column, within the matrix,
+ * of the first of its rows and columns this rank holds (rows and cols when
+ * it holds none). */
 weave_status_t weave_matrix_local_shape(weave_matrix_t matrix, int64_t* rows, int64_t* cols);
 weave_status_t weave_matrix_local_offset(weave_matrix_t matrix, int64_t* row_offset,
                                          int64_t* col_offset);

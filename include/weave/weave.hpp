@@ -141,6 +141,18 @@ struct MatrixDesc {
   MatrixDesc& ld(int64_t value) { desc.ld = value; return *this; }
   MatrixDesc& order(weave_order_t o) { desc.order = o; return *this; }
   MatrixDesc& memory(weave_memory_t m) { desc.memory = m; return *this; }
+  // BLOCK_CYCLIC: blocks of mb x nb, the first on grid row rsrc and column
+  // csrc (ScaLAPACK's MB_, NB_, RSRC_, CSRC_; -1: every grid row/column).
+  MatrixDesc& blocks(int64_t mb, int64_t nb, int32_t rsrc = 0, int32_t csrc = 0) {
+    desc.mb = mb;
+    desc.nb = nb;
+    desc.rsrc = rsrc;
+    desc.csrc = csrc;
+    return *this;
+  }
+  // BLOCK_CYCLIC: the matrix starts at 0-based global (row, col) of the
+  // block-cyclic matrix in the local arrays (ScaLAPACK's IA - 1, JA - 1).
+  MatrixDesc& start(int64_t row, int64_t col) { desc.row_start = row; desc.col_start = col; return *this; }
 
   // The C descriptor, with the count pointers refreshed.
   const weave_matrix_desc_t& c_desc() {
@@ -161,6 +173,11 @@ inline MatrixDesc replicated(int64_t rows, int64_t cols, weave_dtype_t t) {
 }
 inline MatrixDesc block_2d(int64_t rows, int64_t cols, weave_dtype_t t) {
   return MatrixDesc(rows, cols, t, WEAVE_DIST_BLOCK_2D);
+}
+// ScaLAPACK's 2-D block-cyclic layout: mb x nb blocks from grid (rsrc, csrc).
+inline MatrixDesc block_cyclic(int64_t rows, int64_t cols, weave_dtype_t t, int64_t mb, int64_t nb, int32_t rsrc = 0,
+                               int32_t csrc = 0) {
+  return MatrixDesc(rows, cols, t, WEAVE_DIST_BLOCK_CYCLIC).blocks(mb, nb, rsrc, csrc);
 }
 
 class Matrix {

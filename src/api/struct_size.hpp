@@ -31,7 +31,10 @@ template <>
 struct StructVersions<weave_matrix_desc_t> {
   static constexpr const char* name = "weave_matrix_desc_t";
   static constexpr const char* initializer = "WEAVE_MATRIX_DESC_INIT";
-  static constexpr std::size_t sizes[] = {sizeof(weave_matrix_desc_t)};
+  // Weave 0.2 ended after memory; the block-cyclic fields (mb ... col_start)
+  // were appended.
+  static constexpr std::size_t sizes[] = {size_up_to<weave_matrix_desc_t>(offsetof(weave_matrix_desc_t, mb)),
+                                          sizeof(weave_matrix_desc_t)};
 };
 template <>
 struct StructVersions<weave_plan_desc_t> {

@@ -122,6 +122,9 @@ GroupMatrix resolve_in_group(const MatrixDesc& m, const GroupView& group, const 
       }
       break;
     }
+    case WEAVE_DIST_BLOCK_CYCLIC:
+      fail(WEAVE_ERROR_DISTRIBUTION_MISMATCH, name, " is BLOCK_CYCLIC, a layout over the whole 2-D grid; "
+           "AG-GEMM, GEMM-RS and GEMM-AR take 1-D distributions. Multiply block-cyclic matrices with WEAVE_GEMM");
     default:
       fail(WEAVE_ERROR_INTERNAL, "unknown distribution");
   }

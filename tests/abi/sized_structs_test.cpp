@@ -113,6 +113,36 @@ int main(int argc, char** argv) {
       return ok;
     });
 
+    check("matrix descriptor of Weave 0.2's size (before the block-cyclic fields)", [&] {
+      // A program built against 0.2's header: its struct ends at memory, and
+      // the block-cyclic fields, which it never had, read as zero.
+      weave_matrix_desc_t d{};
+      const std::size_t old_size = offsetof(weave_matrix_desc_t, mb);
+      // The bytes past 0.2's struct are garbage the library must not read.
+      std::memset(static_cast<void*>(reinterpret_cast<unsigned char*>(&d) + old_size), 0x5A, sizeof d - old_size);
+      d.struct_size = old_size;
+      d.rows = 6;
+      d.cols = 4;
+      d.dtype = WEAVE_FLOAT64;
+      d.distribution = WEAVE_DIST_BLOCK_ROW;
+      d.group = WEAVE_GROUP_GRID;
+      d.row_counts = nullptr;
+      d.col_counts = nullptr;
+      d.ld = 0;
+      d.order = WEAVE_ORDER_COLUMN_MAJOR;
+      d.memory = WEAVE_MEMORY_HOST;
+      weave_matrix_t m = nullptr;
+      bool ok = expect(weave_matrix_create(grid.get(), &d, &m), WEAVE_SUCCESS, nullptr, "weave_matrix_create");
+      weave_matrix_destroy(m);
+      // A block-cyclic matrix needs the fields 0.2 lacks: its mb reads as 0.
+      d.distribution = WEAVE_DIST_BLOCK_CYCLIC;
+      m = nullptr;
+      ok = expect(weave_matrix_create(grid.get(), &d, &m), WEAVE_ERROR_INVALID_VALUE, "mb = 0",
+                  "weave_matrix_create") && ok;
+      weave_matrix_destroy(m);
+      return ok;
+    });
+
     Problem p;
     check("plan descriptor with struct_size 0 on one rank", [&] {
       weave_plan_desc_t d = WEAVE_PLAN_DESC_INIT;

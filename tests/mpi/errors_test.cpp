@@ -10,7 +10,9 @@
 // Usage: weave_errors_test
 #include <mpi.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -300,6 +302,123 @@ void invalid_counts(weave_grid_t grid) {
   d = desc_of(2 * g_size, 3, WEAVE_DIST_BLOCK_ROW);
   d.row_counts = one_wrong.data();
   EXPECT_STATUS(weave_matrix_create(grid, &d, &m.h), WEAVE_ERROR_INVALID_COUNTS, "row_counts");
+  if (m.h) fail_here("a failed weave_matrix_create left a handle");
+}
+
+// ScaLAPACK's NUMROC, written out here so the test does not read the
+// library's own.
+int64_t test_numroc(int64_t n, int64_t nb, int p, int source, int procs) {
+  if (source < 0) return n;
+  const int distance = (procs + p - source) % procs;
+  int64_t count = n / nb / procs * nb;
+  const int64_t extra = n / nb % procs;
+  if (distance < extra) count += nb;
+  if (distance == extra) count += n % nb;
+  return count;
+}
+
+// Block-cyclic descriptors on a P_r x P_c grid: local extents, positions and
+// elements as ScaLAPACK counts them (a submatrix start included); and every
+// inconsistent descriptor (block size 0, a source outside the grid, an ld
+// smaller than the local rows on one rank, counts, another group, the
+// block-cyclic fields on another distribution, a negative start) an error
+// on every rank.
+void block_cyclic_descriptors() {
+  const int prows = g_size % 2 == 0 ? 2 : 1, pcols = g_size / prows;
+  Grid grid;
+  EXPECT_OK(weave_grid_create(MPI_COMM_WORLD, prows, pcols, &grid.h));
+  const int my_row = g_rank / pcols, my_col = g_rank % pcols;
+  struct Layout {
+    int64_t rows, cols, mb, nb;
+    int32_t rsrc, csrc;
+    int64_t row_start, col_start;
+  };
+  const Layout layouts[] = {{37, 23, 7, 2, 0, 0, 0, 0}, {37, 23, 1, 32, prows - 1, pcols - 1, 0, 0},
+                            {10, 9, 4, 3, 0, pcols - 1, 5, 2}, {5, 4, 64, 64, 0, 0, 0, 0},
+                            {1, 23, 1, 7, -1, 0, 0, 0}};
+  for (const Layout& l : layouts) {
+    Matrix m;
+    weave_matrix_desc_t d = desc_of(l.rows, l.cols, WEAVE_DIST_BLOCK_CYCLIC);
+    d.mb = l.mb;
+    d.nb = l.nb;
+    d.rsrc = l.rsrc;
+    d.csrc = l.csrc;
+    d.row_start = l.row_start;
+    d.col_start = l.col_start;
+    if (!create(grid.h, d, &m)) continue;
+    int64_t lr = 0, lc = 0, ro = 0, co = 0, ld = 0, elements = 0;
+    EXPECT_OK(weave_matrix_local_shape(m.h, &lr, &lc));
+    EXPECT_OK(weave_matrix_local_offset(m.h, &ro, &co));
+    EXPECT_OK(weave_matrix_ld(m.h, &ld));
+    EXPECT_OK(weave_matrix_local_elements(m.h, &elements));
+    const int64_t want_rows = test_numroc(l.row_start + l.rows, l.mb, my_row, l.rsrc, prows);
+    const int64_t want_cols = test_numroc(l.col_start + l.cols, l.nb, my_col, l.csrc, pcols);
+    if (lr != want_rows || lc != want_cols)
+      fail_here("block-cyclic " + std::to_string(l.rows) + " x " + std::to_string(l.cols) + ": local shape " +
+                std::to_string(lr) + " x " + std::to_string(lc) + ", numroc says " + std::to_string(want_rows) +
+                " x " + std::to_string(want_cols));
+    if (ld != std::max<int64_t>(1, want_rows)) fail_here("block-cyclic: tight ld " + std::to_string(ld));
+    const int64_t want_elements = want_rows == 0 || want_cols == 0 ? 0 : ld * (want_cols - 1) + want_rows;
+    if (elements != want_elements) fail_here("block-cyclic: local elements " + std::to_string(elements));
+    // The first global row this rank holds: the first index from row_start on
+    // whose block is dealt to this grid row.
+    int64_t first_row = l.rows;
+    for (int64_t g = 0; g < l.rows && first_row == l.rows; ++g)
+      if (l.rsrc < 0 || (l.rsrc + (l.row_start + g) / l.mb) % prows == my_row) first_row = g;
+    if (ro != first_row) fail_here("block-cyclic: row offset " + std::to_string(ro) + ", expected " +
+                                   std::to_string(first_row));
+  }
+
+  Matrix m;
+  auto cyclic = [](int64_t mb, int64_t nb, int32_t rsrc, int32_t csrc) {
+    weave_matrix_desc_t d = desc_of(12, 10, WEAVE_DIST_BLOCK_CYCLIC);
+    d.mb = mb;
+    d.nb = nb;
+    d.rsrc = rsrc;
+    d.csrc = csrc;
+    return d;
+  };
+  weave_matrix_desc_t d = cyclic(0, 2, 0, 0);
+  EXPECT_STATUS(weave_matrix_create(grid.h, &d, &m.h), WEAVE_ERROR_INVALID_VALUE, "mb = 0", "block size");
+  d = cyclic(2, -3, 0, 0);
+  EXPECT_STATUS(weave_matrix_create(grid.h, &d, &m.h), WEAVE_ERROR_INVALID_VALUE, "nb = -3");
+  d = cyclic(2, 2, prows, 0);
+  EXPECT_STATUS(weave_matrix_create(grid.h, &d, &m.h), WEAVE_ERROR_INVALID_VALUE, "rsrc", "grid row");
+  d = cyclic(2, 2, 0, -2);
+  EXPECT_STATUS(weave_matrix_create(grid.h, &d, &m.h), WEAVE_ERROR_INVALID_VALUE, "csrc", "grid column");
+  // The block size on one rank only.
+  d = cyclic(g_rank == g_size - 1 ? 0 : 2, 2, 0, 0);
+  EXPECT_STATUS(weave_matrix_create(grid.h, &d, &m.h), WEAVE_ERROR_INVALID_VALUE, "mb = 0");
+  // Another block size on one rank: every rank hears of the disagreement.
+  if (g_size > 1) {
+    d = cyclic(g_rank == g_size - 1 ? 3 : 2, 2, 0, 0);
+    EXPECT_STATUS(weave_matrix_create(grid.h, &d, &m.h), WEAVE_ERROR_RANK_MISMATCH, "mb");
+  }
+  // lld smaller than the local rows, on the last rank only (12 rows in
+  // blocks of 2 over the grid rows: at least 6 local rows everywhere).
+  d = cyclic(2, 2, 0, 0);
+  d.ld = g_rank == g_size - 1 ? 5 : 0;
+  EXPECT_STATUS(weave_matrix_create(grid.h, &d, &m.h), WEAVE_ERROR_INVALID_LEADING_DIMENSION, "ld = 5");
+  d = cyclic(2, 2, 0, 0);
+  d.row_start = -1;
+  EXPECT_STATUS(weave_matrix_create(grid.h, &d, &m.h), WEAVE_ERROR_INVALID_VALUE, "row_start = -1");
+  d = cyclic(2, 2, 0, 0);
+  d.row_start = INT64_MAX - 5;
+  EXPECT_STATUS(weave_matrix_create(grid.h, &d, &m.h), WEAVE_ERROR_INVALID_VALUE, "64 bits");
+  d = cyclic(2, 2, -1, 0);
+  d.row_start = 1;
+  EXPECT_STATUS(weave_matrix_create(grid.h, &d, &m.h), WEAVE_ERROR_INVALID_VALUE, "row_start", "replicated");
+  std::vector<int64_t> counts(static_cast<size_t>(prows), 12 / prows);
+  d = cyclic(2, 2, 0, 0);
+  d.row_counts = counts.data();
+  EXPECT_STATUS(weave_matrix_create(grid.h, &d, &m.h), WEAVE_ERROR_INVALID_COUNTS, "row_counts");
+  d = cyclic(2, 2, 0, 0);
+  d.group = WEAVE_GROUP_ROW;
+  EXPECT_STATUS(weave_matrix_create(grid.h, &d, &m.h), WEAVE_ERROR_INVALID_VALUE, "group", "whole grid");
+  // Block-cyclic fields on another distribution.
+  d = desc_of(12, 10, WEAVE_DIST_BLOCK_2D);
+  d.mb = 4;
+  EXPECT_STATUS(weave_matrix_create(grid.h, &d, &m.h), WEAVE_ERROR_INVALID_VALUE, "mb", "BLOCK_CYCLIC");
   if (m.h) fail_here("a failed weave_matrix_create left a handle");
 }
 
@@ -906,6 +1025,7 @@ int main(int argc, char** argv) {
     run_check("negative sizes", [&] { negative_sizes(g); });
     run_check("invalid counts", [&] { invalid_counts(g); });
     run_check("leading dimension too small on one rank", [&] { leading_dimension_on_one_rank(g); });
+    run_check("block-cyclic descriptors", [] { block_cyclic_descriptors(); });
     run_check("shapes that do not fit the operation", [&] { shape_mismatches(g); });
     run_check("matrix over another group than the plan's", [&] { matrix_over_another_group(g); });
     run_check("distributions that do not fit the operation", [&] { distribution_mismatches(g); });
