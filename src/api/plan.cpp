@@ -90,20 +90,22 @@ std::unique_ptr<Plan> Plan::create(const std::shared_ptr<GridState>& grid, const
   //    leave the others inside a collective.
   agree_on_errors(grid->channel(), [&] {
     const int operation = enum_value(desc.operation), op_a = enum_value(desc.op_a), op_b = enum_value(desc.op_b);
-    if (operation < WEAVE_AG_GEMM || operation > WEAVE_GEMM_AR)
+    if (operation < WEAVE_AG_GEMM || operation > WEAVE_GEMM)
       fail(WEAVE_ERROR_INVALID_VALUE, "operation = ", operation, operation == 0 ? " (not set)" : "",
-           " is not WEAVE_AG_GEMM, WEAVE_GEMM_RS or WEAVE_GEMM_AR");
-    if (op_a != WEAVE_OP_N && op_a != WEAVE_OP_T)
-      fail(WEAVE_ERROR_INVALID_VALUE, "op_a = ", op_a, " is not WEAVE_OP_N or WEAVE_OP_T");
-    if (op_b != WEAVE_OP_N && op_b != WEAVE_OP_T)
-      fail(WEAVE_ERROR_INVALID_VALUE, "op_b = ", op_b, " is not WEAVE_OP_N or WEAVE_OP_T");
+           " is not WEAVE_AG_GEMM, WEAVE_GEMM_RS, WEAVE_GEMM_AR or WEAVE_GEMM");
+    if (op_a != WEAVE_OP_N && op_a != WEAVE_OP_T && op_a != WEAVE_OP_C)
+      fail(WEAVE_ERROR_INVALID_VALUE, "op_a = ", op_a, " is not WEAVE_OP_N, WEAVE_OP_T or WEAVE_OP_C");
+    if (op_b != WEAVE_OP_N && op_b != WEAVE_OP_T && op_b != WEAVE_OP_C)
+      fail(WEAVE_ERROR_INVALID_VALUE, "op_b = ", op_b, " is not WEAVE_OP_N, WEAVE_OP_T or WEAVE_OP_C");
     plan->group_ = grid->group(enum_value(desc.group));
     const MatrixDesc& a = matrix_of(desc.a, "a");
     const MatrixDesc& b = matrix_of(desc.b, "b");
     const MatrixDesc& c = matrix_of(desc.c, "c");
     const MatrixDesc* bias = desc.bias ? &desc.bias->desc : nullptr;
-    plan->problem_ = make_problem(static_cast<Operation>(operation), plan->group_.kind, static_cast<Op>(op_a),
-                                  static_cast<Op>(op_b), a, b, c, bias);
+    // The conjugate transpose of a real matrix is its transpose.
+    auto op_of = [](int op) { return op == WEAVE_OP_N ? Op::N : Op::T; };
+    plan->problem_ = make_problem(static_cast<Operation>(operation), plan->group_.kind, op_of(op_a), op_of(op_b), a, b,
+                                  c, bias);
   });
 
   // 2. Every rank of the grid passed the same operation, and every rank of a
@@ -209,17 +211,23 @@ std::string Plan::describe() const {
     algorithm += str(", ", chunks, ", products travel as ", dtype_name(p.dtype), ", summed in ",
                      dtype_name(accumulation_type(p.dtype)));
   std::string splits;
-  if (p.operation == Operation::AgGemm)
+  if (p.operation == Operation::Gemm)
+    splits = str("my C block ", p.grid.c.rows.count(p.grid.row_of(p.group_rank)), " x ",
+                 p.grid.c.cols.count(p.grid.col_of(p.group_rank)));
+  else if (p.operation == Operation::AgGemm)
     splits = str("M counts ", format_counts(p.m_split.counts()), ", N counts ", format_counts(p.n_split.counts()));
   else
     splits = str("K counts ", format_counts(p.k_split.counts()), ", M counts ", format_counts(p.m_split.counts()));
+  if (p.operation == Operation::Gemm)
+    where = str("the ", p.grid.prows, " x ", p.grid.pcols, " grid");
   std::string text = str(p.summary(), " over ", where, " (", p.group_size, " rank", p.group_size > 1 ? "s" : "",
                          ", I am ", p.group_rank, "): ", algorithm, "; backend ", backend_->name(), ", transport ",
                          transport_->name());
   if (r.backend == plan::Backend::Host) text += str(", progress ", plan::progress_name(r.progress));
   if (r.backend == plan::Backend::Cuda) text += str(", ", s.compute_lanes, " compute streams");
   text += str("; ", splits, "; workspace ", format_bytes(s.workspace_bytes), "; ", s.step_summary());
-  if (!r.notes.empty()) text += ";" + r.notes.substr(0, r.notes.size() - 1);
+  const std::string notes = s.notes + r.notes;
+  if (!notes.empty()) text += ";" + notes.substr(0, notes.size() - 1);
   return text;
 }
 

@@ -111,7 +111,8 @@ std::vector<AxisLayout::Segment> AxisLayout::segments() const {
   if (extent_ == 0) return out;
   switch (kind_) {
     case Kind::Replicated:
-      out.push_back({0, extent_, -1, 0});
+      // Every process; over one process that is process 0.
+      out.push_back({0, extent_, procs_ == 1 ? 0 : -1, 0});
       break;
     case Kind::Counts:
       for (int p = 0; p < procs_; ++p)
@@ -148,16 +149,25 @@ std::string AxisLayout::describe() const {
   return "?";
 }
 
-bool AxisLayout::same_placement(const AxisLayout& other) const {
-  if (extent_ != other.extent_ || procs_ != other.procs_) return false;
-  if (is_replicated() || other.is_replicated()) return is_replicated() && other.is_replicated();
-  const std::vector<Segment> mine = segments(), theirs = other.segments();
+namespace {
+// Segment by segment; `relative` counts local positions from local_begin.
+bool same_segments(const AxisLayout& x, const AxisLayout& y, bool relative) {
+  if (x.extent() != y.extent() || x.procs() != y.procs()) return false;
+  if (x.procs() > 1 && (x.is_replicated() || y.is_replicated())) return x.is_replicated() && y.is_replicated();
+  const std::vector<AxisLayout::Segment> mine = x.segments(), theirs = y.segments();
   if (mine.size() != theirs.size()) return false;
-  for (std::size_t s = 0; s < mine.size(); ++s)
-    if (mine[s].global0 != theirs[s].global0 || mine[s].length != theirs[s].length ||
-        mine[s].owner != theirs[s].owner || mine[s].local0 != theirs[s].local0)
-      return false;
+  for (std::size_t s = 0; s < mine.size(); ++s) {
+    const AxisLayout::Segment &a = mine[s], &b = theirs[s];
+    const int64_t a_local = a.local0 - (relative ? x.local_begin(a.owner) : 0);
+    const int64_t b_local = b.local0 - (relative ? y.local_begin(b.owner) : 0);
+    if (a.global0 != b.global0 || a.length != b.length || a.owner != b.owner || a_local != b_local) return false;
+  }
   return true;
 }
+}  // namespace
+
+bool AxisLayout::same_placement(const AxisLayout& other) const { return same_segments(*this, other, false); }
+
+bool AxisLayout::aligned_with(const AxisLayout& other) const { return same_segments(*this, other, true); }
 
 }  // namespace weave::internal

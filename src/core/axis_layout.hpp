@@ -69,7 +69,7 @@ class AxisLayout {
 
   // A run of indices [global0, global0 + length) that process `owner` holds
   // at local positions [local0, local0 + length); owner -1 on a replicated
-  // axis (every process, at local0 = global0).
+  // axis of several processes (every process, at local0 = global0).
   struct Segment {
     int64_t global0 = 0, length = 0;
     int owner = 0;
@@ -85,6 +85,11 @@ class AxisLayout {
   // position (how they are described may differ: one block per process is
   // also a block-cyclic layout).
   bool same_placement(const AxisLayout& other) const;
+  // Whether they put every index on the same process, in the same order
+  // and without gaps relative to each other: the same position counted
+  // from each process's local_begin (two submatrices of differently offset
+  // arrays can be aligned).
+  bool aligned_with(const AxisLayout& other) const;
 
  private:
   Kind kind_ = Kind::Replicated;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/axis_layout.hpp"
 #include "core/dtype.hpp"
 #include "core/grid.hpp"
 #include "core/matrix.hpp"
@@ -17,7 +18,7 @@
 
 namespace weave::internal {
 
-enum class Operation { AgGemm = WEAVE_AG_GEMM, GemmRs = WEAVE_GEMM_RS, GemmAr = WEAVE_GEMM_AR };
+enum class Operation { AgGemm = WEAVE_AG_GEMM, GemmRs = WEAVE_GEMM_RS, GemmAr = WEAVE_GEMM_AR, Gemm = WEAVE_GEMM };
 enum class Op { N = WEAVE_OP_N, T = WEAVE_OP_T };
 
 const char* operation_name(Operation op);
@@ -39,6 +40,23 @@ struct LocalBlock {
   Order order = Order::ColMajor;
 };
 
+// How a matrix lies over the whole P_r x P_c grid (WEAVE_GEMM): its rows
+// along the grid rows, its columns along the grid columns.
+struct GridLayout {
+  AxisLayout rows, cols;
+};
+
+// WEAVE_GEMM's operands over the grid. Group rank r sits at grid row
+// r / pcols, column r % pcols. A and B as stored (not op(A), op(B)); bias
+// is 1 x N.
+struct GridOperands {
+  int prows = 1, pcols = 1;
+  GridLayout a, b, c, bias;
+  int row_of(int rank) const { return rank / pcols; }
+  int col_of(int rank) const { return rank % pcols; }
+  int rank_at(int row, int col) const { return row * pcols + col; }
+};
+
 struct Problem {
   Operation operation = Operation::AgGemm;
   Op op_a = Op::N, op_b = Op::N;
@@ -57,6 +75,9 @@ struct Problem {
   Split m_split, n_split, k_split;
   LocalBlock a, b, c, bias;
   bool has_bias = false;
+  // WEAVE_GEMM: the layouts over the whole grid (the group); the local
+  // blocks above are the local arrays (see MatrixDesc).
+  GridOperands grid;
 
   // The arguments every rank of the group must agree on.
   std::vector<Argument> agreement_fields() const;

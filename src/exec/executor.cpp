@@ -119,6 +119,8 @@ void Executor::issue_compute(int step) {
     ProgressHook hook;
     if (!async && options_.progress == Progress::Tiles && !transport_.stream_ordered()) hook = [this] { pump(); };
     backend_.gemm(std::get<plan::GemmOp>(s.op), s.lane, *bindings_, *scalars_, hook);
+  } else if (s.kind() == StepKind::Rearrange) {
+    backend_.rearrange(std::get<plan::RearrangeOp>(s.op), s.lane, *bindings_);
   } else {
     backend_.epilogue(std::get<plan::EpilogueOp>(s.op), s.lane, *bindings_, *scalars_);
   }

@@ -45,6 +45,7 @@ const char* step_kind_name(StepKind k) {
     case StepKind::Publish: return "publish";
     case StepKind::PeerSum: return "peer-sum";
     case StepKind::AwaitRelease: return "await-release";
+    case StepKind::Rearrange: return "rearrange";
   }
   return "?";
 }
@@ -54,6 +55,7 @@ const char* algorithm_name(Algorithm a) {
     case Algorithm::Ring: return "ring";
     case Algorithm::Sequential: return "sequential";
     case Algorithm::Direct: return "direct";
+    case Algorithm::Summa: return "SUMMA";
   }
   return "?";
 }
@@ -65,6 +67,13 @@ const char* direction_name(Direction d) {
     case Direction::Bidirectional: return "bidirectional";
   }
   return "?";
+}
+
+int64_t RearrangeOp::elements() const {
+  int64_t rows_total = 0, cols_total = 0;
+  for (const IndexRun& r : rows) rows_total = checked_add(rows_total, r.length, "the rows a rearrangement copies");
+  for (const IndexRun& c : cols) cols_total = checked_add(cols_total, c.length, "the columns a rearrangement copies");
+  return checked_mul(rows_total, cols_total, "the elements a rearrangement copies");
 }
 
 bool Schedule::contiguous(const Region& r) const {
@@ -161,6 +170,9 @@ std::string format_schedule(const Schedule& s) {
             if (op.has_copy) out << ", copied to " << format_region(s, op.copy);
           } else if constexpr (std::is_same_v<T, AwaitReleaseOp>) {
             out << "released by rank " << op.peer << " tag " << op.tag;
+          } else if constexpr (std::is_same_v<T, RearrangeOp>) {
+            out << format_region(s, op.dst) << " <= " << format_region(s, op.src) << "^" << op_name(op.src_op) << " in "
+                << op.rows.size() << " x " << op.cols.size() << " runs (" << op.elements() << " elements)";
           } else {
             out << collective_name(op.kind) << " " << format_region(s, op.send) << " -> "
                 << format_region(s, op.recv);

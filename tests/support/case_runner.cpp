@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <map>
 #include <memory>
@@ -28,6 +29,22 @@ const char* grid_kind_name(GridKind g) {
   return "?";
 }
 
+std::string GridLayoutSpec::name() const {
+  char text[96];
+  switch (kind) {
+    case Kind::Block2D: return "2d";
+    case Kind::Replicated: return "replicated";
+    case Kind::Cyclic:
+      std::snprintf(text, sizeof text, "%lldx%lld@%d,%d", static_cast<long long>(mb), static_cast<long long>(nb), rsrc,
+                    csrc);
+      if (row_start || col_start)
+        std::snprintf(text + std::strlen(text), sizeof text - std::strlen(text), "+%lld,%lld",
+                      static_cast<long long>(row_start), static_cast<long long>(col_start));
+      return text;
+  }
+  return "?";
+}
+
 std::string Case::name() const {
   static const char* ops[] = {"", "AG-GEMM", "GEMM-RS", "GEMM-AR"};
   static const char* algs[] = {"auto", "ring", "seq", "direct"};
@@ -35,6 +52,23 @@ std::string Case::name() const {
   // bias=0, or bias=<order>+<ld padding>: C+1 is column-major with ld 2.
   char bias_text[32] = "0";
   if (bias) std::snprintf(bias_text, sizeof bias_text, "%c+%d", order_bias ? 'R' : 'C', bias_ld_padding);
+  if (operation == WEAVE_GEMM) {
+    char text[400];
+    std::snprintf(text, sizeof text,
+                  "GEMM %s op=%c%c %dx%d M=%lld N=%lld K=%lld A=%s B=%s C=%s bias=%s beta=%g alpha=%g pad=%d "
+                  "order=%c%c%c alg=%s progress=%s width=%lld repeats=%d%s",
+                  dtype_short_name(dtype), "NTC"[op_a], "NTC"[op_b], grid_rows, g_size / grid_rows,
+                  static_cast<long long>(m), static_cast<long long>(n), static_cast<long long>(k),
+                  layout_a.name().c_str(), layout_b.name().c_str(), layout_c.name().c_str(),
+                  bias ? layout_bias.name().c_str() : "0", beta, alpha, padded ? 1 : 0, order_a ? 'R' : 'C',
+                  order_b ? 'R' : 'C', order_c ? 'R' : 'C',
+                  algorithm == WEAVE_ALGORITHM_SUMMA        ? "summa"
+                  : algorithm == WEAVE_ALGORITHM_SEQUENTIAL ? "seq"
+                                                            : "auto",
+                  progress == WEAVE_PROGRESS_THREAD ? "thread" : progress == WEAVE_PROGRESS_TILES ? "tiles" : "auto",
+                  static_cast<long long>(panel_width), repeats, memory == WEAVE_MEMORY_DEVICE ? " memory=device" : "");
+    return text;
+  }
   char text[400];
   std::snprintf(text, sizeof text,
                 "%s %s op=%c%c order=%c%c%c %s M=%lld N=%lld K=%lld bias=%s beta=%g alpha=%g pad=%d chunks=%d "
@@ -75,10 +109,29 @@ struct GridInfo {
 // Created on first use, destroyed before MPI_Finalize (with them the
 // transports' per-grid state, e.g. NCCL communicators).
 std::map<GridKind, GridInfo> g_grids;
+// WEAVE_GEMM's grids over all ranks, by their number of rows.
+std::map<int, GridInfo> g_full_grids;
 
 void destroy_grids() {
   for (auto& [kind, info] : g_grids) weave_grid_destroy(info.grid);
   g_grids.clear();
+  for (auto& [rows, info] : g_full_grids) weave_grid_destroy(info.grid);
+  g_full_grids.clear();
+}
+
+bool make_full_grid(int prows, GridInfo* out) {
+  auto found = g_full_grids.find(prows);
+  if (found != g_full_grids.end()) {
+    *out = found->second;
+    return true;
+  }
+  GridInfo info;
+  info.prows = prows;
+  info.pcols = g_size / prows;
+  CHECK_WEAVE(weave_grid_create(MPI_COMM_WORLD, info.prows, info.pcols, &info.grid));
+  g_full_grids[prows] = info;
+  *out = info;
+  return true;
 }
 
 bool make_grid(GridKind kind, GridInfo* out) {
@@ -200,6 +253,41 @@ struct Operand {
 
 // Creates the descriptor of a rows x cols matrix and this rank's storage,
 // with a leading dimension `ld_padding` elements larger than tight.
+// Creates the matrix `d` describes and this rank's storage, with a leading
+// dimension `ld_padding` elements larger than tight.
+bool create_operand(const char* name, const GridInfo& g, weave_matrix_desc_t d, int64_t ld_padding, Operand* out) {
+  // First ask for the tight block, then (padded) recreate with a larger ld.
+  CHECK_WEAVE(weave_matrix_create(g.grid, &d, &out->desc));
+  int64_t lr = 0, lc = 0, ld = 0;
+  CHECK_WEAVE(weave_matrix_local_shape(out->desc, &lr, &lc));
+  CHECK_WEAVE(weave_matrix_ld(out->desc, &ld));
+  if (ld_padding > 0) {
+    weave_matrix_destroy(out->desc);
+    d.ld = ld + ld_padding;
+    CHECK_WEAVE(weave_matrix_create(g.grid, &d, &out->desc));
+    CHECK_WEAVE(weave_matrix_ld(out->desc, &ld));
+  }
+  CHECK_WEAVE(weave_matrix_local_offset(out->desc, &out->row_offset, &out->col_offset));
+  out->local.name = name;
+  out->local.dtype = d.dtype;
+  out->local.order = d.order;
+  out->local.rows = lr;
+  out->local.cols = lc;
+  out->local.ld = ld;
+  // The storage between the guards is what Weave says to allocate.
+  int64_t elements = 0;
+  CHECK_WEAVE(weave_matrix_local_elements(out->desc, &elements));
+  if (elements != out->local.storage()) {
+    std::fprintf(stderr, "rank %d: %s: weave_matrix_local_elements = %lld for a %lld x %lld block with ld %lld\n",
+                 g_rank, name, static_cast<long long>(elements), static_cast<long long>(lr),
+                 static_cast<long long>(lc), static_cast<long long>(ld));
+    return false;
+  }
+  out->local.allocate(d.memory);
+  return true;
+}
+
+// The descriptor of a rows x cols matrix of a 1-D case.
 bool describe_operand(const char* name, const GridInfo& g, int64_t rows, int64_t cols, weave_distribution_t dist,
                       const std::vector<int64_t>& row_counts, const std::vector<int64_t>& col_counts,
                       weave_dtype_t dtype, weave_order_t order, int64_t ld_padding, weave_memory_t memory,
@@ -214,35 +302,7 @@ bool describe_operand(const char* name, const GridInfo& g, int64_t rows, int64_t
   d.col_counts = col_counts.empty() ? nullptr : col_counts.data();
   d.order = order;
   d.memory = memory;
-  // First ask for the tight block, then (padded) recreate with a larger ld.
-  CHECK_WEAVE(weave_matrix_create(g.grid, &d, &out->desc));
-  int64_t lr = 0, lc = 0, ld = 0;
-  CHECK_WEAVE(weave_matrix_local_shape(out->desc, &lr, &lc));
-  CHECK_WEAVE(weave_matrix_ld(out->desc, &ld));
-  if (ld_padding > 0) {
-    weave_matrix_destroy(out->desc);
-    d.ld = ld + ld_padding;
-    CHECK_WEAVE(weave_matrix_create(g.grid, &d, &out->desc));
-    CHECK_WEAVE(weave_matrix_ld(out->desc, &ld));
-  }
-  CHECK_WEAVE(weave_matrix_local_offset(out->desc, &out->row_offset, &out->col_offset));
-  out->local.name = name;
-  out->local.dtype = dtype;
-  out->local.order = order;
-  out->local.rows = lr;
-  out->local.cols = lc;
-  out->local.ld = ld;
-  // The storage between the guards is what Weave says to allocate.
-  int64_t elements = 0;
-  CHECK_WEAVE(weave_matrix_local_elements(out->desc, &elements));
-  if (elements != out->local.storage()) {
-    std::fprintf(stderr, "rank %d: %s: weave_matrix_local_elements = %lld for a %lld x %lld block with ld %lld\n",
-                 g_rank, name, static_cast<long long>(elements), static_cast<long long>(lr),
-                 static_cast<long long>(lc), static_cast<long long>(ld));
-    return false;
-  }
-  out->local.allocate(memory);
-  return true;
+  return create_operand(name, g, d, ld_padding, out);
 }
 
 // Sets the operand's global matrix and copies this rank's block out of it.
@@ -264,7 +324,242 @@ Dense random_inputs(int64_t rows, int64_t cols, weave_dtype_t t, std::mt19937_64
 
 // ---------------------------------------------------------------------------
 
+// ---------------------------------------------------------------------------
+// What every case does with its plan and buffers.
+
+// Tell the device memory first (it may hold a graph of the plan), then destroy.
+struct PlanFinisher {
+  void operator()(weave_plan_t p) const {
+    if (g_device_memory) g_device_memory->plan_finished(p);
+    weave_plan_destroy(p);
+  }
+};
+using PlanGuard = std::unique_ptr<weave_plan_s, PlanFinisher>;
+
+// One execute on the case's buffers: every buffer uploaded, the execute,
+// every buffer downloaded; the inputs (A, B, bias; block, gaps and guards)
+// must come back as they went, the outputs' guards and ld gaps intact.
+// `gathered` may be an unallocated matrix (no gathered output).
+bool execute_on_buffers(const Case& cs, weave_plan_t plan, Operand& A, Operand& B, Operand& C, Operand& Bias,
+                        LocalMatrix& gathered, int repeat) {
+  LocalMatrix* const inputs[] = {&A.local, &B.local, &Bias.local};
+  LocalMatrix* const outputs[] = {&C.local, &gathered};
+  for (LocalMatrix* x : inputs) x->upload();
+  for (LocalMatrix* x : outputs) x->upload();
+  std::vector<std::vector<unsigned char>> uploaded;
+  for (const LocalMatrix* x : inputs) uploaded.push_back(x->image);
+
+  weave_execute_args_t args{};
+  args.alpha = cs.alpha;
+  args.beta = cs.beta;
+  args.a = A.local.data();
+  args.b = B.local.data();
+  args.c = C.local.data();
+  args.bias = cs.bias ? Bias.local.data() : nullptr;
+  args.gathered_a = cs.gathered ? gathered.data() : nullptr;
+  args.ld_gathered_a = gathered.ld;
+  const bool device = cs.memory == WEAVE_MEMORY_DEVICE;
+  CHECK_WEAVE(device ? g_device_memory->execute(plan, args) : weave_execute_ex(plan, &args));
+  for (LocalMatrix* x : inputs) x->download();
+  for (LocalMatrix* x : outputs) x->download();
+  bool ok = true;
+  for (std::size_t q = 0; q < uploaded.size(); ++q)
+    if (inputs[q]->image != uploaded[q]) {
+      std::fprintf(stderr, "rank %d: repeat %d: input %s was written\n", g_rank, repeat, inputs[q]->name);
+      ok = false;
+    }
+  for (const LocalMatrix* x : outputs)
+    if (!x->outside_intact()) ok = false;
+  return ok;
+}
+
+// C(gi, gj) against the oracle; reports the first three misses.
+bool matches_reference(double got, const Reference& ref, int64_t gi, int64_t gj, int repeat, int* reported) {
+  const double want = ref.c(gi, gj), bound = ref.bound(gi, gj);
+  if (std::fabs(got - want) <= bound) return true;
+  if ((*reported)++ < 3)
+    std::fprintf(stderr, "rank %d: repeat %d: C(%lld,%lld) = %.17g, expected %.17g (bound %.3g)\n", g_rank, repeat,
+                 static_cast<long long>(gi), static_cast<long long>(gj), got, want, bound);
+  return false;
+}
+
+// ---------------------------------------------------------------------------
+// WEAVE_GEMM: A, B, C and bias each laid out over the whole grid.
+
+// The test's own reading of a layout along one grid dimension (ScaLAPACK's
+// INDXL2G): the global index, within the matrix, of local position l of
+// process p of `procs`, or -1 when the local array holds no element of the
+// matrix there (before a submatrix's start, or past its end).
+int64_t global_of_local(const GridLayoutSpec& s, bool along_rows, int64_t extent, int p, int procs, int64_t l) {
+  switch (s.kind) {
+    case GridLayoutSpec::Kind::Replicated: return l < extent ? l : -1;
+    case GridLayoutSpec::Kind::Block2D: {
+      const int64_t count = extent / procs + (p < extent % procs ? 1 : 0);
+      const int64_t offset = p * (extent / procs) + std::min<int64_t>(p, extent % procs);
+      return l < count ? offset + l : -1;
+    }
+    case GridLayoutSpec::Kind::Cyclic: {
+      const int64_t block = along_rows ? s.mb : s.nb;
+      const int source = along_rows ? s.rsrc : s.csrc;
+      const int64_t start = along_rows ? s.row_start : s.col_start;
+      if (source < 0) return l < extent ? l : -1;
+      const int64_t G = (l / block * procs + (procs + p - source) % procs) * block + l % block;
+      const int64_t g = G - start;
+      return g >= 0 && g < extent ? g : -1;
+    }
+  }
+  return -1;
+}
+
+// A matrix of a WEAVE_GEMM case: descriptor, local array and its global data.
+bool describe_grid_operand(const char* name, const GridInfo& g, int64_t rows, int64_t cols, const GridLayoutSpec& s,
+                           weave_dtype_t dtype, weave_order_t order, int64_t ld_padding, weave_memory_t memory,
+                           Operand* out) {
+  weave_matrix_desc_t d{};
+  d.rows = rows;
+  d.cols = cols;
+  d.dtype = dtype;
+  d.order = order;
+  d.memory = memory;
+  switch (s.kind) {
+    case GridLayoutSpec::Kind::Cyclic:
+      d.distribution = WEAVE_DIST_BLOCK_CYCLIC;
+      d.mb = s.mb;
+      d.nb = s.nb;
+      d.rsrc = s.rsrc;
+      d.csrc = s.csrc;
+      d.row_start = s.row_start;
+      d.col_start = s.col_start;
+      break;
+    case GridLayoutSpec::Kind::Block2D: d.distribution = WEAVE_DIST_BLOCK_2D; break;
+    case GridLayoutSpec::Kind::Replicated: d.distribution = WEAVE_DIST_REPLICATED; break;
+  }
+  return create_operand(name, g, d, ld_padding, out);
+}
+
+// Every position of a rank's local array with the matrix element it holds
+// (global row and column), or -1, -1 for positions outside the matrix.
+template <class Visit>
+void for_each_local(const Operand& x, const GridLayoutSpec& s, int64_t rows, int64_t cols, const GridInfo& g,
+                    int grid_row, int grid_col, Visit&& visit) {
+  for (int64_t j = 0; j < x.local.cols; ++j) {
+    const int64_t gj = global_of_local(s, false, cols, grid_col, g.pcols, j);
+    for (int64_t i = 0; i < x.local.rows; ++i) {
+      const int64_t gi = global_of_local(s, true, rows, grid_row, g.prows, i);
+      if (gi < 0 || gj < 0)
+        visit(i, j, int64_t{-1}, int64_t{-1});
+      else
+        visit(i, j, gi, gj);
+    }
+  }
+}
+
+bool run_gemm_case(const Case& cs, uint64_t seed) {
+  const bool device = cs.memory == WEAVE_MEMORY_DEVICE;
+  if (device && !g_device_memory) {
+    std::fprintf(stderr, "rank %d: a device-memory case, but this program installed no device memory\n", g_rank);
+    return false;
+  }
+  if (cs.grid_rows < 1 || g_size % cs.grid_rows != 0) {
+    std::fprintf(stderr, "rank %d: %d grid rows do not divide %d ranks\n", g_rank, cs.grid_rows, g_size);
+    return false;
+  }
+  GridInfo g;
+  if (!make_full_grid(cs.grid_rows, &g)) return false;
+  int grid_row = 0, grid_col = 0;
+  CHECK_WEAVE(weave_grid_coords(g.grid, &grid_row, &grid_col));
+  const int64_t M = cs.m, N = cs.n, K = cs.k;
+  const weave_dtype_t t = cs.dtype;
+  const bool at = cs.op_a != WEAVE_OP_N, bt = cs.op_b != WEAVE_OP_N;
+  const int64_t a_rows = at ? K : M, a_cols = at ? M : K, b_rows = bt ? N : K, b_cols = bt ? K : N;
+  const int64_t pad = cs.padded ? 3 : 0;
+  Operand A, B, C, Bias;
+  if (!describe_grid_operand("A", g, a_rows, a_cols, cs.layout_a, t, cs.order_a, pad, cs.memory, &A) ||
+      !describe_grid_operand("B", g, b_rows, b_cols, cs.layout_b, t, cs.order_b, pad, cs.memory, &B) ||
+      !describe_grid_operand("C", g, M, N, cs.layout_c, t, cs.order_c, pad, cs.memory, &C) ||
+      (cs.bias && !describe_grid_operand("bias", g, 1, N, cs.layout_bias, t, cs.order_bias, cs.bias_ld_padding,
+                                         cs.memory, &Bias)))
+    return false;
+
+  weave_plan_desc_t pd{};
+  pd.operation = WEAVE_GEMM;
+  pd.op_a = cs.op_a;
+  pd.op_b = cs.op_b;
+  pd.a = A.desc;
+  pd.b = B.desc;
+  pd.c = C.desc;
+  pd.bias = cs.bias ? Bias.desc : nullptr;
+  pd.algorithm = cs.algorithm;
+  pd.progress = cs.progress;
+  pd.timeout_ms = 120000;
+  // The panel width is the plan's to read from the environment, alike on every rank.
+  if (cs.panel_width > 0) setenv("WEAVE_PANEL_WIDTH", std::to_string(cs.panel_width).c_str(), 1);
+  weave_plan_t plan = nullptr;
+  const weave_status_t created = weave_plan_create(g.grid, &pd, &plan);
+  if (cs.panel_width > 0) unsetenv("WEAVE_PANEL_WIDTH");
+  CHECK_WEAVE(created);
+  const PlanGuard plan_guard(plan);
+  weave_plan_info_t info{};
+  CHECK_WEAVE(weave_plan_get_info(plan, &info));
+  const weave_algorithm_t expected = g_size == 1 ? WEAVE_ALGORITHM_SEQUENTIAL
+                                     : cs.algorithm == WEAVE_ALGORITHM_AUTO ? WEAVE_ALGORITHM_SUMMA
+                                                                            : cs.algorithm;
+  if (info.algorithm != expected || info.group_size != g_size) {
+    std::fprintf(stderr, "rank %d: plan runs algorithm %d over %d ranks, expected %d over %d\n", g_rank,
+                 info.algorithm, info.group_size, expected, g_size);
+    return false;
+  }
+
+  bool ok = true;
+  for (int repeat = 0; repeat < cs.repeats && ok; ++repeat) {
+    // Fresh data each repeat: the same global matrices on every rank.
+    std::mt19937_64 rng(seed + 0x9E3779B97F4A7C15ULL * static_cast<uint64_t>(repeat));
+    const Dense stored_a = random_inputs(a_rows, a_cols, t, rng), stored_b = random_inputs(b_rows, b_cols, t, rng);
+    const Dense c0 = random_inputs(M, N, t, rng), bias_row = random_inputs(1, N, t, rng);
+    std::vector<double> bias(bias_row.v.begin(), bias_row.v.end());
+    // A 16-bit C is rounded once by the GEMM or the pass that finishes it,
+    // and once more where the bias is added after a GEMM.
+    const int roundings = cs.bias ? 2 : 1;
+    const Reference ref =
+        reference_product(at ? transpose(stored_a) : stored_a, bt ? transpose(stored_b) : stored_b, c0,
+                          cs.bias ? &bias : nullptr, cs.alpha, cs.beta, accumulation_roundoff(t, cs.allow_tf32),
+                          roundings * output_roundoff(t), roundings * output_underflow(t));
+    auto fill = [&](Operand& x, const GridLayoutSpec& s, int64_t rows, int64_t cols, const Dense& global) {
+      for_each_local(x, s, rows, cols, g, grid_row, grid_col, [&](int64_t i, int64_t j, int64_t gi, int64_t gj) {
+        if (gi >= 0) x.local.set(i, j, global(gi, gj));
+      });
+    };
+    fill(A, cs.layout_a, a_rows, a_cols, stored_a);
+    fill(B, cs.layout_b, b_rows, b_cols, stored_b);
+    if (cs.bias) fill(Bias, cs.layout_bias, 1, N, bias_row);
+    // C: beta == 0 must not read it, so it holds NaN; otherwise C0.
+    for_each_local(C, cs.layout_c, M, N, g, grid_row, grid_col, [&](int64_t i, int64_t j, int64_t gi, int64_t gj) {
+      if (gi >= 0) C.local.set(i, j, cs.beta == 0.0 ? std::nan("") : c0(gi, gj));
+    });
+    LocalMatrix no_gathered;
+    if (!execute_on_buffers(cs, plan, A, B, C, Bias, no_gathered, repeat)) ok = false;
+    int reported = 0;
+    const double sentinel = round_to(t, LocalMatrix::kSentinel);
+    for_each_local(C, cs.layout_c, M, N, g, grid_row, grid_col, [&](int64_t i, int64_t j, int64_t gi, int64_t gj) {
+      const double got = C.local.get(i, j);
+      if (gi < 0) {
+        // A position of the local array outside the matrix: untouched.
+        if (got != sentinel) {
+          if (reported++ < 3)
+            std::fprintf(stderr, "rank %d: repeat %d: local C(%lld,%lld), outside the matrix, holds %.17g\n", g_rank,
+                         repeat, static_cast<long long>(i), static_cast<long long>(j), got);
+          ok = false;
+        }
+        return;
+      }
+      if (!matches_reference(got, ref, gi, gj, repeat, &reported)) ok = false;
+    });
+  }
+  return ok;
+}
+
 bool run_case_unguarded(const Case& cs, uint64_t seed) {
+  if (cs.operation == WEAVE_GEMM) return run_gemm_case(cs, seed);
   const bool device = cs.memory == WEAVE_MEMORY_DEVICE;
   if (device && !g_device_memory) {
     std::fprintf(stderr, "rank %d: a device-memory case, but this program installed no device memory\n", g_rank);
@@ -400,12 +695,7 @@ bool run_case_unguarded(const Case& cs, uint64_t seed) {
   pd.flags = (cs.gathered ? WEAVE_FLAG_GATHERED_OUTPUT : 0) | (cs.allow_tf32 ? WEAVE_FLAG_ALLOW_TF32 : 0);
   weave_plan_t plan = nullptr;
   CHECK_WEAVE(weave_plan_create(g.grid, &pd, &plan));
-  // Tell the device memory first (it may hold a graph of this plan), then destroy.
-  auto finish_plan = [](weave_plan_t p) {
-    if (g_device_memory) g_device_memory->plan_finished(p);
-    return weave_plan_destroy(p);
-  };
-  std::unique_ptr<weave_plan_s, decltype(finish_plan)> plan_guard(plan, finish_plan);
+  const PlanGuard plan_guard(plan);
   weave_plan_info_t info{};
   CHECK_WEAVE(weave_plan_get_info(plan, &info));
   if (info.group_size != P || info.group_rank != group_rank) {
@@ -462,48 +752,11 @@ bool run_case_unguarded(const Case& cs, uint64_t seed) {
         C.local.set(i, j, cs.beta == 0.0 ? std::nan("") : c0(c_row0 + i, C.col_offset + j));
     for (int64_t j = 0; j < gathered.cols; ++j)
       for (int64_t i = 0; i < gathered.rows; ++i) gathered.set(i, j, std::nan(""));
-    LocalMatrix* const inputs[] = {&A.local, &B.local, &Bias.local};
-    LocalMatrix* const outputs[] = {&C.local, &gathered};
-    for (LocalMatrix* x : inputs) x->upload();
-    for (LocalMatrix* x : outputs) x->upload();
-    // Weave reads the inputs and never writes them: every byte (block,
-    // gaps, guards) must come back as uploaded.
-    std::vector<std::vector<unsigned char>> uploaded;
-    for (const LocalMatrix* x : inputs) uploaded.push_back(x->image);
-
-    weave_execute_args_t args{};
-    args.alpha = cs.alpha;
-    args.beta = cs.beta;
-    args.a = A.local.data();
-    args.b = B.local.data();
-    args.c = C.local.data();
-    args.bias = cs.bias ? Bias.local.data() : nullptr;
-    args.gathered_a = cs.gathered ? gathered.data() : nullptr;
-    args.ld_gathered_a = gathered.ld;
-    CHECK_WEAVE(device ? g_device_memory->execute(plan, args) : weave_execute_ex(plan, &args));
-    for (LocalMatrix* x : inputs) x->download();
-    for (LocalMatrix* x : outputs) x->download();
-    for (std::size_t q = 0; q < uploaded.size(); ++q)
-      if (inputs[q]->image != uploaded[q]) {
-        std::fprintf(stderr, "rank %d: repeat %d: input %s was written\n", g_rank, repeat, inputs[q]->name);
-        ok = false;
-      }
-    for (const LocalMatrix* x : outputs)
-      if (!x->outside_intact()) ok = false;
-
+    if (!execute_on_buffers(cs, plan, A, B, C, Bias, gathered, repeat)) ok = false;
     int reported = 0;
     for (int64_t j = 0; j < C.local.cols; ++j)
-      for (int64_t i = 0; i < C.local.rows; ++i) {
-        const double got = C.local.get(i, j), want = ref.c(c_row0 + i, C.col_offset + j),
-                     bound = ref.bound(c_row0 + i, C.col_offset + j);
-        if (!(std::fabs(got - want) <= bound)) {
-          if (reported++ < 3)
-            std::fprintf(stderr, "rank %d: repeat %d: C(%lld,%lld) = %.17g, expected %.17g (bound %.3g)\n", g_rank,
-                         repeat, static_cast<long long>(c_row0 + i), static_cast<long long>(C.col_offset + j), got,
-                         want, bound);
-          ok = false;
-        }
-      }
+      for (int64_t i = 0; i < C.local.rows; ++i)
+        if (!matches_reference(C.local.get(i, j), ref, c_row0 + i, C.col_offset + j, repeat, &reported)) ok = false;
     if (cs.gathered) {
       for (int64_t j = 0; j < gathered.cols; ++j)
         for (int64_t i = 0; i < gathered.rows; ++i)

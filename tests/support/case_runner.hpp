@@ -28,6 +28,20 @@ constexpr int kSkipExitCode = 77;
 enum class GridKind { Column1D, Row1D, Rows2D, Columns2D, Block2D };
 const char* grid_kind_name(GridKind g);
 
+// WEAVE_GEMM: how one matrix lies over the grid. Block-cyclic with mb x nb
+// blocks from grid (rsrc, csrc) (-1: every grid row or column holds all of
+// that dimension), starting at (row_start, col_start) of its local arrays
+// (a submatrix, as pdgemm's IA, JA); one balanced block per grid row and
+// column (BLOCK_2D); or replicated.
+struct GridLayoutSpec {
+  enum class Kind { Cyclic, Block2D, Replicated };
+  Kind kind = Kind::Cyclic;
+  int64_t mb = 1, nb = 1;
+  int rsrc = 0, csrc = 0;
+  int64_t row_start = 0, col_start = 0;
+  std::string name() const;
+};
+
 struct Case {
   weave_operation_t operation = WEAVE_AG_GEMM;
   weave_dtype_t dtype = WEAVE_FLOAT64;
@@ -54,6 +68,11 @@ struct Case {
   bool allow_tf32 = false;  // WEAVE_FLAG_ALLOW_TF32 (float32 on GPUs), with its looser tolerance
   int repeats = 1;
   bool fresh_inputs = false;  // every repeat multiplies new random A, B, C and bias, in the same buffers
+  // WEAVE_GEMM: a grid_rows x (ranks / grid_rows) grid, the layouts of A
+  // and B (as stored), C and bias, and WEAVE_PANEL_WIDTH (0: the default).
+  int grid_rows = 1;
+  GridLayoutSpec layout_a, layout_b, layout_c, layout_bias;
+  int64_t panel_width = 0;
 
   std::string name() const;
 };

@@ -122,5 +122,17 @@ TEST(AxisLayout, SamePlacementSeesOneBlockPerProcessAsCyclic) {
   EXPECT_FALSE(cyclic.same_placement(AxisLayout::replicated(12, 3)));
 }
 
+TEST(AxisLayout, AlignedCountsLocalPositionsFromEachStart) {
+  // Rows 4.. of a layout in blocks of 4 over 2 processes from 0, and rows
+  // 0.. of one from 1: the same processes in the same order, at local
+  // positions 4 apart on process 1.
+  const AxisLayout sub = AxisLayout::cyclic(10, 4, 0, 2, 4);
+  const AxisLayout whole = AxisLayout::cyclic(10, 4, 1, 2, 0);
+  EXPECT_TRUE(sub.aligned_with(whole));
+  EXPECT_FALSE(sub.same_placement(whole));
+  EXPECT_FALSE(sub.aligned_with(AxisLayout::cyclic(10, 4, 0, 2, 0)));
+  EXPECT_FALSE(AxisLayout::cyclic(10, 4, 0, 2, 2).aligned_with(AxisLayout::cyclic(10, 4, 0, 2, 0)));
+}
+
 }  // namespace
 }  // namespace weave::internal

@@ -6,6 +6,7 @@
 
 #include "backends/cuda/cuda_check.hpp"
 #include "backends/cuda/epilogue_launcher.hpp"
+#include "kernels/rearrange.hpp"
 #include "core/error.hpp"
 
 namespace weave::internal::cuda {
@@ -95,6 +96,12 @@ void CudaBackend::prepare_steps() {
         fail(WEAVE_ERROR_UNSUPPORTED_TYPE, "step '", step.label, "' converts ", dtype_name(src), " to ",
              dtype_name(dst), ", which the CUDA backend has no kernel for");
       kernels.insert({dst, src});
+    } else if (step.kind() == plan::StepKind::Rearrange) {
+      const DType t = schedule_.buffer(std::get<plan::RearrangeOp>(step.op).dst).dtype;
+      if (!epilogue_supported(t, t))
+        fail(WEAVE_ERROR_UNSUPPORTED_TYPE, "step '", step.label, "' copies ", dtype_name(t),
+             ", which the CUDA backend has no kernel for");
+      kernels.insert({t, t});
     }
   }
   for (const auto& [dst, src] : kernels) prepare_epilogue(dst, src);
@@ -227,6 +234,27 @@ void CudaBackend::epilogue(const plan::EpilogueOp& op, int lane, const exec::Bin
   launch.rows = dst.rows;
   launch.cols = dst.cols;
   launch_epilogue(launch, stream(lane));
+}
+
+// One launch of the element-wise kernel per rectangle: rearrangements move
+// operands between layouts once per execute, in as few rectangles as the
+// layouts allow.
+void CudaBackend::rearrange(const plan::RearrangeOp& op, int lane, const exec::Bindings& bindings) {
+  DeviceGuard guard(device_);
+  kernels::for_each_rectangle(op, bindings, [&](const exec::MatrixRef& dst, const exec::MatrixRef& src) {
+    EpilogueLaunch launch;
+    launch.dst_type = dst.dtype;
+    launch.dst = dst.data;
+    launch.dst_ld = dst.ld;
+    launch.dst_row_major = dst.order == Order::RowMajor;
+    launch.src_type = src.dtype;
+    launch.src = src.data;
+    launch.src_ld = src.ld;
+    launch.src_row_major = src.order == Order::RowMajor;
+    launch.rows = dst.rows;
+    launch.cols = dst.cols;
+    launch_epilogue(launch, stream(lane));
+  });
 }
 
 void CudaBackend::record(int event, int lane) {

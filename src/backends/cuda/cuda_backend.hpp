@@ -39,6 +39,7 @@ class CudaBackend final : public exec::ComputeBackend {
             const exec::ProgressHook& progress) override;
   void epilogue(const plan::EpilogueOp& op, int lane, const exec::Bindings& bindings,
                 const exec::Scalars& scalars) override;
+  void rearrange(const plan::RearrangeOp& op, int lane, const exec::Bindings& bindings) override;
   void record(int event, int lane) override;
   void wait(int lane, int event) override;
   bool query(int event) override;

@@ -12,6 +12,7 @@
 #include "core/error.hpp"
 #include "kernels/epilogue.hpp"
 #include "kernels/gemm_layout.hpp"
+#include "kernels/rearrange.hpp"
 
 namespace weave::internal::host {
 
@@ -144,6 +145,19 @@ void HostBackend::epilogue(const plan::EpilogueOp& op, int, const exec::Bindings
     launch_epilogue<float, double>(dst, src_ptr, more, bias_ptr, src_scale, dst_scale);
   else
     fail(WEAVE_ERROR_UNSUPPORTED_TYPE, "the host backend handles f32 and f64, not ", dtype_name(dst.dtype));
+}
+
+void HostBackend::rearrange(const plan::RearrangeOp& op, int, const exec::Bindings& bindings) {
+  const MoreSources none;
+  kernels::for_each_rectangle(op, bindings, [&](const exec::MatrixRef& dst, const exec::MatrixRef& src) {
+    if (dst.dtype != src.dtype) fail(WEAVE_ERROR_INTERNAL, "a rearrangement converts between element types");
+    switch (dst.dtype) {
+      case DType::F64: launch_epilogue<double, double>(dst, &src, none, nullptr, 1.0, 0.0); break;
+      case DType::F32: launch_epilogue<float, float>(dst, &src, none, nullptr, 1.0, 0.0); break;
+      default:
+        fail(WEAVE_ERROR_UNSUPPORTED_TYPE, "the host backend handles f32 and f64, not ", dtype_name(dst.dtype));
+    }
+  });
 }
 
 }  // namespace weave::internal::host

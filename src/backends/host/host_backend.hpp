@@ -30,6 +30,7 @@ class HostBackend final : public exec::ComputeBackend {
             const exec::ProgressHook& progress) override;
   void epilogue(const plan::EpilogueOp& op, int lane, const exec::Bindings& bindings,
                 const exec::Scalars& scalars) override;
+  void rearrange(const plan::RearrangeOp& op, int lane, const exec::Bindings& bindings) override;
 
  private:
   void* workspace_ = nullptr;
