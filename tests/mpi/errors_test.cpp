@@ -23,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/numroc.hpp"
 #include "weave/weave.h"
 
 namespace {
@@ -305,17 +306,7 @@ void invalid_counts(weave_grid_t grid) {
   if (m.h) fail_here("a failed weave_matrix_create left a handle");
 }
 
-// ScaLAPACK's NUMROC, written out here so the test does not read the
-// library's own.
-int64_t test_numroc(int64_t n, int64_t nb, int p, int source, int procs) {
-  if (source < 0) return n;
-  const int distance = (procs + p - source) % procs;
-  int64_t count = n / nb / procs * nb;
-  const int64_t extra = n / nb % procs;
-  if (distance < extra) count += nb;
-  if (distance == extra) count += n % nb;
-  return count;
-}
+using weave_test::numroc;
 
 // Block-cyclic descriptors on a P_r x P_c grid: local extents, positions and
 // elements as ScaLAPACK counts them (a submatrix start included); and every
@@ -351,8 +342,8 @@ void block_cyclic_descriptors() {
     EXPECT_OK(weave_matrix_local_offset(m.h, &ro, &co));
     EXPECT_OK(weave_matrix_ld(m.h, &ld));
     EXPECT_OK(weave_matrix_local_elements(m.h, &elements));
-    const int64_t want_rows = test_numroc(l.row_start + l.rows, l.mb, my_row, l.rsrc, prows);
-    const int64_t want_cols = test_numroc(l.col_start + l.cols, l.nb, my_col, l.csrc, pcols);
+    const int64_t want_rows = numroc(l.row_start + l.rows, l.mb, my_row, l.rsrc, prows);
+    const int64_t want_cols = numroc(l.col_start + l.cols, l.nb, my_col, l.csrc, pcols);
     if (lr != want_rows || lc != want_cols)
       fail_here("block-cyclic " + std::to_string(l.rows) + " x " + std::to_string(l.cols) + ": local shape " +
                 std::to_string(lr) + " x " + std::to_string(lc) + ", numroc says " + std::to_string(want_rows) +

@@ -31,6 +31,11 @@ class Weave(CMakePackage, CudaPackage):
     variant("fortran", default=True, description="Build the Fortran module (use weave)")
     variant("nccl", default=False, description="NCCL transport between GPUs (needs +cuda)")
     variant("ucx", default=False, description="UCX transport")
+    variant(
+        "scalapack",
+        default=False,
+        description="pdgemm-compatible entry points weave_p?gemm (library weave_pblas, needs ScaLAPACK's BLACS)",
+    )
     variant("tests", default=False, description="Build the unit and MPI tests (ctest)")
     # There is no kokkos variant: Weave's host kernels run on Kokkos, so
     # Kokkos is always a dependency. With +cuda it must be a CUDA Kokkos for
@@ -53,6 +58,7 @@ class Weave(CMakePackage, CudaPackage):
         depends_on(f"nccl cuda_arch={arch}", when=f"+nccl cuda_arch={arch}")
     depends_on("nccl", when="+nccl")
     depends_on("ucx@1.10:", when="+ucx")
+    depends_on("scalapack", when="+scalapack")
     depends_on("ucx+cuda", when="+ucx+cuda")
     # The unit tests are built (not only run) with +tests.
     depends_on("googletest", type=("build", "link"), when="+tests")
@@ -65,6 +71,7 @@ class Weave(CMakePackage, CudaPackage):
             self.define_from_variant("WEAVE_ENABLE_NCCL", "nccl"),
             self.define_from_variant("WEAVE_ENABLE_UCX", "ucx"),
             self.define_from_variant("WEAVE_ENABLE_FORTRAN", "fortran"),
+            self.define_from_variant("WEAVE_ENABLE_SCALAPACK", "scalapack"),
             self.define_from_variant("WEAVE_BUILD_TESTS", "tests"),
             # The examples are installed; the stand-alone test runs one.
             self.define("WEAVE_BUILD_EXAMPLES", True),
@@ -84,6 +91,8 @@ class Weave(CMakePackage, CudaPackage):
             args.append(self.define("CMAKE_CXX_COMPILER", self["kokkos"].kokkos_cxx))
         if spec.satisfies("+nccl"):
             args.append(self.define("NCCL_HOME", spec["nccl"].prefix))
+        if spec.satisfies("+scalapack"):
+            args.append(self.define("WEAVE_SCALAPACK_LIBRARIES", spec["scalapack"].libs.joined(";")))
         return args
 
     def _mpi_launcher(self):
