@@ -22,7 +22,8 @@
 ! rank of the grid (of the operation's group for execute); they fail on every
 ! rank together.
 module weave
-  use, intrinsic :: iso_c_binding, only: c_ptr, c_null_ptr, c_int, c_int32_t, c_int64_t, c_float, c_double, c_loc
+  use, intrinsic :: iso_c_binding, only: c_ptr, c_null_ptr, c_int, c_int32_t, c_int64_t, c_float, c_double, c_float_complex, &
+    c_double_complex, c_loc
   use weave_constants
   use weave_types
   use weave_c_api
@@ -53,7 +54,7 @@ module weave
   public :: WEAVE_ERROR_NOT_COMPILED, WEAVE_ERROR_UNSUPPORTED, WEAVE_ERROR_POINTER_KIND, WEAVE_ERROR_TIMEOUT
   public :: WEAVE_ERROR_OUT_OF_MEMORY, WEAVE_ERROR_MPI, WEAVE_ERROR_CUDA, WEAVE_ERROR_CUBLAS
   public :: WEAVE_ERROR_NCCL, WEAVE_ERROR_UCX, WEAVE_ERROR_PLAN_FAILED, WEAVE_ERROR_INTERNAL
-  public :: WEAVE_FLOAT32, WEAVE_FLOAT64, WEAVE_FLOAT16, WEAVE_BFLOAT16
+  public :: WEAVE_FLOAT32, WEAVE_FLOAT64, WEAVE_FLOAT16, WEAVE_BFLOAT16, WEAVE_COMPLEX64, WEAVE_COMPLEX128
   public :: WEAVE_DIST_REPLICATED, WEAVE_DIST_BLOCK_ROW, WEAVE_DIST_BLOCK_COLUMN, WEAVE_DIST_BLOCK_2D
   public :: WEAVE_DIST_BLOCK_CYCLIC
   public :: WEAVE_GROUP_GRID, WEAVE_GROUP_ROW, WEAVE_GROUP_COLUMN
@@ -103,18 +104,17 @@ module weave
     module procedure plan_create_from_arguments
   end interface weave_plan_create
 
-  ! Host arrays (real(4) or real(8), any rank), or addresses (device memory).
+  ! Host arrays (real(4), real(8), complex(4) or complex(8), any rank), or
+  ! addresses (device memory).
   interface weave_execute
     module procedure execute_real64
     module procedure execute_real32
+    module procedure execute_complex128
+    module procedure execute_complex64
     module procedure execute_address_alpha_real64
     module procedure execute_address_alpha_real32
   end interface weave_execute
 
-  interface address_of
-    module procedure address_of_real64
-    module procedure address_of_real32
-  end interface address_of
 
 contains
 
@@ -624,20 +624,7 @@ contains
 
     args%alpha = alpha
     args%beta = beta
-    args%a = address_of(a)
-    args%b = address_of(b)
-    args%c = address_of(c)
-    call set_buffer_checks(args, WEAVE_FLOAT64, size(a, kind=c_int64_t), size(b, kind=c_int64_t), size(c, kind=c_int64_t))
-    if (present(bias)) then
-      args%bias = address_of(bias)
-      args%bias_elements = size(bias, kind=c_int64_t)
-    end if
-    if (present(gathered_a)) then
-      args%gathered_a = address_of(gathered_a)
-      args%gathered_a_elements = size(gathered_a, kind=c_int64_t)
-    end if
-    if (present(ld_gathered_a)) args%ld_gathered_a = ld_gathered_a
-    call weave_execute_ex(plan, args, stat)
+    call execute_arrays(plan, args, WEAVE_FLOAT64, a, b, c, stat, bias, gathered_a, ld_gathered_a)
   end subroutine execute_real64
 
   subroutine execute_real32(plan, alpha, a, b, beta, c, stat, bias, gathered_a, ld_gathered_a)
@@ -653,10 +640,65 @@ contains
 
     args%alpha = alpha
     args%beta = beta
+    call execute_arrays(plan, args, WEAVE_FLOAT32, a, b, c, stat, bias, gathered_a, ld_gathered_a)
+  end subroutine execute_real32
+
+  ! Complex arrays (complex(8), complex(4)) with complex alpha and beta,
+  ! which travel in args%alpha, args%alpha_imag, args%beta, args%beta_imag.
+  subroutine execute_complex128(plan, alpha, a, b, beta, c, stat, bias, gathered_a, ld_gathered_a)
+    type(weave_plan_t), intent(in) :: plan
+    complex(c_double_complex), intent(in) :: alpha, beta
+    complex(c_double_complex), intent(in), target, contiguous :: a(..), b(..)
+    complex(c_double_complex), intent(inout), target, contiguous :: c(..)
+    integer, intent(out) :: stat
+    complex(c_double_complex), intent(in), target, contiguous, optional :: bias(..)
+    complex(c_double_complex), intent(inout), target, contiguous, optional :: gathered_a(..)
+    integer(c_int64_t), intent(in), optional :: ld_gathered_a
+    type(weave_execute_args_t) :: args
+
+    args%alpha = real(alpha, c_double)
+    args%alpha_imag = aimag(alpha)
+    args%beta = real(beta, c_double)
+    args%beta_imag = aimag(beta)
+    call execute_arrays(plan, args, WEAVE_COMPLEX128, a, b, c, stat, bias, gathered_a, ld_gathered_a)
+  end subroutine execute_complex128
+
+  subroutine execute_complex64(plan, alpha, a, b, beta, c, stat, bias, gathered_a, ld_gathered_a)
+    type(weave_plan_t), intent(in) :: plan
+    complex(c_float_complex), intent(in) :: alpha, beta
+    complex(c_float_complex), intent(in), target, contiguous :: a(..), b(..)
+    complex(c_float_complex), intent(inout), target, contiguous :: c(..)
+    integer, intent(out) :: stat
+    complex(c_float_complex), intent(in), target, contiguous, optional :: bias(..)
+    complex(c_float_complex), intent(inout), target, contiguous, optional :: gathered_a(..)
+    integer(c_int64_t), intent(in), optional :: ld_gathered_a
+    type(weave_execute_args_t) :: args
+
+    args%alpha = real(alpha, c_double)
+    args%alpha_imag = real(aimag(alpha), c_double)
+    args%beta = real(beta, c_double)
+    args%beta_imag = real(aimag(beta), c_double)
+    call execute_arrays(plan, args, WEAVE_COMPLEX64, a, b, c, stat, bias, gathered_a, ld_gathered_a)
+  end subroutine execute_complex64
+
+  ! What the typed executes share once they have set the scalars: the
+  ! arrays' addresses, and their element type and sizes for the library to
+  ! check (the typed interfaces above guarantee the type).
+  subroutine execute_arrays(plan, args, dtype, a, b, c, stat, bias, gathered_a, ld_gathered_a)
+    type(weave_plan_t), intent(in) :: plan
+    type(weave_execute_args_t), intent(inout) :: args
+    integer(c_int), intent(in) :: dtype
+    type(*), intent(in), target, contiguous :: a(..), b(..)
+    type(*), intent(inout), target, contiguous :: c(..)
+    integer, intent(out) :: stat
+    type(*), intent(in), target, contiguous, optional :: bias(..)
+    type(*), intent(inout), target, contiguous, optional :: gathered_a(..)
+    integer(c_int64_t), intent(in), optional :: ld_gathered_a
+
     args%a = address_of(a)
     args%b = address_of(b)
     args%c = address_of(c)
-    call set_buffer_checks(args, WEAVE_FLOAT32, size(a, kind=c_int64_t), size(b, kind=c_int64_t), size(c, kind=c_int64_t))
+    call set_buffer_checks(args, dtype, size(a, kind=c_int64_t), size(b, kind=c_int64_t), size(c, kind=c_int64_t))
     if (present(bias)) then
       args%bias = address_of(bias)
       args%bias_elements = size(bias, kind=c_int64_t)
@@ -667,7 +709,7 @@ contains
     end if
     if (present(ld_gathered_a)) args%ld_gathered_a = ld_gathered_a
     call weave_execute_ex(plan, args, stat)
-  end subroutine execute_real32
+  end subroutine execute_arrays
 
   ! Buffers by address: device memory (a device plan enqueues on stream, a
   ! cudaStream_t, and returns at once), or host memory through c_loc.
@@ -755,17 +797,11 @@ contains
 
   ! The address of a contiguous host array, or null when it is empty (c_loc
   ! needs a nonzero size; the library accepts null for an empty block).
-  function address_of_real64(x) result(address)
-    real(c_double), intent(in), target, contiguous :: x(..)
+  ! The address of an array's first element, or null for an empty one.
+  function address_of(x) result(address)
+    type(*), intent(in), target, contiguous :: x(..)
     type(c_ptr) :: address
     address = c_null_ptr
     if (size(x) > 0) address = c_loc(x)
-  end function address_of_real64
-
-  function address_of_real32(x) result(address)
-    real(c_float), intent(in), target, contiguous :: x(..)
-    type(c_ptr) :: address
-    address = c_null_ptr
-    if (size(x) > 0) address = c_loc(x)
-  end function address_of_real32
+  end function address_of
 end module weave

@@ -41,6 +41,8 @@ module weave_constants
   integer(c_int), parameter :: WEAVE_FLOAT64 = 2
   integer(c_int), parameter :: WEAVE_FLOAT16 = 3
   integer(c_int), parameter :: WEAVE_BFLOAT16 = 4
+  integer(c_int), parameter :: WEAVE_COMPLEX64 = 7
+  integer(c_int), parameter :: WEAVE_COMPLEX128 = 8
 
   ! weave_distribution_t
   integer(c_int), parameter :: WEAVE_DIST_REPLICATED = 1

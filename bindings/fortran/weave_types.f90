@@ -79,7 +79,7 @@ module weave_types
   ! weave_execute_args_t. Buffers are addresses (c_loc of a target array, or
   ! a device pointer); alpha and beta start at zero as in C.
   type, bind(C) :: weave_execute_args_t
-    integer(c_size_t) :: struct_size = 144  ! sizeof(weave_execute_args_t)
+    integer(c_size_t) :: struct_size = 160  ! sizeof(weave_execute_args_t)
     real(c_double) :: alpha = 0
     real(c_double) :: beta = 0
     type(c_ptr) :: a = c_null_ptr
@@ -102,6 +102,9 @@ module weave_types
     integer(c_int64_t) :: c_elements = 0
     integer(c_int64_t) :: bias_elements = 0
     integer(c_int64_t) :: gathered_a_elements = 0
+    ! Complex plans: the imaginary parts of alpha and beta.
+    real(c_double) :: alpha_imag = 0
+    real(c_double) :: beta_imag = 0
   end type weave_execute_args_t
 
   ! weave_plan_info_t: what a plan resolved its automatic choices to.

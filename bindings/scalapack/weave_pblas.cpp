@@ -357,6 +357,10 @@ weave_status_t gemm(const char* name, weave_dtype_t dtype, const char* transa, c
   weave_execute_args_t args = WEAVE_EXECUTE_ARGS_INIT;
   args.alpha = static_cast<double>(alpha[0]);
   args.beta = static_cast<double>(beta[0]);
+  if (dtype == WEAVE_COMPLEX64 || dtype == WEAVE_COMPLEX128) {  // (real, imaginary) pairs
+    args.alpha_imag = static_cast<double>(alpha[1]);
+    args.beta_imag = static_cast<double>(beta[1]);
+  }
   args.a = a;
   args.b = b;
   args.c = c;
@@ -388,6 +392,22 @@ weave_status_t weave_psgemm(const char* transa, const char* transb, const int* m
               beta, c, ic, jc, descc);
 }
 
+weave_status_t weave_pzgemm(const char* transa, const char* transb, const int* m, const int* n, const int* k,
+                            const double* alpha, const void* a, const int* ia, const int* ja, const int* desca,
+                            const void* b, const int* ib, const int* jb, const int* descb, const double* beta, void* c,
+                            const int* ic, const int* jc, const int* descc) {
+  return gemm("weave_pzgemm", WEAVE_COMPLEX128, transa, transb, m, n, k, alpha, a, ia, ja, desca, b, ib, jb, descb,
+              beta, c, ic, jc, descc);
+}
+
+weave_status_t weave_pcgemm(const char* transa, const char* transb, const int* m, const int* n, const int* k,
+                            const float* alpha, const void* a, const int* ia, const int* ja, const int* desca,
+                            const void* b, const int* ib, const int* jb, const int* descb, const float* beta, void* c,
+                            const int* ic, const int* jc, const int* descc) {
+  return gemm("weave_pcgemm", WEAVE_COMPLEX64, transa, transb, m, n, k, alpha, a, ia, ja, desca, b, ib, jb, descb,
+              beta, c, ic, jc, descc);
+}
+
 const char* weave_pblas_last_error(void) { return t_message.c_str(); }
 
 void weave_pblas_release(void) { release_all(); }
@@ -402,6 +422,22 @@ WEAVE_PBLAS_EXPORT void weave_pdgemm_(const char* transa, const char* transb, co
                    const double* b, const int* ib, const int* jb, const int* descb, const double* beta, double* c,
                    const int* ic, const int* jc, const int* descc, std::size_t, std::size_t) {
   weave_pdgemm(transa, transb, m, n, k, alpha, a, ia, ja, desca, b, ib, jb, descb, beta, c, ic, jc, descc);
+}
+
+WEAVE_PBLAS_EXPORT void weave_pzgemm_(const char* transa, const char* transb, const int* m, const int* n,
+                                       const int* k, const double* alpha, const void* a, const int* ia, const int* ja,
+                                       const int* desca, const void* b, const int* ib, const int* jb,
+                                       const int* descb, const double* beta, void* c, const int* ic, const int* jc,
+                                       const int* descc, std::size_t, std::size_t) {
+  weave_pzgemm(transa, transb, m, n, k, alpha, a, ia, ja, desca, b, ib, jb, descb, beta, c, ic, jc, descc);
+}
+
+WEAVE_PBLAS_EXPORT void weave_pcgemm_(const char* transa, const char* transb, const int* m, const int* n,
+                                       const int* k, const float* alpha, const void* a, const int* ia, const int* ja,
+                                       const int* desca, const void* b, const int* ib, const int* jb,
+                                       const int* descb, const float* beta, void* c, const int* ic, const int* jc,
+                                       const int* descc, std::size_t, std::size_t) {
+  weave_pcgemm(transa, transb, m, n, k, alpha, a, ia, ja, desca, b, ib, jb, descb, beta, c, ic, jc, descc);
 }
 
 WEAVE_PBLAS_EXPORT void weave_psgemm_(const char* transa, const char* transb, const int* m, const int* n, const int* k,

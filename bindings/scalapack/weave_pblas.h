@@ -56,6 +56,18 @@ weave_status_t weave_psgemm(const char* transa, const char* transb, const int* m
                             const float* b, const int* ib, const int* jb, const int* descb, const float* beta,
                             float* c, const int* ic, const int* jc, const int* descc);
 
+/* Complex: alpha and beta point to (real, imaginary) pairs; a, b and c
+ * hold such pairs (double complex / float complex, COMPLEX*16 / COMPLEX). */
+weave_status_t weave_pzgemm(const char* transa, const char* transb, const int* m, const int* n, const int* k,
+                            const double* alpha, const void* a, const int* ia, const int* ja, const int* desca,
+                            const void* b, const int* ib, const int* jb, const int* descb, const double* beta, void* c,
+                            const int* ic, const int* jc, const int* descc);
+
+weave_status_t weave_pcgemm(const char* transa, const char* transb, const int* m, const int* n, const int* k,
+                            const float* alpha, const void* a, const int* ia, const int* ja, const int* desca,
+                            const void* b, const int* ib, const int* jb, const int* descb, const float* beta, void* c,
+                            const int* ic, const int* jc, const int* descc);
+
 /* The message of the last failed call on this thread ("" if none). */
 const char* weave_pblas_last_error(void);
 

@@ -128,7 +128,9 @@ typedef WEAVE_ENUM(weave_dtype_t) {
   WEAVE_FLOAT32 = 1,
   WEAVE_FLOAT64 = 2,
   WEAVE_FLOAT16 = 3,   /* GPU backends; accumulates in float32 */
-  WEAVE_BFLOAT16 = 4   /* GPU backends; accumulates in float32 */
+  WEAVE_BFLOAT16 = 4,  /* GPU backends; accumulates in float32 */
+  WEAVE_COMPLEX64 = 7, /* (real, imaginary) float32 pairs: C's float complex, Fortran's complex */
+  WEAVE_COMPLEX128 = 8 /* (real, imaginary) float64 pairs: C's double complex, Fortran's complex(8) */
 } weave_dtype_t;
 
 /* How a global matrix is split over the grid. */
@@ -390,7 +392,8 @@ typedef struct weave_plan_info_t {
 /* Writes the first info->struct_size bytes of what the plan resolved. */
 weave_status_t weave_plan_get_info(weave_plan_t plan, weave_plan_info_t* info);
 
-/* Run the plan: C <- alpha * product + beta * C + bias. Collective over the
+/* Run the plan: C <- alpha * product + beta * C + bias (real alpha and beta;
+ * complex ones through weave_execute_ex's alpha_imag and beta_imag). Collective over the
  * operation's group. a, b, c, bias are this rank's local blocks as described
  * by the plan's descriptors (bias may be NULL only if the plan has none; c is
  * not read when beta == 0). Host plans return when C is complete (stream must
@@ -428,6 +431,11 @@ typedef struct weave_execute_args_t {
   int64_t c_elements;
   int64_t bias_elements;
   int64_t gathered_a_elements;
+  /* Complex plans: alpha = alpha + i alpha_imag, beta = beta + i beta_imag
+   * (zero for real plans, where a non-zero imaginary part is an error).
+   * weave_execute passes real alpha and beta. */
+  double alpha_imag;
+  double beta_imag;
 } weave_execute_args_t;
 
 /* weave_execute_args_t.buffer_checks (bitwise or). */

@@ -10,6 +10,7 @@
 #ifndef WEAVE_WEAVE_HPP
 #define WEAVE_WEAVE_HPP
 
+#include <complex>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -56,6 +57,16 @@ template <>
 struct dtype_of<double> {
   static constexpr bool known = true;
   static constexpr weave_dtype_t value = WEAVE_FLOAT64;
+};
+template <>
+struct dtype_of<std::complex<float>> {
+  static constexpr bool known = true;
+  static constexpr weave_dtype_t value = WEAVE_COMPLEX64;
+};
+template <>
+struct dtype_of<std::complex<double>> {
+  static constexpr bool known = true;
+  static constexpr weave_dtype_t value = WEAVE_COMPLEX128;
 };
 
 namespace detail {
@@ -273,11 +284,19 @@ class Plan {
   template <class TA, class TB, class TC>
   void execute(double alpha, const TA* a, const TB* b, double beta, TC* c, const TC* bias = nullptr,
                void* stream = nullptr) const {
+    execute(std::complex<double>(alpha), a, b, std::complex<double>(beta), c, bias, stream);
+  }
+  // Complex scalars (complex plans; a real plan refuses a non-zero imaginary part).
+  template <class TA, class TB, class TC>
+  void execute(std::complex<double> alpha, const TA* a, const TB* b, std::complex<double> beta, TC* c,
+               const TC* bias = nullptr, void* stream = nullptr) const {
     static_assert(dtype_of<TA>::known && dtype_of<TB>::known && dtype_of<TC>::known,
                   "weave::Plan::execute: an element type without a weave::dtype_of specialisation");
     weave_execute_args_t args{};
-    args.alpha = alpha;
-    args.beta = beta;
+    args.alpha = alpha.real();
+    args.beta = beta.real();
+    args.alpha_imag = alpha.imag();
+    args.beta_imag = beta.imag();
     args.a = a;
     args.b = b;
     args.c = c;

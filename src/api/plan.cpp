@@ -102,10 +102,8 @@ std::unique_ptr<Plan> Plan::create(const std::shared_ptr<GridState>& grid, const
     const MatrixDesc& b = matrix_of(desc.b, "b");
     const MatrixDesc& c = matrix_of(desc.c, "c");
     const MatrixDesc* bias = desc.bias ? &desc.bias->desc : nullptr;
-    // The conjugate transpose of a real matrix is its transpose.
-    auto op_of = [](int op) { return op == WEAVE_OP_N ? Op::N : Op::T; };
-    plan->problem_ = make_problem(static_cast<Operation>(operation), plan->group_.kind, op_of(op_a), op_of(op_b), a, b,
-                                  c, bias);
+    plan->problem_ = make_problem(static_cast<Operation>(operation), plan->group_.kind, static_cast<Op>(op_a),
+                                  static_cast<Op>(op_b), a, b, c, bias);
   });
 
   // 2. Every rank of the grid passed the same operation, and every rank of a
@@ -139,6 +137,7 @@ std::unique_ptr<Plan> Plan::create(const std::shared_ptr<GridState>& grid, const
   agree_on_errors(grid->channel(), [&] {
     plan->resolved_ = plan::resolve_options(desc, plan->problem_, env, caps);
     plan->schedule_ = plan::build_schedule(plan->problem_, plan->resolved_.schedule);
+    plan::require_one_call_gemms(plan->schedule_);
   });
   agree_on_errors(grid->channel(), [&] {
     check_same_on_all_ranks(*plan->group_.channel, resolved_fields(plan->resolved_), "weave_plan_create");
@@ -260,6 +259,10 @@ void Plan::validate_execute_args(const weave_execute_args_t& args) const {
   const bool can_ask_cuda = WEAVE_HAVE_CUDA && (device || cuda::process_uses_cuda());
   if (args.buffer_checks & ~(WEAVE_CHECK_TYPES | WEAVE_CHECK_ELEMENTS))
     fail(WEAVE_ERROR_INVALID_VALUE, "args->buffer_checks = ", args.buffer_checks, " has unknown bits");
+  // A real plan has real scalars: an imaginary part would be dropped.
+  if (!is_complex(p.dtype) && (args.alpha_imag != 0.0 || args.beta_imag != 0.0))
+    fail(WEAVE_ERROR_INVALID_VALUE, "args->alpha_imag = ", args.alpha_imag, ", args->beta_imag = ", args.beta_imag,
+         ": complex scalars, but the plan multiplies ", dtype_name(p.dtype), " matrices");
   // What a typed interface says it was handed, against what the plan's
   // blocks hold: a wrong element type or too small a buffer would be read or
   // written out of bounds.
@@ -377,7 +380,7 @@ void Plan::run_and_agree_on_outcome(const weave_execute_args_t& args, bool check
   bindings.user = {args.a, args.b, args.c, args.bias, args.gathered_a};
   bindings.gathered_ld = args.ld_gathered_a;
   bindings.workspace = backend_->workspace();
-  exec::Scalars scalars{args.alpha, args.beta};
+  exec::Scalars scalars{args.alpha, args.beta, args.alpha_imag, args.beta_imag};
   bindings.scalars = scalars;
   std::exception_ptr error;
   try {

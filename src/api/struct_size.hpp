@@ -46,7 +46,10 @@ template <>
 struct StructVersions<weave_execute_args_t> {
   static constexpr const char* name = "weave_execute_args_t";
   static constexpr const char* initializer = "WEAVE_EXECUTE_ARGS_INIT";
-  static constexpr std::size_t sizes[] = {sizeof(weave_execute_args_t)};
+  // Weave 0.2 ended after gathered_a_elements; alpha_imag and beta_imag
+  // (complex scalars) were appended.
+  static constexpr std::size_t sizes[] = {size_up_to<weave_execute_args_t>(offsetof(weave_execute_args_t, alpha_imag)),
+                                          sizeof(weave_execute_args_t)};
 };
 template <>
 struct StructVersions<weave_plan_info_t> {

@@ -89,7 +89,7 @@ MatrixDesc make_matrix(const std::shared_ptr<GridState>& grid, const weave_matri
   const int distribution = enum_value(desc.distribution);
   if (!is_valid_dtype(dtype))
     fail(WEAVE_ERROR_UNSUPPORTED_TYPE, name, ".dtype = ", dtype, dtype == 0 ? " (not set)" : "",
-         " is not a weave_dtype_t (WEAVE_FLOAT32, _FLOAT64, _FLOAT16, _BFLOAT16)");
+         " is not a weave_dtype_t (WEAVE_FLOAT32, _FLOAT64, _FLOAT16, _BFLOAT16, _COMPLEX64, _COMPLEX128)");
   if (order != WEAVE_ORDER_COLUMN_MAJOR && order != WEAVE_ORDER_ROW_MAJOR)
     fail(WEAVE_ERROR_INVALID_VALUE, name, ".order = ", order, " is not a weave_order_t");
   if (memory != WEAVE_MEMORY_HOST && memory != WEAVE_MEMORY_DEVICE)

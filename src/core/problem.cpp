@@ -244,6 +244,11 @@ GroupMatrix resolve_in_group(const MatrixDesc& m, const GroupView& group, const 
 Problem make_problem(Operation operation, weave_group_t group_kind, Op op_a, Op op_b,
                      const MatrixDesc& a, const MatrixDesc& b, const MatrixDesc& c,
                      const MatrixDesc* bias) {
+  // The conjugate transpose of a real matrix is its transpose.
+  if (!is_complex(a.dtype)) {
+    if (op_a == Op::C) op_a = Op::T;
+    if (op_b == Op::C) op_b = Op::T;
+  }
   if (operation == Operation::Gemm) return make_grid_problem(group_kind, op_a, op_b, a, b, c, bias);
   Problem p;
   p.operation = operation;

@@ -19,11 +19,19 @@
 namespace weave::internal {
 
 enum class Operation { AgGemm = WEAVE_AG_GEMM, GemmRs = WEAVE_GEMM_RS, GemmAr = WEAVE_GEMM_AR, Gemm = WEAVE_GEMM };
-enum class Op { N = WEAVE_OP_N, T = WEAVE_OP_T };
+// op(X): X, its transpose, or its conjugate transpose (complex types only;
+// plans turn WEAVE_OP_C of real types into T).
+enum class Op { N = WEAVE_OP_N, T = WEAVE_OP_T, C = WEAVE_OP_C };
 
 const char* operation_name(Operation op);
-inline const char* op_name(Op op) { return op == Op::N ? "N" : "T"; }
-inline Op flip(Op op) { return op == Op::N ? Op::T : Op::N; }
+inline const char* op_name(Op op) { return op == Op::N ? "N" : op == Op::T ? "T" : "C"; }
+
+// Whether C = op_a(A) op_b(B), each stored in its order, is one BLAS (or
+// cuBLAS) GEMM: a conjugate-transposed operand stored in the other order
+// than C would need a conjugate without transpose, which BLAS lacks.
+inline bool gemm_is_one_call(Op op_a, Order a, Op op_b, Order b, Order c) {
+  return (op_a != Op::C || a == c) && (op_b != Op::C || b == c);
+}
 
 // How a matrix looks within the operation's group.
 enum class SplitDim { None, Rows, Cols };

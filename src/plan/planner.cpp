@@ -242,9 +242,9 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
     fail(WEAVE_ERROR_POINTER_KIND, "the host backend cannot use device matrices; use WEAVE_BACKEND_CUDA (or AUTO)");
   if (r.backend == Backend::Cuda && problem.memory == Memory::Host)
     fail(WEAVE_ERROR_POINTER_KIND, "the CUDA backend needs device matrices (descriptor memory = WEAVE_MEMORY_DEVICE)");
-  if (r.backend == Backend::Host && problem.dtype != DType::F32 && problem.dtype != DType::F64)
-    fail(WEAVE_ERROR_UNSUPPORTED_TYPE, "the host backend supports f32 and f64, not ", dtype_name(problem.dtype),
-         "; 16-bit types run on the CUDA backend");
+  if (r.backend == Backend::Host && (problem.dtype == DType::F16 || problem.dtype == DType::BF16))
+    fail(WEAVE_ERROR_UNSUPPORTED_TYPE, "the host backend supports f32, f64, c64 and c128, not ",
+         dtype_name(problem.dtype), "; 16-bit types run on the CUDA backend");
 
   // Transport: asked for, from the environment, or the first automatic row
   // of the table that fits (automatic_transport).

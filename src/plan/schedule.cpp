@@ -115,6 +115,21 @@ std::string Schedule::step_summary() const {
   return text.empty() ? "no steps" : text;
 }
 
+void require_one_call_gemms(const Schedule& s) {
+  for (const Step& step : s.steps) {
+    const auto* g = std::get_if<GemmOp>(&step.op);
+    if (!g) continue;
+    const Order a = s.buffer(g->a).order, b = s.buffer(g->b).order, c = s.buffer(g->c).order;
+    if (gemm_is_one_call(g->op_a, a, g->op_b, b, c)) continue;
+    const bool a_wrong = g->op_a == Op::C && a != c;
+    fail(WEAVE_ERROR_UNSUPPORTED, "step '", step.label, "' multiplies ", a_wrong ? "op(A) = A^H" : "op(B) = B^H",
+         " with ", a_wrong ? s.buffer(g->a).name : s.buffer(g->b).name, " stored ",
+         order_name(a_wrong ? a : b), " into ", order_name(c), " ", s.buffer(g->c).name,
+         ": that needs a conjugate without transpose, which BLAS does not have. Store the matrices in one order "
+         "(or pass the operand conjugated with WEAVE_OP_T)");
+  }
+}
+
 namespace {
 std::string format_region(const Schedule& s, const Region& r) {
   std::ostringstream out;
@@ -149,6 +164,7 @@ std::string format_schedule(const Schedule& s) {
             }
             out << scalar_name(op.dst_scale) << "*dst";
             if (op.has_bias) out << " + bias";
+            if (op.conjugate_src) out << " (conjugated)";
           } else if constexpr (std::is_same_v<T, SendOp>) {
             out << format_region(s, op.src) << " -> rank " << op.peer << " tag " << op.tag;
           } else if constexpr (std::is_same_v<T, RecvOp>) {

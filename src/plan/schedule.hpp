@@ -77,6 +77,7 @@ struct EpilogueOp {
   Scalar dst_scale = Scalar::Zero;
   bool has_bias = false;
   Region bias;
+  bool conjugate_src = false;  // complex types: the sources' sum conjugated
 };
 
 // A run of `length` consecutive indices: index src + t of the source goes
@@ -274,6 +275,11 @@ struct Schedule {
 
 // The schedule of `problem.group_rank` in its group. Pure function.
 Schedule build_schedule(const Problem& problem, const ScheduleOptions& options);
+
+// Fails (WEAVE_ERROR_UNSUPPORTED) when a GEMM of the schedule is not one
+// BLAS call (gemm_is_one_call): a conjugate-transposed operand stored in
+// the other order than its product.
+void require_one_call_gemms(const Schedule& schedule);
 
 // Multi-line listing of a schedule (for debugging and WEAVE_LOG=trace).
 std::string format_schedule(const Schedule& schedule);

@@ -170,7 +170,19 @@ std::vector<DirectionChunks> split_chunks_by_direction(Direction direction, int 
           {Direction::Backward, std::vector<int>(all.begin() + forward, all.end())}};
 }
 
+namespace {
+Schedule build_steps(const Problem& problem, const ScheduleOptions& options);
+}  // namespace
+
 Schedule build_schedule(const Problem& problem, const ScheduleOptions& options) {
+  Schedule s = build_steps(problem, options);
+  if (is_complex(problem.dtype)) conjugate_operands_where_needed(s, problem, options.gathered_output);
+  return s;
+}
+
+namespace {
+
+Schedule build_steps(const Problem& problem, const ScheduleOptions& options) {
   if (options.chunks_per_shard < 1) fail(WEAVE_ERROR_INTERNAL, "chunks_per_shard < 1");
   if (options.compute_lanes < 1) fail(WEAVE_ERROR_INTERNAL, "compute_lanes < 1");
   // Chunks are numbered (and tagged) as ints, a reduction's second phase
@@ -216,5 +228,7 @@ Schedule build_schedule(const Problem& problem, const ScheduleOptions& options) 
     build_reduction_ring(builder);
   return builder.finish_schedule(algorithm, options.direction, options.chunks_per_shard);
 }
+
+}  // namespace
 
 }  // namespace weave::internal::plan

@@ -79,4 +79,9 @@ void build_sequential(ScheduleBuilder& b);
 void build_summa(ScheduleBuilder& b);            // WEAVE_GEMM over the 2-D grid
 void build_gemm_sequential(ScheduleBuilder& b);  // WEAVE_GEMM: every panel first, then one GEMM
 
+// Complex types: where a GEMM of `s` cannot take an operand's op C (stored
+// in the other order than its product), multiply its conjugate with op T
+// instead (conjugated_operands.cpp).
+void conjugate_operands_where_needed(Schedule& s, const Problem& p, bool gathered_output);
+
 }  // namespace weave::internal::plan

@@ -16,6 +16,12 @@ void pdgemm_(const char* transa, const char* transb, const int* m, const int* n,
              const double* a, const int* ia, const int* ja, const int* desca, const double* b, const int* ib,
              const int* jb, const int* descb, const double* beta, double* c, const int* ic, const int* jc,
              const int* descc);
+void pzgemm_(const char* transa, const char* transb, const int* m, const int* n, const int* k, const void* alpha,
+             const void* a, const int* ia, const int* ja, const int* desca, const void* b, const int* ib, const int* jb,
+             const int* descb, const void* beta, void* c, const int* ic, const int* jc, const int* descc);
+void pcgemm_(const char* transa, const char* transb, const int* m, const int* n, const int* k, const void* alpha,
+             const void* a, const int* ia, const int* ja, const int* desca, const void* b, const int* ib, const int* jb,
+             const int* descb, const void* beta, void* c, const int* ic, const int* jc, const int* descc);
 void psgemm_(const char* transa, const char* transb, const int* m, const int* n, const int* k, const float* alpha,
              const float* a, const int* ia, const int* ja, const int* desca, const float* b, const int* ib,
              const int* jb, const int* descb, const float* beta, float* c, const int* ic, const int* jc,

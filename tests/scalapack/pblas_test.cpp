@@ -1,4 +1,4 @@
-// weave_pdgemm and weave_psgemm against ScaLAPACK's own pdgemm and psgemm:
+// weave_p?gemm (d, s, z, c) against ScaLAPACK's own p?gemm:
 // the same random problems through both, on BLACS grids of every shape of
 // the world in both process orders, with block sizes 1 to whole-matrix
 // differing between A, B and C, sources off (0, 0), submatrices anywhere in
@@ -13,6 +13,7 @@
 #include <mpi.h>
 
 #include <cmath>
+#include <complex>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -30,6 +31,18 @@ using weave_test::BlacsGrid;
 using weave_test::local_count;
 
 int g_rank = 0, g_size = 1, g_failed = 0;
+
+// The real type of an element type (its own, or a complex one's parts).
+template <class T>
+struct Real {
+  using type = T;
+};
+template <class R>
+struct Real<std::complex<R>> {
+  using type = R;
+};
+template <class T>
+constexpr bool is_complex_v = !std::is_same_v<T, typename Real<T>::type>;
 constexpr int kGuard = 8;
 constexpr double kGuardValue = -7777.0;
 
@@ -68,7 +81,8 @@ struct Distributed {
     return (l / desc[5] * g.npcol() + (g.npcol() + g.mycol() - desc[7]) % g.npcol()) * desc[5] + l % desc[5];
   }
   T& at(int i, int j) { return data()[i + j * desc[8]]; }
-  void fill(const BlacsGrid& g, const std::vector<double>& global) {
+  template <class V>
+  void fill(const BlacsGrid& g, const std::vector<V>& global) {
     for (int j = 0; j < local_cols; ++j)
       for (int i = 0; i < local_rows; ++i)
         at(i, j) = static_cast<T>(global[static_cast<size_t>(global_row(g, i) + global_col(g, j) * rows)]);
@@ -99,8 +113,14 @@ void scalapack_gemm(const Problem& p, const T* alpha, const Distributed<T>& a, c
   if constexpr (std::is_same_v<T, double>)
     pdgemm_(&p.ta, &p.tb, &p.m, &p.n, &p.k, alpha, a.data(), &p.ia, &p.ja, a.desc, b.data(), &p.ib, &p.jb, b.desc,
             beta, c.data(), &p.ic, &p.jc, c.desc);
-  else
+  else if constexpr (std::is_same_v<T, float>)
     psgemm_(&p.ta, &p.tb, &p.m, &p.n, &p.k, alpha, a.data(), &p.ia, &p.ja, a.desc, b.data(), &p.ib, &p.jb, b.desc,
+            beta, c.data(), &p.ic, &p.jc, c.desc);
+  else if constexpr (std::is_same_v<T, std::complex<double>>)
+    pzgemm_(&p.ta, &p.tb, &p.m, &p.n, &p.k, alpha, a.data(), &p.ia, &p.ja, a.desc, b.data(), &p.ib, &p.jb, b.desc,
+            beta, c.data(), &p.ic, &p.jc, c.desc);
+  else
+    pcgemm_(&p.ta, &p.tb, &p.m, &p.n, &p.k, alpha, a.data(), &p.ia, &p.ja, a.desc, b.data(), &p.ib, &p.jb, b.desc,
             beta, c.data(), &p.ic, &p.jc, c.desc);
 }
 
@@ -110,9 +130,17 @@ weave_status_t weave_gemm(const Problem& p, const T* alpha, const Distributed<T>
   if constexpr (std::is_same_v<T, double>)
     return weave_pdgemm(&p.ta, &p.tb, &p.m, &p.n, &p.k, alpha, a.data(), &p.ia, &p.ja, a.desc, b.data(), &p.ib,
                         &p.jb, b.desc, beta, c.data(), &p.ic, &p.jc, c.desc);
-  else
+  else if constexpr (std::is_same_v<T, float>)
     return weave_psgemm(&p.ta, &p.tb, &p.m, &p.n, &p.k, alpha, a.data(), &p.ia, &p.ja, a.desc, b.data(), &p.ib,
                         &p.jb, b.desc, beta, c.data(), &p.ic, &p.jc, c.desc);
+  else if constexpr (std::is_same_v<T, std::complex<double>>)
+    return weave_pzgemm(&p.ta, &p.tb, &p.m, &p.n, &p.k, reinterpret_cast<const double*>(alpha), a.data(), &p.ia,
+                        &p.ja, a.desc, b.data(), &p.ib, &p.jb, b.desc, reinterpret_cast<const double*>(beta),
+                        c.data(), &p.ic, &p.jc, c.desc);
+  else
+    return weave_pcgemm(&p.ta, &p.tb, &p.m, &p.n, &p.k, reinterpret_cast<const float*>(alpha), a.data(), &p.ia,
+                        &p.ja, a.desc, b.data(), &p.ib, &p.jb, b.desc, reinterpret_cast<const float*>(beta), c.data(),
+                        &p.ic, &p.jc, c.desc);
 }
 
 // One random problem on one grid; true when it agreed on this process.
@@ -141,51 +169,68 @@ bool crosscheck(const BlacsGrid& g, const char* order, std::mt19937_64& rng, int
   place(at ? p.k : p.m, at ? p.m : p.k, &p.ia, &p.ja, &am, &an);
   place(bt ? p.n : p.k, bt ? p.k : p.n, &p.ib, &p.jb, &bm, &bn);
   place(p.m, p.n, &p.ic, &p.jc, &cm, &cn);
-  Distributed<T> a, b, c, c_weave, mag_a, mag_b, mag_c;
-  auto layout = [&](Distributed<T>& x, int rows, int cols) {
+  using R = typename Real<T>::type;
+  Distributed<T> a, b, c, c_weave;
+  Distributed<R> mag_a, mag_b, mag_c;  // moduli, for the error bound
+  auto layout = [&](Distributed<T>& x, Distributed<R>& mag, int rows, int cols) {
     x.make(g, rows, cols, blocks[uniform(0, 5)], blocks[uniform(0, 5)], uniform(0, g.nprow() - 1),
            uniform(0, g.npcol() - 1), uniform(0, 2));
+    mag.make(g, rows, cols, x.desc[4], x.desc[5], x.desc[6], x.desc[7], x.desc[8] - std::max(1, x.local_rows));
   };
-  layout(a, am, an);
-  layout(b, bm, bn);
-  layout(c, cm, cn);
+  layout(a, mag_a, am, an);
+  layout(b, mag_b, bm, bn);
+  layout(c, mag_c, cm, cn);
   std::uniform_real_distribution<double> value(-1, 1);
   auto random_global = [&](int rows, int cols) {
-    std::vector<double> v(static_cast<size_t>(rows) * static_cast<size_t>(cols));
-    for (double& x : v) x = value(rng);
+    std::vector<std::complex<double>> v(static_cast<size_t>(rows) * static_cast<size_t>(cols));
+    for (auto& x : v) x = is_complex_v<T> ? std::complex<double>(value(rng), value(rng)) : value(rng);
     return v;
   };
-  const std::vector<double> ga = random_global(am, an), gb = random_global(bm, bn), gc = random_global(cm, cn);
-  auto absolute = [](std::vector<double> v) {
-    for (double& x : v) x = std::fabs(x);
-    return v;
+  auto element = [](std::complex<double> z) {
+    if constexpr (is_complex_v<T>)
+      return T(static_cast<R>(z.real()), static_cast<R>(z.imag()));
+    else
+      return static_cast<T>(z.real());
   };
-  a.fill(g, ga);
-  b.fill(g, gb);
-  c.fill(g, gc);
+  auto as_elements = [&](const std::vector<std::complex<double>>& v) {
+    std::vector<T> out;
+    for (const auto& z : v) out.push_back(element(z));
+    return out;
+  };
+  auto moduli = [](const std::vector<std::complex<double>>& v) {
+    std::vector<R> out;
+    for (const auto& z : v) out.push_back(static_cast<R>(std::abs(z)));
+    return out;
+  };
+  const auto ga = random_global(am, an), gb = random_global(bm, bn), gc = random_global(cm, cn);
+  a.fill(g, as_elements(ga));
+  b.fill(g, as_elements(gb));
+  c.fill(g, as_elements(gc));
+  mag_a.fill(g, moduli(ga));
+  mag_b.fill(g, moduli(gb));
+  mag_c.fill(g, moduli(gc));
   // beta == 0: C need not be set, so it holds NaN inside sub(C).
   auto in_sub_c = [&](const Distributed<T>& x, int i, int j) {
     const int gi = x.global_row(g, i), gj = x.global_col(g, j);
     return gi >= p.ic - 1 && gi < p.ic - 1 + p.m && gj >= p.jc - 1 && gj < p.jc - 1 + p.n;
   };
+  const std::complex<double> alpha_z = is_complex_v<T> ? std::complex<double>(p.alpha, 0.5 * p.beta) : p.alpha;
+  const std::complex<double> beta_z = is_complex_v<T> ? std::complex<double>(p.beta, -0.25 * p.beta) : p.beta;
   if (p.beta == 0.0)
     for (int j = 0; j < c.local_cols; ++j)
       for (int i = 0; i < c.local_rows; ++i)
-        if (in_sub_c(c, i, j)) c.at(i, j) = std::numeric_limits<T>::quiet_NaN();
-  const Distributed<T> c_initial = c;
-  mag_a = a;
-  mag_b = b;
-  mag_c = c;
-  mag_a.fill(g, absolute(ga));
-  mag_b.fill(g, absolute(gb));
-  mag_c.fill(g, absolute(gc));
-  const Distributed<T> a_before = a, b_before = b;
-  const T alpha = static_cast<T>(p.alpha), beta = static_cast<T>(p.beta);
-  const T abs_alpha = static_cast<T>(std::fabs(p.alpha)), abs_beta = static_cast<T>(std::fabs(p.beta));
+        if (in_sub_c(c, i, j)) c.at(i, j) = element(std::numeric_limits<double>::quiet_NaN());
+  const Distributed<T> c_initial = c, a_before = a, b_before = b;
+  const T alpha = element(alpha_z), beta = element(beta_z);
+  const R abs_alpha = static_cast<R>(std::abs(alpha_z)), abs_beta = static_cast<R>(std::abs(beta_z));
 
   scalapack_gemm(p, &alpha, a, b, &beta, c);
-  scalapack_gemm(p, &abs_alpha, mag_a, mag_b, &abs_beta, mag_c);
-  const std::string what = describe(p, g, order, a.desc, b.desc, c.desc);
+  // |op(A)| |op(B)|, with a real GEMM of the moduli: no transpose needs conjugating.
+  Problem real_p = p;
+  if (real_p.ta == 'C') real_p.ta = 'T';
+  if (real_p.tb == 'C') real_p.tb = 'T';
+  scalapack_gemm(real_p, &abs_alpha, mag_a, mag_b, &abs_beta, mag_c);
+  const std::string what = describe(p, g, order, a.desc, b.desc, c.desc) + (is_complex_v<T> ? " complex" : "");
   bool ok = true;
   // A second run reuses the cached plan.
   for (int repeat = 0; repeat < repeats; ++repeat) {
@@ -195,26 +240,29 @@ bool crosscheck(const BlacsGrid& g, const char* order, std::mt19937_64& rng, int
       std::fprintf(stderr, "rank %d: %s: %s\n", g_rank, what.c_str(), weave_pblas_last_error());
       return false;
     }
-    const double eps = std::numeric_limits<T>::epsilon() / 2;
+    // Complex products: twice the roundoff of their parts.
+    const double eps = std::numeric_limits<R>::epsilon() / 2 * (is_complex_v<T> ? 2 : 1);
     const double gamma = 4.0 * (p.k + 3) * eps;
     int reported = 0;
     for (std::size_t x = 0; x < c.storage.size(); ++x) {
-      const double want = c.storage[x], got = c_weave.storage[x];
-      const std::ptrdiff_t element = static_cast<std::ptrdiff_t>(x) - kGuard;
+      const T want = c.storage[x], got = c_weave.storage[x];
+      const std::ptrdiff_t at = static_cast<std::ptrdiff_t>(x) - kGuard;
       const int lld = c.desc[8];
-      const int i = element >= 0 ? static_cast<int>(element % lld) : -1, j = element >= 0 ? static_cast<int>(element / lld) : -1;
-      const bool inside = element >= 0 && i < c.local_rows && j < c.local_cols && in_sub_c(c, i, j);
+      const int i = at >= 0 ? static_cast<int>(at % lld) : -1, j = at >= 0 ? static_cast<int>(at / lld) : -1;
+      const bool inside = at >= 0 && i < c.local_rows && j < c.local_cols && in_sub_c(c, i, j);
       bool good;
       if (inside) {
-        const double bound = 2 * gamma * static_cast<double>(mag_c.storage[x]) + 4 * std::numeric_limits<T>::min();
-        good = std::fabs(got - want) <= bound;
+        const double bound = 2 * gamma * static_cast<double>(mag_c.storage[x]) + 4 * std::numeric_limits<R>::min();
+        good = std::abs(got - want) <= bound;
       } else {
-        good = std::memcmp(&got, &want, sizeof got) == 0 || (std::isnan(got) && std::isnan(want));
+        const bool both_nan = std::isnan(std::abs(got)) && std::isnan(std::abs(want));
+        good = std::memcmp(&got, &want, sizeof got) == 0 || both_nan;
       }
       if (!good) {
         if (reported++ < 3)
           std::fprintf(stderr, "rank %d: %s: local C element %td: weave %.17g, ScaLAPACK %.17g%s\n", g_rank,
-                       what.c_str(), element, got, want, inside ? "" : " (outside sub(C))");
+                       what.c_str(), at, static_cast<double>(std::abs(got)), static_cast<double>(std::abs(want)),
+                       inside ? "" : " (outside sub(C))");
         ok = false;
       }
     }
@@ -307,8 +355,15 @@ int main(int argc, char** argv) {
       BlacsGrid grid(rows, g_size / rows, order);
       int passed = 0;
       for (int i = 0; i < cases; ++i) {
-        const bool single = i % 4 == 3;
-        const bool ok = single ? crosscheck<float>(grid, order, rng, 1) : crosscheck<double>(grid, order, rng, 1 + i % 3 / 2);
+        const int repeats = 1 + i % 3 / 2;
+        bool ok = false;
+        switch (i % 6) {
+          case 1:
+          case 4: ok = crosscheck<std::complex<double>>(grid, order, rng, repeats); break;
+          case 5: ok = crosscheck<std::complex<float>>(grid, order, rng, repeats); break;
+          case 3: ok = crosscheck<float>(grid, order, rng, repeats); break;
+          default: ok = crosscheck<double>(grid, order, rng, repeats); break;
+        }
         passed += all_ranks(ok) ? 1 : 0;
       }
       const std::string name = "weave_p?gemm agrees with ScaLAPACK on a " + std::to_string(rows) + " x " +

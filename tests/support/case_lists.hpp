@@ -30,6 +30,17 @@ inline void set_bias_layout(Case& c, int layout) {
   c.bias_ld_padding = layout % 2 == 0 ? 0 : layout < 2 ? 1 : 2;
 }
 
+// Complex types: complex alpha and beta (beta zero stays zero, so C is not
+// read), and the conjugate transpose in place of every other transpose.
+inline void make_complex_variant(Case& c, int counter) {
+  if (c.dtype != WEAVE_COMPLEX64 && c.dtype != WEAVE_COMPLEX128) return;
+  c.alpha_imag = counter % 2 ? 0.5 : -0.25;
+  c.beta_imag = c.beta != 0.0 ? 0.375 : 0.0;
+  // (Quick lists keep every fourth case: vary with counter / 4 and / 8.)
+  if (c.op_a == WEAVE_OP_T && (counter / 4) % 2 == 0) c.op_a = WEAVE_OP_C;
+  if (c.op_b == WEAVE_OP_T && (counter / 8) % 2 == 0) c.op_b = WEAVE_OP_C;
+}
+
 template <class T>
 T pick(const std::vector<T>& choices, std::mt19937_64& rng) {
   return choices[std::uniform_int_distribution<std::size_t>(0, choices.size() - 1)(rng)];
@@ -86,6 +97,7 @@ inline std::vector<Case> sweep_cases(const CaseListOptions& options, std::mt1993
               c.grid = grids[(counter / 2) % 4];
               c.gathered = op == WEAVE_AG_GEMM && counter % 5 == 0;
               c.repeats = counter % 7 == 0 ? 2 : 1;
+              make_complex_variant(c, counter);
               ++counter;
               if (!quick || counter % 4 == 0) cases.push_back(c);
             }
@@ -256,6 +268,7 @@ inline std::vector<Case> gemm_cases(const CaseListOptions& options, std::mt19937
         c.progress = counter % 3 == 2 ? WEAVE_PROGRESS_THREAD : WEAVE_PROGRESS_TILES;
         c.panel_width = counter % 5 == 0 ? 3 : 0;
         c.repeats = counter % 9 == 0 ? 2 : 1;
+        make_complex_variant(c, counter);
         ++counter;
         if (!options.quick || counter % 3 == 0) cases.push_back(c);
       }
@@ -335,6 +348,7 @@ inline std::vector<Case> random_cases(const CaseListOptions& options, std::mt199
     }
     c.grid = pick(grids, rng);
     c.gathered = c.operation == WEAVE_AG_GEMM && pick(flags, rng);
+    make_complex_variant(c, i);
     cases.push_back(c);
   }
   return cases;

@@ -45,41 +45,51 @@ std::string GridLayoutSpec::name() const {
   return "?";
 }
 
-std::string Case::name() const {
+namespace {
+// The case without its complex scalars' imaginary parts.
+std::string case_text(const Case& c) {
   static const char* ops[] = {"", "AG-GEMM", "GEMM-RS", "GEMM-AR"};
   static const char* algs[] = {"auto", "ring", "seq", "direct"};
   static const char* dirs[] = {"auto", "fwd", "bwd", "bidir"};
   // bias=0, or bias=<order>+<ld padding>: C+1 is column-major with ld 2.
   char bias_text[32] = "0";
-  if (bias) std::snprintf(bias_text, sizeof bias_text, "%c+%d", order_bias ? 'R' : 'C', bias_ld_padding);
-  if (operation == WEAVE_GEMM) {
+  if (c.bias) std::snprintf(bias_text, sizeof bias_text, "%c+%d", c.order_bias ? 'R' : 'C', c.bias_ld_padding);
+  if (c.operation == WEAVE_GEMM) {
     char text[400];
     std::snprintf(text, sizeof text,
                   "GEMM %s op=%c%c %dx%d M=%lld N=%lld K=%lld A=%s B=%s C=%s bias=%s beta=%g alpha=%g pad=%d "
                   "order=%c%c%c alg=%s progress=%s width=%lld repeats=%d%s",
-                  dtype_short_name(dtype), "NTC"[op_a], "NTC"[op_b], grid_rows, g_size / grid_rows,
-                  static_cast<long long>(m), static_cast<long long>(n), static_cast<long long>(k),
-                  layout_a.name().c_str(), layout_b.name().c_str(), layout_c.name().c_str(),
-                  bias ? layout_bias.name().c_str() : "0", beta, alpha, padded ? 1 : 0, order_a ? 'R' : 'C',
-                  order_b ? 'R' : 'C', order_c ? 'R' : 'C',
-                  algorithm == WEAVE_ALGORITHM_SUMMA        ? "summa"
-                  : algorithm == WEAVE_ALGORITHM_SEQUENTIAL ? "seq"
+                  dtype_short_name(c.dtype), "NTC"[c.op_a], "NTC"[c.op_b], c.grid_rows, g_size / c.grid_rows,
+                  static_cast<long long>(c.m), static_cast<long long>(c.n), static_cast<long long>(c.k),
+                  c.layout_a.name().c_str(), c.layout_b.name().c_str(), c.layout_c.name().c_str(),
+                  c.bias ? c.layout_bias.name().c_str() : "0", c.beta, c.alpha, c.padded ? 1 : 0, c.order_a ? 'R' : 'C',
+                  c.order_b ? 'R' : 'C', c.order_c ? 'R' : 'C',
+                  c.algorithm == WEAVE_ALGORITHM_SUMMA        ? "summa"
+                  : c.algorithm == WEAVE_ALGORITHM_SEQUENTIAL ? "seq"
                                                             : "auto",
-                  progress == WEAVE_PROGRESS_THREAD ? "thread" : progress == WEAVE_PROGRESS_TILES ? "tiles" : "auto",
-                  static_cast<long long>(panel_width), repeats, memory == WEAVE_MEMORY_DEVICE ? " memory=device" : "");
+                  c.progress == WEAVE_PROGRESS_THREAD ? "thread" : c.progress == WEAVE_PROGRESS_TILES ? "tiles" : "auto",
+                  static_cast<long long>(c.panel_width), c.repeats, c.memory == WEAVE_MEMORY_DEVICE ? " memory=device" : "");
     return text;
   }
   char text[400];
   std::snprintf(text, sizeof text,
                 "%s %s op=%c%c order=%c%c%c %s M=%lld N=%lld K=%lld bias=%s beta=%g alpha=%g pad=%d chunks=%d "
                 "dir=%s alg=%s progress=%s grid=%s gathered=%d repeats=%d%s%s%s",
-                ops[operation], dtype_short_name(dtype), op_a == WEAVE_OP_N ? 'N' : 'T', op_b == WEAVE_OP_N ? 'N' : 'T',
-                order_a ? 'R' : 'C', order_b ? 'R' : 'C', order_c ? 'R' : 'C', shards_name(shards),
-                static_cast<long long>(m), static_cast<long long>(n), static_cast<long long>(k), bias_text, beta,
-                alpha, padded ? 1 : 0, chunks, dirs[direction], algs[algorithm],
-                progress == WEAVE_PROGRESS_THREAD ? "thread" : progress == WEAVE_PROGRESS_TILES ? "tiles" : "auto",
-                grid_kind_name(grid), gathered ? 1 : 0, repeats, fresh_inputs ? " fresh-inputs" : "",
-                allow_tf32 ? " tf32" : "", memory == WEAVE_MEMORY_DEVICE ? " memory=device" : "");
+                ops[c.operation], dtype_short_name(c.dtype), "NTC"[c.op_a], "NTC"[c.op_b],
+                c.order_a ? 'R' : 'C', c.order_b ? 'R' : 'C', c.order_c ? 'R' : 'C', shards_name(c.shards),
+                static_cast<long long>(c.m), static_cast<long long>(c.n), static_cast<long long>(c.k), bias_text, c.beta,
+                c.alpha, c.padded ? 1 : 0, c.chunks, dirs[c.direction], algs[c.algorithm],
+                c.progress == WEAVE_PROGRESS_THREAD ? "thread" : c.progress == WEAVE_PROGRESS_TILES ? "tiles" : "auto",
+                grid_kind_name(c.grid), c.gathered ? 1 : 0, c.repeats, c.fresh_inputs ? " fresh-inputs" : "",
+                c.allow_tf32 ? " tf32" : "", c.memory == WEAVE_MEMORY_DEVICE ? " memory=device" : "");
+  return text;
+}
+}  // namespace
+
+std::string Case::name() const {
+  std::string text = case_text(*this);
+  if (alpha_imag != 0.0 || beta_imag != 0.0)
+    text += " alpha_imag=" + std::to_string(alpha_imag) + " beta_imag=" + std::to_string(beta_imag);
   return text;
 }
 
@@ -204,8 +214,9 @@ struct LocalMatrix {
     for (int64_t p = 0; p < image_elements(); ++p) store_element(image.data(), p, dtype, kSentinel);
     if (memory == WEAVE_MEMORY_DEVICE) device = g_device_memory->allocate(bytes());
   }
-  void set(int64_t i, int64_t j, double x) { store_element(image.data(), index(i, j), dtype, x); }
-  double get(int64_t i, int64_t j) const { return load_element(image.data(), index(i, j), dtype); }
+  // Elements as complex numbers (real types: the real part, imaginary 0).
+  void set(int64_t i, int64_t j, std::complex<double> x) { store_value(image.data(), index(i, j), dtype, x); }
+  std::complex<double> get(int64_t i, int64_t j) const { return load_value(image.data(), index(i, j), dtype); }
   // The block's first element, where Weave gets it.
   void* data() {
     if (empty()) return nullptr;  // empty blocks are passed as NULL
@@ -222,7 +233,7 @@ struct LocalMatrix {
   // gaps) still holds the sentinel; reports the first one that does not.
   bool outside_intact() const {
     if (image.empty()) return true;  // not allocated: not part of this case
-    const double sentinel = round_to(dtype, kSentinel);
+    const std::complex<double> sentinel = round_to(dtype, std::complex<double>(kSentinel));
     for (int64_t p = 0; p < image_elements(); ++p) {
       const int64_t s = p - kGuard;  // position in the storage
       if (s >= 0 && s < storage()) {
@@ -231,10 +242,11 @@ struct LocalMatrix {
                                                               : (minor < cols && major < rows);
         if (inside) continue;
       }
-      const double found = load_element(image.data(), p, dtype);
+      const std::complex<double> found = load_value(image.data(), p, dtype);
       if (found != sentinel) {
-        std::fprintf(stderr, "rank %d: %s: %s element %lld of its storage holds %.17g, not the sentinel\n", g_rank,
-                     name, s < 0 || s >= storage() ? "guard" : "ld-gap", static_cast<long long>(s), found);
+        std::fprintf(stderr, "rank %d: %s: %s element %lld of its storage holds (%.17g, %.17g), not the sentinel\n",
+                     g_rank, name, s < 0 || s >= storage() ? "guard" : "ld-gap", static_cast<long long>(s),
+                     found.real(), found.imag());
         return false;
       }
     }
@@ -244,7 +256,7 @@ struct LocalMatrix {
 
 // One operand: its global (group-level or grid-level) matrix, descriptor and local block.
 struct Operand {
-  Dense global;  // the stored matrix (not op(X))
+  ComplexDense global;  // the stored matrix (not op(X)); real types: imaginary parts 0
   weave_matrix_t desc = nullptr;
   LocalMatrix local;
   int64_t row_offset = 0, col_offset = 0;
@@ -306,7 +318,7 @@ bool describe_operand(const char* name, const GridInfo& g, int64_t rows, int64_t
 }
 
 // Sets the operand's global matrix and copies this rank's block out of it.
-void fill_operand(const Dense& global, Operand* x) {
+void fill_operand(const ComplexDense& global, Operand* x) {
   x->global = global;
   for (int64_t j = 0; j < x->local.cols; ++j)
     for (int64_t i = 0; i < x->local.rows; ++i) x->local.set(i, j, global(x->row_offset + i, x->col_offset + j));
@@ -315,12 +327,24 @@ void fill_operand(const Dense& global, Operand* x) {
 // Random data as the element type holds it: 16-bit inputs are rounded, so
 // the oracle multiplies exactly what the library multiplies. (float32 and
 // float64 inputs stay as generated; their rounding is within the tolerance.)
-Dense random_inputs(int64_t rows, int64_t cols, weave_dtype_t t, std::mt19937_64& rng) {
-  Dense d = random_dense(rows, cols, rng);
+ComplexDense random_inputs(int64_t rows, int64_t cols, weave_dtype_t t, std::mt19937_64& rng) {
+  const Dense re = random_dense(rows, cols, rng);
+  const Dense im = is_complex_type(t) ? random_dense(rows, cols, rng) : Dense(rows, cols);
+  ComplexDense d(rows, cols);
+  for (std::size_t x = 0; x < d.v.size(); ++x) d.v[x] = {re.v[x], im.v[x]};
   if (is_16bit(t))
-    for (double& x : d.v) x = round_to(t, x);
+    for (std::complex<double>& x : d.v) x = round_to(t, x);
   return d;
 }
+
+// op(X) of a stored matrix.
+ComplexDense op_of(const ComplexDense& x, weave_op_t op) {
+  return op == WEAVE_OP_N ? x : op == WEAVE_OP_T ? transpose(x) : conjugate_transpose(x);
+}
+
+// The case's complex scalars (real types: imaginary parts 0).
+std::complex<double> alpha_of(const Case& c) { return {c.alpha, c.alpha_imag}; }
+std::complex<double> beta_of(const Case& c) { return {c.beta, c.beta_imag}; }
 
 // ---------------------------------------------------------------------------
 
@@ -352,6 +376,8 @@ bool execute_on_buffers(const Case& cs, weave_plan_t plan, Operand& A, Operand& 
   weave_execute_args_t args{};
   args.alpha = cs.alpha;
   args.beta = cs.beta;
+  args.alpha_imag = cs.alpha_imag;
+  args.beta_imag = cs.beta_imag;
   args.a = A.local.data();
   args.b = B.local.data();
   args.c = C.local.data();
@@ -374,12 +400,17 @@ bool execute_on_buffers(const Case& cs, weave_plan_t plan, Operand& A, Operand& 
 }
 
 // C(gi, gj) against the oracle; reports the first three misses.
-bool matches_reference(double got, const Reference& ref, int64_t gi, int64_t gj, int repeat, int* reported) {
-  const double want = ref.c(gi, gj), bound = ref.bound(gi, gj);
-  if (std::fabs(got - want) <= bound) return true;
+using ComplexReference = ReferenceOf<std::complex<double>>;
+
+bool matches_reference(std::complex<double> got, const ComplexReference& ref, int64_t gi, int64_t gj, int repeat,
+                       int* reported) {
+  const std::complex<double> want = ref.c(gi, gj);
+  const double bound = ref.bound(gi, gj);
+  if (std::abs(got - want) <= bound) return true;
   if ((*reported)++ < 3)
-    std::fprintf(stderr, "rank %d: repeat %d: C(%lld,%lld) = %.17g, expected %.17g (bound %.3g)\n", g_rank, repeat,
-                 static_cast<long long>(gi), static_cast<long long>(gj), got, want, bound);
+    std::fprintf(stderr, "rank %d: repeat %d: C(%lld,%lld) = (%.17g, %.17g), expected (%.17g, %.17g) (bound %.3g)\n",
+                 g_rank, repeat, static_cast<long long>(gi), static_cast<long long>(gj), got.real(), got.imag(),
+                 want.real(), want.imag(), bound);
   return false;
 }
 
@@ -514,17 +545,17 @@ bool run_gemm_case(const Case& cs, uint64_t seed) {
   for (int repeat = 0; repeat < cs.repeats && ok; ++repeat) {
     // Fresh data each repeat: the same global matrices on every rank.
     std::mt19937_64 rng(seed + 0x9E3779B97F4A7C15ULL * static_cast<uint64_t>(repeat));
-    const Dense stored_a = random_inputs(a_rows, a_cols, t, rng), stored_b = random_inputs(b_rows, b_cols, t, rng);
-    const Dense c0 = random_inputs(M, N, t, rng), bias_row = random_inputs(1, N, t, rng);
-    std::vector<double> bias(bias_row.v.begin(), bias_row.v.end());
+    const ComplexDense stored_a = random_inputs(a_rows, a_cols, t, rng), stored_b = random_inputs(b_rows, b_cols, t, rng);
+    const ComplexDense c0 = random_inputs(M, N, t, rng), bias_row = random_inputs(1, N, t, rng);
+    std::vector<std::complex<double>> bias(bias_row.v.begin(), bias_row.v.end());
     // A 16-bit C is rounded once by the GEMM or the pass that finishes it,
     // and once more where the bias is added after a GEMM.
     const int roundings = cs.bias ? 2 : 1;
-    const Reference ref =
-        reference_product(at ? transpose(stored_a) : stored_a, bt ? transpose(stored_b) : stored_b, c0,
-                          cs.bias ? &bias : nullptr, cs.alpha, cs.beta, accumulation_roundoff(t, cs.allow_tf32),
+    const ComplexReference ref =
+        reference_product(op_of(stored_a, cs.op_a), op_of(stored_b, cs.op_b), c0, cs.bias ? &bias : nullptr,
+                          alpha_of(cs), beta_of(cs), accumulation_roundoff(t, cs.allow_tf32),
                           roundings * output_roundoff(t), roundings * output_underflow(t));
-    auto fill = [&](Operand& x, const GridLayoutSpec& s, int64_t rows, int64_t cols, const Dense& global) {
+    auto fill = [&](Operand& x, const GridLayoutSpec& s, int64_t rows, int64_t cols, const ComplexDense& global) {
       for_each_local(x, s, rows, cols, g, grid_row, grid_col, [&](int64_t i, int64_t j, int64_t gi, int64_t gj) {
         if (gi >= 0) x.local.set(i, j, global(gi, gj));
       });
@@ -539,15 +570,15 @@ bool run_gemm_case(const Case& cs, uint64_t seed) {
     LocalMatrix no_gathered;
     if (!execute_on_buffers(cs, plan, A, B, C, Bias, no_gathered, repeat)) ok = false;
     int reported = 0;
-    const double sentinel = round_to(t, LocalMatrix::kSentinel);
+    const std::complex<double> sentinel = round_to(t, std::complex<double>(LocalMatrix::kSentinel));
     for_each_local(C, cs.layout_c, M, N, g, grid_row, grid_col, [&](int64_t i, int64_t j, int64_t gi, int64_t gj) {
-      const double got = C.local.get(i, j);
+      const std::complex<double> got = C.local.get(i, j);
       if (gi < 0) {
         // A position of the local array outside the matrix: untouched.
         if (got != sentinel) {
           if (reported++ < 3)
             std::fprintf(stderr, "rank %d: repeat %d: local C(%lld,%lld), outside the matrix, holds %.17g\n", g_rank,
-                         repeat, static_cast<long long>(i), static_cast<long long>(j), got);
+                         repeat, static_cast<long long>(i), static_cast<long long>(j), got.real());
           ok = false;
         }
         return;
@@ -603,7 +634,7 @@ bool run_case_unguarded(const Case& cs, uint64_t seed) {
                           &A))
       return false;
     // op(B) split by columns (AG) or rows (RS/AR).
-    const bool b_rows_split = ag == (cs.op_b == WEAVE_OP_T);
+    const bool b_rows_split = ag == (cs.op_b != WEAVE_OP_N);
     const std::vector<int64_t>& b_counts = ag ? n_counts : k_counts;
     const int64_t b_rows = cs.op_b == WEAVE_OP_N ? K : N, b_cols = cs.op_b == WEAVE_OP_N ? N : K;
     if (!describe_operand("B", g, b_rows, b_cols, b_rows_split ? WEAVE_DIST_BLOCK_ROW : WEAVE_DIST_BLOCK_COLUMN,
@@ -634,8 +665,8 @@ bool run_case_unguarded(const Case& cs, uint64_t seed) {
   }
 
   // The group problem in op form, for the oracle, and the operands' data.
-  Dense op_a, op_b, c0, stored_a;
-  std::vector<double> bias(static_cast<size_t>(N));
+  ComplexDense op_a, op_b, c0, stored_a;
+  std::vector<std::complex<double>> bias(static_cast<size_t>(N));
   auto generate = [&](uint64_t data_seed) {
     if (!block2d) {
       // Each group has its own problem (its own seed).
@@ -643,23 +674,23 @@ bool run_case_unguarded(const Case& cs, uint64_t seed) {
       op_a = random_inputs(M, K, t, rng);
       op_b = random_inputs(K, N, t, rng);
       c0 = random_inputs(M, N, t, rng);
-      const Dense bias_row = random_inputs(1, N, t, rng);
+      const ComplexDense bias_row = random_inputs(1, N, t, rng);
       for (int64_t j = 0; j < N; ++j) bias[static_cast<size_t>(j)] = bias_row(0, j);
-      stored_a = cs.op_a == WEAVE_OP_N ? op_a : transpose(op_a);
+      stored_a = op_of(op_a, cs.op_a);  // op(A) of it is op_a (for op C too: (X^H)^H = X)
       fill_operand(stored_a, &A);
-      fill_operand(cs.op_b == WEAVE_OP_N ? op_b : transpose(op_b), &B);
+      fill_operand(op_of(op_b, cs.op_b), &B);
       fill_operand(c0, &C);
       if (cs.bias) fill_operand(bias_row, &Bias);
       return;
     }
     // 2-D block panels are cut from one grid-wide matrix.
     std::mt19937_64 grid_rng(data_seed);
-    const Dense gA = random_inputs(k_total, M, t, grid_rng), gB = random_inputs(k_total, N, t, grid_rng),
+    const ComplexDense gA = random_inputs(k_total, M, t, grid_rng), gB = random_inputs(k_total, N, t, grid_rng),
                 gC = random_inputs(prows * M, N, t, grid_rng), gBias = random_inputs(prows, N, t, grid_rng);
     int64_t k0 = 0;
     for (int i = 0; i < grid_row; ++i) k0 += k_rows[i];
     const int64_t Ki = k_rows[grid_row];
-    Dense panel_a(Ki, M), panel_b(Ki, N);
+    ComplexDense panel_a(Ki, M), panel_b(Ki, N);
     for (int64_t j = 0; j < M; ++j)
       for (int64_t i = 0; i < Ki; ++i) panel_a(i, j) = gA(k0 + i, j);
     for (int64_t j = 0; j < N; ++j)
@@ -667,7 +698,7 @@ bool run_case_unguarded(const Case& cs, uint64_t seed) {
     op_a = transpose(panel_a);
     op_b = panel_b;
     stored_a = panel_a;
-    c0 = Dense(M, N);
+    c0 = ComplexDense(M, N);
     for (int64_t j = 0; j < N; ++j) {
       for (int64_t i = 0; i < M; ++i) c0(i, j) = gC(grid_row * M + i, j);
       bias[static_cast<size_t>(j)] = gBias(grid_row, j);
@@ -731,7 +762,7 @@ bool run_case_unguarded(const Case& cs, uint64_t seed) {
   }
 
   bool ok = true;
-  Reference ref;
+  ComplexReference ref;
   for (int repeat = 0; repeat < cs.repeats && ok; ++repeat) {
     if (repeat == 0 || cs.fresh_inputs) {
       generate(seed + 0x9E3779B97F4A7C15ULL * static_cast<uint64_t>(repeat));
@@ -741,7 +772,7 @@ bool run_case_unguarded(const Case& cs, uint64_t seed) {
       // each rank's product to C's type before it travels: one more.
       const bool direct = info.algorithm == WEAVE_ALGORITHM_DIRECT;
       const int roundings = (ag && cs.bias) || direct ? 2 : 1;
-      ref = reference_product(op_a, op_b, c0, cs.bias ? &bias : nullptr, cs.alpha, cs.beta,
+      ref = reference_product(op_a, op_b, c0, cs.bias ? &bias : nullptr, alpha_of(cs), beta_of(cs),
                               accumulation_roundoff(t, cs.allow_tf32), roundings * output_roundoff(t),
                               roundings * output_underflow(t));
     }
@@ -773,14 +804,15 @@ bool run_case_unguarded(const Case& cs, uint64_t seed) {
 bool parse_types(const std::string& text, std::vector<weave_dtype_t>* types) {
   types->clear();
   if (text == "all") {
-    *types = {WEAVE_FLOAT64, WEAVE_FLOAT32, WEAVE_FLOAT16, WEAVE_BFLOAT16};
+    *types = {WEAVE_FLOAT64, WEAVE_FLOAT32, WEAVE_FLOAT16, WEAVE_BFLOAT16};  // the real types
     return true;
   }
   std::stringstream list(text);
   std::string name;
   while (std::getline(list, name, ',')) {
     bool known = false;
-    for (weave_dtype_t t : {WEAVE_FLOAT64, WEAVE_FLOAT32, WEAVE_FLOAT16, WEAVE_BFLOAT16})
+    for (weave_dtype_t t :
+         {WEAVE_FLOAT64, WEAVE_FLOAT32, WEAVE_FLOAT16, WEAVE_BFLOAT16, WEAVE_COMPLEX128, WEAVE_COMPLEX64})
       if (name == dtype_short_name(t)) {
         types->push_back(t);
         known = true;
@@ -816,7 +848,7 @@ ParsedArguments parse_arguments(int argc, char** argv) {
     } else if (arg == "--types" && has_value) {
       const std::string value = argv[++i];
       if (!parse_types(value, &parsed.options.types))
-        parsed.error = "--types " + value + ": expected all or a comma-separated list of f64, f32, f16, bf16";
+        parsed.error = "--types " + value + ": expected all or a comma-separated list of f64, f32, f16, bf16, c128, c64";
     } else {
       parsed.error = "unknown argument " + arg + " (expected --quick, --seed S, --memory host|device, --types LIST)";
     }

@@ -57,6 +57,7 @@ struct Case {
   weave_order_t order_bias = WEAVE_ORDER_COLUMN_MAJOR;
   int bias_ld_padding = 0;
   double alpha = 1.0, beta = 0.0;
+  double alpha_imag = 0.0, beta_imag = 0.0;  // complex types only
   bool padded = false;  // leading dimensions of A, B and C larger than tight
   int chunks = 0;
   weave_direction_t direction = WEAVE_DIRECTION_AUTO;
@@ -109,7 +110,8 @@ bool run_case(const Case& c, uint64_t seed);
 //   --seed S              replay a run
 //   --memory host|device  where the matrices live (default host)
 //   --types LIST          element types: a comma-separated list of f64, f32,
-//                         f16, bf16, or "all" (default f64,f32)
+//                         f16, bf16, c128, c64, or "all" (the four real
+//                         types; default f64,f32)
 struct CaseListOptions {
   bool quick = false;
   weave_memory_t memory = WEAVE_MEMORY_HOST;

@@ -94,6 +94,8 @@ program fortran_layout_test
   call expect("weave_execute_args_t.c_elements", offset(c_loc(ea%c_elements), c_loc(ea)))
   call expect("weave_execute_args_t.bias_elements", offset(c_loc(ea%bias_elements), c_loc(ea)))
   call expect("weave_execute_args_t.gathered_a_elements", offset(c_loc(ea%gathered_a_elements), c_loc(ea)))
+  call expect("weave_execute_args_t.alpha_imag", offset(c_loc(ea%alpha_imag), c_loc(ea)))
+  call expect("weave_execute_args_t.beta_imag", offset(c_loc(ea%beta_imag), c_loc(ea)))
 
   call expect("sizeof(weave_plan_info_t)", int(c_sizeof(info), c_int64_t))
   call expect("sizeof(weave_plan_info_t)", int(info%struct_size, c_int64_t))
@@ -145,6 +147,8 @@ program fortran_layout_test
   call expect("WEAVE_FLOAT64", int(WEAVE_FLOAT64, c_int64_t))
   call expect("WEAVE_FLOAT16", int(WEAVE_FLOAT16, c_int64_t))
   call expect("WEAVE_BFLOAT16", int(WEAVE_BFLOAT16, c_int64_t))
+  call expect("WEAVE_COMPLEX64", int(WEAVE_COMPLEX64, c_int64_t))
+  call expect("WEAVE_COMPLEX128", int(WEAVE_COMPLEX128, c_int64_t))
   call expect("WEAVE_DIST_REPLICATED", int(WEAVE_DIST_REPLICATED, c_int64_t))
   call expect("WEAVE_DIST_BLOCK_ROW", int(WEAVE_DIST_BLOCK_ROW, c_int64_t))
   call expect("WEAVE_DIST_BLOCK_COLUMN", int(WEAVE_DIST_BLOCK_COLUMN, c_int64_t))

@@ -43,11 +43,13 @@ cudaDataType_t cuda_type(DType t) {
     case DType::F32: return CUDA_R_32F;
     case DType::F16: return CUDA_R_16F;
     case DType::BF16: return CUDA_R_16BF;
+    case DType::C64: return CUDA_C_32F;
+    case DType::C128: return CUDA_C_64F;
   }
   fail(WEAVE_ERROR_INTERNAL, "unknown element type ", static_cast<int>(t));
 }
 
-cublasOperation_t cublas_op(Op op) { return op == Op::N ? CUBLAS_OP_N : CUBLAS_OP_T; }
+cublasOperation_t cublas_op(Op op) { return op == Op::N ? CUBLAS_OP_N : op == Op::T ? CUBLAS_OP_T : CUBLAS_OP_C; }
 
 // The preference object of one heuristic query, freed on every path.
 struct Preference {
@@ -81,9 +83,8 @@ CublasLtGemm::CublasLtGemm(cublasLtHandle_t handle, const plan::Schedule& schedu
   // Types: inputs in the problem's type; the output in that type, or in
   // float32 when 16-bit products are partial sums.
   const DType in = a.dtype, out = c.dtype;
-  const bool supported = in == DType::F64   ? out == DType::F64
-                         : in == DType::F32 ? out == DType::F32
-                                            : (out == in || out == DType::F32);
+  const bool supported = in == DType::F64 || in == DType::F32 || is_complex(in) ? out == in
+                                                                                : (out == in || out == DType::F32);
   if (!supported)
     fail(WEAVE_ERROR_UNSUPPORTED_TYPE, "the CUDA backend cannot multiply ", dtype_name(in), " matrices into a ",
          dtype_name(out), " result");
@@ -91,10 +92,13 @@ CublasLtGemm::CublasLtGemm(cublasLtHandle_t handle, const plan::Schedule& schedu
   // only when the plan allows them).
   cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
   cudaDataType_t scale = CUDA_R_32F;
-  if (in == DType::F64) {
+  // Complex: computed in its component type, with complex scalars.
+  if (in == DType::F64 || in == DType::C128) {
     compute = CUBLAS_COMPUTE_64F;
-    scale = CUDA_R_64F;
+    scale = in == DType::C128 ? CUDA_C_64F : CUDA_R_64F;
     double_scalars_ = true;
+  } else if (in == DType::C64) {
+    scale = CUDA_C_32F;
   } else if (in == DType::F32 && allow_tf32) {
     compute = CUBLAS_COMPUTE_32F_FAST_TF32;
   }
@@ -199,10 +203,14 @@ void CublasLtGemm::enqueue(const exec::Bindings& bindings, const exec::Scalars& 
          aligned_.alignment[kRight], ", ", aligned_.alignment[kOut],
          "); pass buffers that start 256-byte aligned, as cudaMalloc returns them");
 
-  const double alpha = scalars.value(op_.alpha), beta = scalars.value(op_.beta);
-  const float alpha_f = static_cast<float>(alpha), beta_f = static_cast<float>(beta);
-  const void* alpha_ptr = double_scalars_ ? static_cast<const void*>(&alpha) : static_cast<const void*>(&alpha_f);
-  const void* beta_ptr = double_scalars_ ? static_cast<const void*>(&beta) : static_cast<const void*>(&beta_f);
+  // Scalars in the scale type: (real, imaginary) for complex types, of
+  // which cuBLASLt reads the first part alone for real ones.
+  const exec::ScalarValue a_value = scalars.complex_value(op_.alpha), b_value = scalars.complex_value(op_.beta);
+  const double alpha[2] = {a_value.re, a_value.im}, beta[2] = {b_value.re, b_value.im};
+  const float alpha_f[2] = {static_cast<float>(a_value.re), static_cast<float>(a_value.im)};
+  const float beta_f[2] = {static_cast<float>(b_value.re), static_cast<float>(b_value.im)};
+  const void* alpha_ptr = double_scalars_ ? static_cast<const void*>(alpha) : static_cast<const void*>(alpha_f);
+  const void* beta_ptr = double_scalars_ ? static_cast<const void*>(beta) : static_cast<const void*>(beta_f);
   WEAVE_CUBLAS_CHECK(cublasLtMatmul(handle_, desc_, alpha_ptr, g.left, layouts_[kLeft], g.right, layouts_[kRight],
                                     beta_ptr, g.out, layouts_[kOut], g.out, layouts_[kOut], &algorithm.algo,
                                     workspace, workspace_bytes_, stream));

@@ -229,8 +229,12 @@ void CudaBackend::epilogue(const plan::EpilogueOp& op, int lane, const exec::Bin
     launch.bias = bias.data;
     launch.bias_stride = bias.column_stride();
   }
-  launch.src_scale = scalars.value(op.src_scale);
-  launch.dst_scale = scalars.value(op.dst_scale);
+  const exec::ScalarValue src_scale = scalars.complex_value(op.src_scale), dst_scale = scalars.complex_value(op.dst_scale);
+  launch.src_scale = src_scale.re;
+  launch.src_scale_imag = src_scale.im;
+  launch.dst_scale = dst_scale.re;
+  launch.dst_scale_imag = dst_scale.im;
+  launch.conjugate_src = op.conjugate_src;
   launch.rows = dst.rows;
   launch.cols = dst.cols;
   launch_epilogue(launch, stream(lane));
@@ -253,6 +257,7 @@ void CudaBackend::rearrange(const plan::RearrangeOp& op, int lane, const exec::B
     launch.src_row_major = src.order == Order::RowMajor;
     launch.rows = dst.rows;
     launch.cols = dst.cols;
+    launch.conjugate_src = op.src_op == Op::C;
     launch_epilogue(launch, stream(lane));
   });
 }

@@ -105,6 +105,7 @@ __global__ void epilogue_vector_kernel(kernels::EpilogueFunctor<Dst, Src> f) {
 #pragma unroll
         for (int q = 0; q < kMaxMoreSources; ++q)
           if (q < f.more_count) sum += load_as<Acc>(more[q].lane[e]);
+        if (f.conjugate_src) sum = kernels::conjugate(sum);
         result[e] = f.src_scale * sum;
       }
     }
@@ -159,7 +160,7 @@ bool vector_kernel_applies(const kernels::EpilogueFunctor<Dst, Src>& f) {
 // Calls visit(TypePair<Dst, Src>{}) for a supported pair; false otherwise.
 template <class Visit>
 bool visit_type_pair(DType dst, DType src, Visit&& visit) {
-  if (dst == src) return visit_same_type(dst, visit);
+  if (dst == src) return visit_same_type(dst, visit) || visit_complex_type(dst, visit);
   if (src == DType::F32 && dst == DType::F16) {
     visit(TypePair<__half, float>{});
     return true;
@@ -219,8 +220,9 @@ void launch_epilogue(const EpilogueLaunch& launch, cudaStream_t stream) {
     for (int q = 0; q < launch.more_count; ++q) functor.more[q] = static_cast<const Src*>(launch.more[q]);
     functor.bias = static_cast<const Dst*>(launch.bias);
     functor.bias_stride = launch.bias_stride;
-    functor.src_scale = static_cast<Acc>(launch.src_scale);
-    functor.dst_scale = static_cast<Acc>(launch.dst_scale);
+    functor.src_scale = kernels::ScalarOf<Acc>::make(launch.src_scale, launch.src_scale_imag);
+    functor.dst_scale = kernels::ScalarOf<Acc>::make(launch.dst_scale, launch.dst_scale_imag);
+    functor.conjugate_src = launch.conjugate_src;
     functor.rows = launch.rows;
     functor.cols = launch.cols;
     if (vector_kernel_applies(functor)) {

@@ -31,6 +31,9 @@ struct EpilogueLaunch {
   int64_t bias_stride = 1;
   double src_scale = 1.0;
   double dst_scale = 0.0;       // dst is not read when zero
+  double src_scale_imag = 0.0;  // complex types: the scales' imaginary parts
+  double dst_scale_imag = 0.0;
+  bool conjugate_src = false;   // complex types: the sources' sum conjugated (a copy of op(X) with op C)
   int64_t rows = 0, cols = 0;
 };
 

@@ -7,6 +7,7 @@
 #include <cuda_fp16.h>
 
 #include "core/dtype.hpp"
+#include "kernels/numeric.hpp"
 
 namespace weave::internal::cuda {
 
@@ -24,8 +25,21 @@ bool visit_same_type(DType type, Visit&& visit) {
     case DType::F32: visit(TypePair<float, float>{}); return true;
     case DType::F16: visit(TypePair<__half, __half>{}); return true;
     case DType::BF16: visit(TypePair<__nv_bfloat16, __nv_bfloat16>{}); return true;
+    default: return false;
   }
-  return false;
+}
+
+// visit(TypePair<T, T>{}) for the complex types (kernels::Complex, laid
+// out as cuComplex); false for the others. Apart from visit_same_type, so
+// kernels that sum only real types (the SM transport's) are not made for
+// complex ones.
+template <class Visit>
+bool visit_complex_type(DType type, Visit&& visit) {
+  switch (type) {
+    case DType::C64: visit(TypePair<kernels::Complex<float>, kernels::Complex<float>>{}); return true;
+    case DType::C128: visit(TypePair<kernels::Complex<double>, kernels::Complex<double>>{}); return true;
+    default: return false;
+  }
 }
 
 }  // namespace weave::internal::cuda

@@ -26,19 +26,29 @@ blas_int to_blas_int(int64_t value, const char* what) {
   return static_cast<blas_int>(value);
 }
 
-template <class T>
-void call_gemm(const kernels::ColumnMajorGemm& g, T alpha, T beta) {
-  const char ta = g.op_left == Op::N ? 'N' : 'T', tb = g.op_right == Op::N ? 'N' : 'T';
+char blas_op(Op op) { return op == Op::N ? 'N' : op == Op::T ? 'T' : 'C'; }
+
+// One BLAS GEMM in real type R, on real (components 1) or complex
+// (components 2: cgemm, zgemm) elements; alpha and beta as (real, imaginary).
+template <class R, int components>
+void call_gemm(const kernels::ColumnMajorGemm& g, exec::ScalarValue alpha, exec::ScalarValue beta) {
+  const char ta = blas_op(g.op_left), tb = blas_op(g.op_right);
   const blas_int m = to_blas_int(g.m, "m"), n = to_blas_int(g.n, "n"), k = to_blas_int(g.k, "k");
   const blas_int lda = to_blas_int(g.ld_left, "lda"), ldb = to_blas_int(g.ld_right, "ldb"),
                  ldc = to_blas_int(g.ld_out, "ldc");
-  const T* a = static_cast<const T*>(g.left);
-  const T* b = static_cast<const T*>(g.right);
-  T* c = static_cast<T*>(g.out);
-  if constexpr (std::is_same_v<T, float>)
-    sgemm_(&ta, &tb, &m, &n, &k, &alpha, a, &lda, b, &ldb, &beta, c, &ldc, 1, 1);
+  const R* a = static_cast<const R*>(g.left);
+  const R* b = static_cast<const R*>(g.right);
+  R* c = static_cast<R*>(g.out);
+  const R alpha_v[2] = {static_cast<R>(alpha.re), static_cast<R>(alpha.im)};
+  const R beta_v[2] = {static_cast<R>(beta.re), static_cast<R>(beta.im)};
+  if constexpr (std::is_same_v<R, float> && components == 1)
+    sgemm_(&ta, &tb, &m, &n, &k, alpha_v, a, &lda, b, &ldb, beta_v, c, &ldc, 1, 1);
+  else if constexpr (std::is_same_v<R, double> && components == 1)
+    dgemm_(&ta, &tb, &m, &n, &k, alpha_v, a, &lda, b, &ldb, beta_v, c, &ldc, 1, 1);
+  else if constexpr (std::is_same_v<R, float>)
+    cgemm_(&ta, &tb, &m, &n, &k, alpha_v, a, &lda, b, &ldb, beta_v, c, &ldc, 1, 1);
   else
-    dgemm_(&ta, &tb, &m, &n, &k, &alpha, a, &lda, b, &ldb, &beta, c, &ldc, 1, 1);
+    zgemm_(&ta, &tb, &m, &n, &k, alpha_v, a, &lda, b, &ldb, beta_v, c, &ldc, 1, 1);
 }
 
 // Further sources, resolved without allocating (execute allocates nothing).
@@ -49,7 +59,8 @@ struct MoreSources {
 
 template <class Dst, class Src>
 void launch_epilogue(const exec::MatrixRef& dst, const exec::MatrixRef* src, const MoreSources& more,
-                     const exec::MatrixRef* bias, double src_scale, double dst_scale) {
+                     const exec::MatrixRef* bias, exec::ScalarValue src_scale, exec::ScalarValue dst_scale,
+                     bool conjugate_src = false) {
   kernels::EpilogueFunctor<Dst, Src> f;
   f.more_count = more.count;
   for (int q = 0; q < more.count; ++q) f.more[q] = static_cast<const Src*>(more.data[static_cast<std::size_t>(q)]);
@@ -65,8 +76,10 @@ void launch_epilogue(const exec::MatrixRef& dst, const exec::MatrixRef* src, con
     f.bias = static_cast<const Dst*>(bias->data);
     f.bias_stride = bias->column_stride();
   }
-  f.src_scale = static_cast<typename decltype(f)::Acc>(src_scale);
-  f.dst_scale = static_cast<typename decltype(f)::Acc>(dst_scale);
+  using Acc = typename decltype(f)::Acc;
+  f.src_scale = kernels::ScalarOf<Acc>::make(src_scale.re, src_scale.im);
+  f.dst_scale = kernels::ScalarOf<Acc>::make(dst_scale.re, dst_scale.im);
+  f.conjugate_src = conjugate_src;
   f.rows = dst.rows;
   f.cols = dst.cols;
   using Space = Kokkos::DefaultHostExecutionSpace;
@@ -98,7 +111,7 @@ void HostBackend::gemm(const plan::GemmOp& op, int, const exec::Bindings& bindin
                        const exec::ProgressHook& progress) {
   const exec::MatrixRef a = bindings.resolve(op.a), b = bindings.resolve(op.b), c = bindings.resolve(op.c);
   if (c.rows == 0 || c.cols == 0) return;
-  const double alpha = scalars.value(op.alpha), beta = scalars.value(op.beta);
+  const exec::ScalarValue alpha = scalars.complex_value(op.alpha), beta = scalars.complex_value(op.beta);
   const int64_t k = op.op_a == Op::N ? a.cols : a.rows;
   // Column tiles of C (and of op(B)) when someone wants to be called between them.
   int64_t tiles = 1;
@@ -112,10 +125,13 @@ void HostBackend::gemm(const plan::GemmOp& op, int, const exec::Bindings& bindin
     const exec::MatrixRef b_tile = kernels::op_columns(b, op.op_b, col0, cols);
     const kernels::ColumnMajorGemm g = kernels::to_column_major(a, op.op_a, b_tile, op.op_b, c_tile);
     switch (c.dtype) {
-      case DType::F32: call_gemm<float>(g, static_cast<float>(alpha), static_cast<float>(beta)); break;
-      case DType::F64: call_gemm<double>(g, alpha, beta); break;
+      case DType::F32: call_gemm<float, 1>(g, alpha, beta); break;
+      case DType::F64: call_gemm<double, 1>(g, alpha, beta); break;
+      case DType::C64: call_gemm<float, 2>(g, alpha, beta); break;
+      case DType::C128: call_gemm<double, 2>(g, alpha, beta); break;
       default:
-        fail(WEAVE_ERROR_UNSUPPORTED_TYPE, "the host backend multiplies f32 and f64, not ", dtype_name(c.dtype));
+        fail(WEAVE_ERROR_UNSUPPORTED_TYPE, "the host backend multiplies f32, f64, c64 and c128, not ",
+             dtype_name(c.dtype));
     }
     if (progress && t + 1 < tiles) progress();
   }
@@ -133,9 +149,17 @@ void HostBackend::epilogue(const plan::EpilogueOp& op, int, const exec::Bindings
   for (const plan::Region& r : op.more_src)
     more.data.at(static_cast<std::size_t>(more.count++)) = bindings.resolve(r).data;
   const exec::MatrixRef* bias_ptr = op.has_bias ? &bias : nullptr;
-  const double src_scale = scalars.value(op.src_scale), dst_scale = scalars.value(op.dst_scale);
+  const exec::ScalarValue src_scale = scalars.complex_value(op.src_scale),
+                          dst_scale = scalars.complex_value(op.dst_scale);
   const DType src_type = op.has_src ? src.dtype : dst.dtype;
-  if (dst.dtype == DType::F64 && src_type == DType::F64)
+  using kernels::Complex;
+  if (dst.dtype == DType::C128 && src_type == DType::C128)
+    launch_epilogue<Complex<double>, Complex<double>>(dst, src_ptr, more, bias_ptr, src_scale, dst_scale,
+                                                      op.conjugate_src);
+  else if (dst.dtype == DType::C64 && src_type == DType::C64)
+    launch_epilogue<Complex<float>, Complex<float>>(dst, src_ptr, more, bias_ptr, src_scale, dst_scale,
+                                                    op.conjugate_src);
+  else if (dst.dtype == DType::F64 && src_type == DType::F64)
     launch_epilogue<double, double>(dst, src_ptr, more, bias_ptr, src_scale, dst_scale);
   else if (dst.dtype == DType::F32 && src_type == DType::F32)
     launch_epilogue<float, float>(dst, src_ptr, more, bias_ptr, src_scale, dst_scale);
@@ -144,18 +168,29 @@ void HostBackend::epilogue(const plan::EpilogueOp& op, int, const exec::Bindings
   else if (dst.dtype == DType::F32 && src_type == DType::F64)
     launch_epilogue<float, double>(dst, src_ptr, more, bias_ptr, src_scale, dst_scale);
   else
-    fail(WEAVE_ERROR_UNSUPPORTED_TYPE, "the host backend handles f32 and f64, not ", dtype_name(dst.dtype));
+    fail(WEAVE_ERROR_UNSUPPORTED_TYPE, "the host backend handles f32, f64, c64 and c128, not ", dtype_name(dst.dtype),
+         op.has_src ? str(" from ", dtype_name(src_type)) : std::string());
 }
 
 void HostBackend::rearrange(const plan::RearrangeOp& op, int, const exec::Bindings& bindings) {
   const MoreSources none;
+  const exec::ScalarValue one{1.0, 0.0}, zero{};
+  const bool conjugate = op.src_op == Op::C;
+  using kernels::Complex;
   kernels::for_each_rectangle(op, bindings, [&](const exec::MatrixRef& dst, const exec::MatrixRef& src) {
     if (dst.dtype != src.dtype) fail(WEAVE_ERROR_INTERNAL, "a rearrangement converts between element types");
     switch (dst.dtype) {
-      case DType::F64: launch_epilogue<double, double>(dst, &src, none, nullptr, 1.0, 0.0); break;
-      case DType::F32: launch_epilogue<float, float>(dst, &src, none, nullptr, 1.0, 0.0); break;
+      case DType::F64: launch_epilogue<double, double>(dst, &src, none, nullptr, one, zero); break;
+      case DType::F32: launch_epilogue<float, float>(dst, &src, none, nullptr, one, zero); break;
+      case DType::C128:
+        launch_epilogue<Complex<double>, Complex<double>>(dst, &src, none, nullptr, one, zero, conjugate);
+        break;
+      case DType::C64:
+        launch_epilogue<Complex<float>, Complex<float>>(dst, &src, none, nullptr, one, zero, conjugate);
+        break;
       default:
-        fail(WEAVE_ERROR_UNSUPPORTED_TYPE, "the host backend handles f32 and f64, not ", dtype_name(dst.dtype));
+        fail(WEAVE_ERROR_UNSUPPORTED_TYPE, "the host backend handles f32, f64, c64 and c128, not ",
+             dtype_name(dst.dtype));
     }
   });
 }
