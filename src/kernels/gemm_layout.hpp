@@ -71,4 +71,11 @@ inline exec::MatrixRef op_columns(exec::MatrixRef x, Op op, int64_t col0, int64_
   return x;
 }
 
+// Rows [row0, row0 + rows) of op(X) as a MatrixRef of the stored X: the
+// columns of op(X)^T, whose elements lie where X's do (op(X)^T is X, or its
+// conjugate, for op T and C, and X^T for op N).
+inline exec::MatrixRef op_rows(exec::MatrixRef x, Op op, int64_t row0, int64_t rows) {
+  return op_columns(x, op == Op::N ? Op::T : Op::N, row0, rows);
+}
+
 }  // namespace weave::internal::kernels

@@ -113,17 +113,24 @@ void HostBackend::gemm(const plan::GemmOp& op, int, const exec::Bindings& bindin
   if (c.rows == 0 || c.cols == 0) return;
   const exec::ScalarValue alpha = scalars.complex_value(op.alpha), beta = scalars.complex_value(op.beta);
   const int64_t k = op.op_a == Op::N ? a.cols : a.rows;
-  // Column tiles of C (and of op(B)) when someone wants to be called between them.
+  // Tiles of C when someone wants to be called between them: column tiles
+  // (of C and op(B)), or row tiles (of C and op(A)) where C is taller than
+  // wide, so that a tall, narrow product is called back as often.
   int64_t tiles = 1;
+  const bool row_tiles = c.rows > c.cols;
   if (progress) {
     const double flops = 2.0 * static_cast<double>(c.rows) * static_cast<double>(c.cols) * static_cast<double>(k);
-    tiles = std::clamp<int64_t>(static_cast<int64_t>(flops / options_.tile_flops), 1, std::max<int64_t>(1, c.cols / 32));
+    tiles = std::clamp<int64_t>(static_cast<int64_t>(flops / options_.tile_flops), 1,
+                                std::max<int64_t>(1, (row_tiles ? c.rows : c.cols) / 32));
   }
   for (int64_t t = 0; t < tiles; ++t) {
-    const int64_t col0 = c.cols * t / tiles, cols = c.cols * (t + 1) / tiles - col0;
-    const exec::MatrixRef c_tile = kernels::op_columns(c, Op::N, col0, cols);
-    const exec::MatrixRef b_tile = kernels::op_columns(b, op.op_b, col0, cols);
-    const kernels::ColumnMajorGemm g = kernels::to_column_major(a, op.op_a, b_tile, op.op_b, c_tile);
+    const int64_t extent = row_tiles ? c.rows : c.cols;
+    const int64_t first = extent * t / tiles, count = extent * (t + 1) / tiles - first;
+    const exec::MatrixRef c_tile =
+        row_tiles ? kernels::op_rows(c, Op::N, first, count) : kernels::op_columns(c, Op::N, first, count);
+    const exec::MatrixRef a_tile = row_tiles ? kernels::op_rows(a, op.op_a, first, count) : a;
+    const exec::MatrixRef b_tile = row_tiles ? b : kernels::op_columns(b, op.op_b, first, count);
+    const kernels::ColumnMajorGemm g = kernels::to_column_major(a_tile, op.op_a, b_tile, op.op_b, c_tile);
     switch (c.dtype) {
       case DType::F32: call_gemm<float, 1>(g, alpha, beta); break;
       case DType::F64: call_gemm<double, 1>(g, alpha, beta); break;

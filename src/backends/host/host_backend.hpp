@@ -12,8 +12,9 @@
 namespace weave::internal::host {
 
 struct HostBackendOptions {
-  // A GEMM is cut into column tiles of roughly this many flops when the
-  // executor wants progress calls between tiles.
+  // A GEMM is cut into tiles (of columns, or of rows where C is taller than
+  // wide) of roughly this many flops when the executor wants progress calls
+  // between tiles.
   double tile_flops = 4.0e7;
 };
 
