@@ -121,7 +121,7 @@ void HostBackend::gemm(const plan::GemmOp& op, int, const exec::Bindings& bindin
   if (progress) {
     const double flops = 2.0 * static_cast<double>(c.rows) * static_cast<double>(c.cols) * static_cast<double>(k);
     tiles = std::clamp<int64_t>(static_cast<int64_t>(flops / options_.tile_flops), 1,
-                                std::max<int64_t>(1, (row_tiles ? c.rows : c.cols) / 32));
+                                std::max<int64_t>(1, (row_tiles ? c.rows : c.cols) / options_.min_tile));
   }
   for (int64_t t = 0; t < tiles; ++t) {
     const int64_t extent = row_tiles ? c.rows : c.cols;

@@ -16,6 +16,12 @@ struct HostBackendOptions {
   // wide) of roughly this many flops when the executor wants progress calls
   // between tiles.
   double tile_flops = 4.0e7;
+  // ... and at least this many rows or columns wide: BLAS packs the other
+  // operand again for every tile, which cost a 1024 x 1024 x 2048 f64 GEMM
+  // cut into 32-wide tiles half its time again (4 ranks on 2 cores); 128
+  // brought it within noise of the uncut GEMM and left the 1-D operations'
+  // host benchmark where it was.
+  int64_t min_tile = 128;
 };
 
 class HostBackend final : public exec::ComputeBackend {
