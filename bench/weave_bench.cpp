@@ -12,6 +12,12 @@
 // measured things take turns. --json writes every number.
 //
 //   mpirun -np 4 weave_bench --backend cuda --dtype bf16 --preset tp --json out.json
+//
+// --ops gemm measures WEAVE_GEMM, A, B and C block-cyclic over a 2-D grid
+// (bench/gemm2d.cpp): Weave's SUMMA and sequential plans and, on the host,
+// ScaLAPACK's p?gemm on the same arrays:
+//
+//   mpirun -np 4 weave_bench --ops gemm --dtype c128 --grids 2x2 --blocks 64,256
 #include <mpi.h>
 
 #include <CLI/CLI.hpp>
@@ -34,6 +40,8 @@
 #include <vector>
 
 #include "bench_device.hpp"
+#include "gemm2d.hpp"
+#include "run_plan.hpp"
 #include "shapes.hpp"
 #include "weave/weave.hpp"
 
@@ -79,6 +87,9 @@ struct Options {
   std::vector<std::string> variants;
   std::string trace;
   bool reduce_in_output_type = false;
+  // --ops gemm: grids (default: the squarest over all ranks) and block sizes.
+  std::vector<std::string> grids;
+  std::vector<int64_t> blocks = {64, 256};
 };
 
 weave_dtype_t parse_dtype(const std::string& t) {
@@ -86,6 +97,8 @@ weave_dtype_t parse_dtype(const std::string& t) {
   if (t == "f64") return WEAVE_FLOAT64;
   if (t == "f16") return WEAVE_FLOAT16;
   if (t == "bf16") return WEAVE_BFLOAT16;
+  if (t == "c64") return WEAVE_COMPLEX64;
+  if (t == "c128") return WEAVE_COMPLEX128;
   throw std::runtime_error("unknown dtype " + t);
 }
 
@@ -185,7 +198,7 @@ weave_operation_t parse_op(const std::string& op) {
   if (op == "ag") return WEAVE_AG_GEMM;
   if (op == "rs") return WEAVE_GEMM_RS;
   if (op == "ar") return WEAVE_GEMM_AR;
-  throw std::runtime_error("unknown op " + op + " (ag, rs, ar)");
+  throw std::runtime_error("unknown op " + op + " (ag, rs, ar, gemm)");
 }
 
 const char* op_name(weave_operation_t op) {
@@ -254,7 +267,7 @@ class Case {
     return op_ == WEAVE_AG_GEMM || reduce_in_output_type || plan.info().algorithm == WEAVE_ALGORITHM_DIRECT;
   }
 
-  void execute(const weave::Plan& plan, bench::Timer& timer) { execute(plan, timer, a_buf_, b_buf_, c_buf_); }
+  void execute(const weave::Plan& plan, bench::Timer& timer) { bench::run_plan(plan, timer, a_buf_, b_buf_, c_buf_); }
 
   // The GEMM alone: this rank's whole local product as one GEMM, through a
   // plan over a one-rank grid (one BLAS / cuBLASLt call, nothing else).
@@ -276,7 +289,7 @@ class Case {
     return std::make_unique<weave::Plan>(self, d);
   }
   void execute_local_gemm(const weave::Plan& plan, bench::Timer& timer) {
-    execute(plan, timer, gemm_a_buf_, gemm_b_buf_, gemm_c_buf_);
+    bench::run_plan(plan, timer, gemm_a_buf_, gemm_b_buf_, gemm_c_buf_);
   }
 
   // The bytes the communication moves, and the collective that moves them
@@ -305,18 +318,6 @@ class Case {
   bench::Buffer buffer_for(const weave::Matrix& m) const {
     return bench::Buffer(m.local_elements() * static_cast<int64_t>(bench::element_size(dtype_)), device_);
   }
-  // C <- op(A) op(B), enqueued on the timer's stream.
-  static void execute(const weave::Plan& plan, bench::Timer& timer, const bench::Buffer& a, const bench::Buffer& b,
-                      const bench::Buffer& c) {
-    weave_execute_args_t args{};
-    args.alpha = 1.0;
-    args.beta = 0.0;
-    args.a = a.data();
-    args.b = b.data();
-    args.c = c.data();
-    args.stream = timer.stream();
-    plan.execute(args);
-  }
 
   weave_operation_t op_;
   Shape shape_;
@@ -339,10 +340,13 @@ int main(int argc, char** argv) {
   Options o;
   CLI::App app{"weave-bench: Weave vs GEMM alone, communication alone and the sequential baseline"};
   app.add_option("--backend", o.backend, "host or cuda")->check(CLI::IsMember({"host", "cuda"}));
-  app.add_option("--dtype", o.dtype, "f64, f32, bf16, f16")->check(CLI::IsMember({"f64", "f32", "bf16", "f16"}));
-  app.add_option("--ops", o.ops, "ag rs ar")->delimiter(',');
+  app.add_option("--dtype", o.dtype, "f64, f32, bf16, f16, c64, c128")
+      ->check(CLI::IsMember({"f64", "f32", "bf16", "f16", "c64", "c128"}));
+  app.add_option("--ops,--op", o.ops, "ag rs ar gemm (gemm: WEAVE_GEMM over a 2-D grid)")->delimiter(',');
   app.add_option("--shape", o.shapes, "global MxKxN, optionally MxKxN:uneven (repeatable)");
-  app.add_option("--preset", o.preset, "tp (tensor-parallel layers), host, small");
+  app.add_option("--preset", o.preset, "tp (tensor-parallel layers), host, small, gemm-host, gemm-gpu");
+  app.add_option("--grids", o.grids, "--ops gemm: process grids PrxPc (default: the squarest)")->delimiter(',');
+  app.add_option("--blocks", o.blocks, "--ops gemm: block sizes mb = nb (default 64,256)")->delimiter(',');
   app.add_option("--iterations", o.iterations, "timed iterations (median reported)");
   app.add_option("--warmup", o.warmup, "untimed iterations first");
   app.add_option("--json", o.json, "write all results as JSON to this file (rank 0)");
@@ -374,8 +378,11 @@ int main(int argc, char** argv) {
     std::vector<Shape> shapes;
     if (!o.preset.empty()) shapes = preset_shapes(o.preset);
     for (const std::string& s : o.shapes) shapes.push_back(parse_shape(s));
+    const bool explicit_shapes = !shapes.empty();
     if (shapes.empty()) shapes = preset_shapes(device ? "tp" : "host");
     const weave_dtype_t t = parse_dtype(o.dtype);
+    const bool gemm_2d = std::find(o.ops.begin(), o.ops.end(), "gemm") != o.ops.end();
+    o.ops.erase(std::remove(o.ops.begin(), o.ops.end(), "gemm"), o.ops.end());
     PlanChoice default_choice;  // from the command line
     default_choice.algorithm = parse_algorithm(o.algorithm);
     default_choice.transport = parse_transport(o.transport);
@@ -389,10 +396,26 @@ int main(int argc, char** argv) {
     bench::Timer timer(device);
     bench::Communicator comm(MPI_COMM_WORLD, device);
 
-    if (g_rank == 0) {
+    if (g_rank == 0)
       std::printf("weave-bench: %d ranks, backend %s, %s, %s; median of %d (after %d warm-up), slowest rank\n",
                   g_size, o.backend.c_str(), o.dtype.c_str(), bench::device_description(device).c_str(),
                   o.iterations, o.warmup);
+    if (gemm_2d) {
+      bench::Gemm2dOptions g;
+      for (const std::string& text : o.grids) g.grids.push_back(bench::parse_grid(text));
+      if (g.grids.empty()) g.grids.push_back(bench::squarest_grid(g_size));
+      g.blocks = o.blocks;
+      g.shapes = explicit_shapes ? shapes : preset_shapes(device ? "gemm-gpu" : "gemm-host");
+      g.dtype = t;
+      g.dtype_name = o.dtype;
+      g.device = device;
+      g.iterations = o.iterations;
+      g.warmup = o.warmup;
+      g.transport = default_choice.transport;
+      g.trace = o.trace;
+      if (!bench::run_gemm2d(g, timer, results)) status = 1;
+    }
+    if (g_rank == 0 && !o.ops.empty()) {
       std::printf("%-8s %-34s %8s %8s %8s %8s %7s %7s %7s\n", "op", "shape MxKxN [variant]", "gemm ms", "comm ms",
                   "seq ms", "weave ms", "w/seq", "w/max", "TFLOP/s");
     }
