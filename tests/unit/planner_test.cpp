@@ -657,7 +657,7 @@ TEST(PlannerErrors, HostBackendTypesAndMemory) {
   weave_plan_desc_t desc{};
   for (weave::internal::DType t : {weave::internal::DType::F16, weave::internal::DType::BF16})
     expect_failure(desc, host_problem(weave::internal::Operation::GemmRs, 4, t), {}, host_only(),
-                   WEAVE_ERROR_UNSUPPORTED_TYPE, "host backend supports f32 and f64");
+                   WEAVE_ERROR_UNSUPPORTED_TYPE, "host backend supports f32, f64, c64 and c128");
   desc.backend = WEAVE_BACKEND_HOST;
   expect_failure(desc, device_problem(weave::internal::DType::F32), {}, everything(), WEAVE_ERROR_POINTER_KIND, "device");
   desc.backend = WEAVE_BACKEND_CUDA;
