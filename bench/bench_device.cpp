@@ -1,6 +1,7 @@
 #include "bench_device.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <stdexcept>
@@ -26,8 +27,9 @@ void cuda_check(cudaError_t e, const char* what) {
 void nccl_check(ncclResult_t r, const char* what) {
   if (r != ncclSuccess) throw std::runtime_error(std::string(what) + ": " + ncclGetErrorString(r));
 }
+// Complex collectives move (real, imaginary) pairs of the component type.
 ncclDataType_t nccl_type(weave_dtype_t t) {
-  switch (t) {
+  switch (component_type(t)) {
     case WEAVE_FLOAT32: return ncclFloat32;
     case WEAVE_FLOAT64: return ncclFloat64;
     case WEAVE_FLOAT16: return ncclFloat16;
@@ -43,7 +45,9 @@ MPI_Datatype mpi_type(weave_dtype_t t) {
   if (t == WEAVE_FLOAT32) return MPI_FLOAT;
   if (t == WEAVE_FLOAT64) return MPI_DOUBLE;
   if (t == WEAVE_FLOAT8_E4M3 || t == WEAVE_FLOAT8_E5M2) return MPI_BYTE;  // gathered, never summed
-  throw std::runtime_error("MPI collectives in weave-bench take f32, f64 or FP8 bytes");
+  if (t == WEAVE_COMPLEX64) return MPI_C_FLOAT_COMPLEX;
+  if (t == WEAVE_COMPLEX128) return MPI_C_DOUBLE_COMPLEX;
+  throw std::runtime_error("MPI collectives in weave-bench take f32, f64, c64, c128 or FP8 bytes");
 }
 
 uint16_t to_bfloat16(float x) {
@@ -63,7 +67,35 @@ uint16_t to_half(float x) {  // for values in [-1, 1): normal or zero halves
   return static_cast<uint16_t>(sign | (static_cast<uint32_t>(exponent) << 10) | mantissa);
 }
 
+float from_bfloat16(uint16_t h) {
+  const uint32_t bits = static_cast<uint32_t>(h) << 16;
+  float x;
+  std::memcpy(&x, &bits, 4);
+  return x;
+}
+
+float from_half(uint16_t h) {
+  const int exponent = (h >> 10) & 0x1F;
+  const uint32_t mantissa = h & 0x3FFu;
+  float x = 0.0f;
+  if (exponent == 0x1F)
+    x = mantissa ? std::nanf("") : INFINITY;
+  else if (exponent == 0)
+    x = std::ldexp(static_cast<float>(mantissa), -24);
+  else
+    x = std::ldexp(static_cast<float>(mantissa | 0x400u), exponent - 25);
+  return (h & 0x8000u) ? -x : x;
+}
+
 }  // namespace
+
+weave_dtype_t component_type(weave_dtype_t t) {
+  return t == WEAVE_COMPLEX128 ? WEAVE_FLOAT64 : t == WEAVE_COMPLEX64 ? WEAVE_FLOAT32 : t;
+}
+
+int components(weave_dtype_t t) { return t == WEAVE_COMPLEX128 || t == WEAVE_COMPLEX64 ? 2 : 1; }
+
+std::size_t element_size(weave_dtype_t t) { return weave_dtype_size(t); }
 
 void select_device(bool device) {
   if (!device) return;
@@ -134,6 +166,7 @@ void Buffer::release() {
 }
 
 void fill_random(Buffer& buffer, weave_dtype_t t, uint64_t seed) {
+  t = component_type(t);  // complex: both parts random
   const std::size_t size = weave_dtype_size(t);
   const int64_t count = buffer.bytes() / static_cast<int64_t>(size);
   std::vector<unsigned char> host(static_cast<std::size_t>(std::max<int64_t>(buffer.bytes(), 0)));
@@ -188,6 +221,62 @@ void fill_scales(Buffer& buffer, uint64_t seed) {
   } else if (!host.empty()) {
     std::memcpy(buffer.data(), host.data(), host.size() * 4);
   }
+}
+
+void poison(Buffer& buffer) {
+  if (buffer.bytes() <= 0) return;
+  if (buffer.device()) {
+#if WEAVE_BENCH_CUDA
+    cuda_check(cudaMemset(buffer.data(), 0xFF, static_cast<std::size_t>(buffer.bytes())), "cudaMemset");
+#else
+    no_cuda();
+#endif
+  } else {
+    std::memset(buffer.data(), 0xFF, static_cast<std::size_t>(buffer.bytes()));
+  }
+}
+
+std::vector<double> read_values(const Buffer& buffer, weave_dtype_t t) {
+  const weave_dtype_t part = component_type(t);
+  const std::size_t size = element_size(part);
+  std::vector<unsigned char> bytes(static_cast<std::size_t>(std::max<int64_t>(buffer.bytes(), 0)));
+  if (buffer.device()) {
+#if WEAVE_BENCH_CUDA
+    cuda_check(cudaMemcpy(bytes.data(), buffer.data(), bytes.size(), cudaMemcpyDeviceToHost), "cudaMemcpy");
+#else
+    no_cuda();
+#endif
+  } else if (!bytes.empty()) {
+    std::memcpy(bytes.data(), buffer.data(), bytes.size());
+  }
+  std::vector<double> values(bytes.size() / size);
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const unsigned char* in = bytes.data() + i * size;
+    if (part == WEAVE_FLOAT64) {
+      std::memcpy(&values[i], in, 8);
+    } else if (part == WEAVE_FLOAT32) {
+      float x;
+      std::memcpy(&x, in, 4);
+      values[i] = x;
+    } else {
+      uint16_t h;
+      std::memcpy(&h, in, 2);
+      values[i] = part == WEAVE_BFLOAT16 ? from_bfloat16(h) : from_half(h);
+    }
+  }
+  return values;
+}
+
+double relative_difference(const Buffer& got, const Buffer& want, weave_dtype_t t, MPI_Comm comm) {
+  const std::vector<double> g = read_values(got, t), w = read_values(want, t);
+  if (g.size() != w.size()) throw std::runtime_error("relative_difference: buffers of different sizes");
+  double sums[2] = {0, 0}, total[2] = {0, 0};
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    sums[0] += (g[i] - w[i]) * (g[i] - w[i]);  // NaN propagates
+    sums[1] += w[i] * w[i];
+  }
+  MPI_Allreduce(sums, total, 2, MPI_DOUBLE, MPI_SUM, comm);
+  return std::sqrt(total[0] / total[1]);
 }
 
 Timer::Timer(bool device) : device_(device) {
@@ -305,6 +394,13 @@ void Communicator::prepare(const Collective& c) {
 }
 
 void Communicator::run(const Collective& c, void* stream) {
+  if (device_ && components(c.dtype) == 2) {  // NCCL has no complex types: move the pairs' parts
+    Collective parts = c;
+    parts.dtype = component_type(c.dtype);
+    for (int64_t& n : parts.counts) n *= 2;
+    run(parts, stream);
+    return;
+  }
   int rank = 0, size = 1;
   MPI_Comm_rank(comm_, &rank);
   MPI_Comm_size(comm_, &size);

@@ -15,6 +15,12 @@
 
 namespace bench {
 
+std::size_t element_size(weave_dtype_t t);
+// The real type of a complex type's parts (the type itself for real types)
+// and how many parts an element has.
+weave_dtype_t component_type(weave_dtype_t t);
+int components(weave_dtype_t t);
+
 // Picks this rank's GPU (local rank modulo the devices on the node) when
 // `device`; throws if there is none.
 void select_device(bool device);
@@ -46,6 +52,17 @@ class Buffer {
 void fill_random(Buffer& buffer, weave_dtype_t t, uint64_t seed);
 // Scales (float32): uniform in [0.5, 1.5).
 void fill_scales(Buffer& buffer, uint64_t seed);
+
+// All bytes 0xFF: NaN in every floating-point type, so that a result nobody
+// wrote cannot pass a comparison.
+void poison(Buffer& buffer);
+
+// Every value of the buffer (each part of a complex one) as a double.
+std::vector<double> read_values(const Buffer& buffer, weave_dtype_t t);
+
+// ||got - want||_F / ||want||_F over the ranks of `comm` (each passing its
+// own blocks); NaN anywhere makes it NaN.
+double relative_difference(const Buffer& got, const Buffer& want, weave_dtype_t t, MPI_Comm comm);
 
 // Wall clock on the host; CUDA events on one stream for device work.
 class Timer {

@@ -8,7 +8,9 @@ alone, the communication alone, the sequential plan and Weave's default plan
 (ms), Weave / sequential, Weave / max(GEMM, communication), and the peers'
 fused operations where they were measured (PyTorch: bench/torch_peers.py;
 cuBLASMp: weave-bench-cublasmp, "wrong" where its result failed the check).
-The plot shows the two ratios per shape.
+The plot shows the two ratios per shape. Records of --ops gemm (WEAVE_GEMM
+over a 2-D grid) carry their grid and block size in the shape column, and
+ScaLAPACK's p?gemm where it was measured.
 
 --weave-from OP=VARIANT takes the Weave column of operation OP (e.g. AG-GEMM)
 from the variant VARIANT of the same run (weave-bench --variants) instead of
@@ -23,6 +25,15 @@ import json
 def load(path):
     with open(path) as f:
         return json.load(f)
+
+
+def case_key(r):
+    """One measured case: operation and shape, and for WEAVE_GEMM its grid and block size."""
+    return (r["op"], r["shape"], r.get("grid"), r.get("block"))
+
+
+def shape_text(r):
+    return f"{r['shape']} {r['grid']} nb={r['block']}" if "grid" in r else r["shape"]
 
 
 def main():
@@ -43,9 +54,9 @@ def main():
             cells = {}
             for r in load(path)["results"]:
                 if "error" in r and "fused_ms" in r:
-                    cells[(r["op"], r["shape"])] = "wrong"
+                    cells[case_key(r)] = "wrong"
                 elif "fused_ms" in r:
-                    cells[(r["op"], r["shape"])] = f"{r['fused_ms']:.3f}"
+                    cells[case_key(r)] = f"{r['fused_ms']:.3f}"
             peers.append((title, cells))
     substitute = dict(item.split("=", 1) for item in args.weave_from)
     by_key = {(r["op"], r["shape"], r.get("variant", "default")): r for r in bench["results"]}
@@ -60,6 +71,8 @@ def main():
             r = by_key[(r["op"], r["shape"], variant)]
         rows.append(r)
 
+    if any("pdgemm_ms" in r for r in rows):
+        peers.append(("ScaLAPACK p?gemm ms", {case_key(r): f"{r['pdgemm_ms']:.3f}" for r in rows if "pdgemm_ms" in r}))
     columns = ["op", "shape (M x K x N)", "GEMM ms", "comm ms", "sequential ms", "Weave ms", "Weave/seq", "Weave/max"]
     columns += [title for title, _ in peers]
     columns.append("plan")
@@ -67,9 +80,9 @@ def main():
     print("|" + "---|" * len(columns))
     for r in rows:
         plan = r["describe_weave"].split(": ", 1)[1].split(";")[0] if ": " in r["describe_weave"] else ""
-        cells = [r["op"], r["shape"], f"{r['gemm_ms']:.3f}", f"{r['comm_ms']:.3f}", f"{r['sequential_ms']:.3f}",
+        cells = [r["op"], shape_text(r), f"{r['gemm_ms']:.3f}", f"{r['comm_ms']:.3f}", f"{r['sequential_ms']:.3f}",
                  f"{r['weave_ms']:.3f}", f"{r['weave_over_sequential']:.3f}", f"{r['weave_over_limit']:.3f}"]
-        cells += [peer.get((r["op"], r["shape"]), "n/a") for _, peer in peers]
+        cells += [peer.get(case_key(r), "n/a") for _, peer in peers]
         cells.append(plan)
         print("| " + " | ".join(cells) + " |")
 
@@ -79,7 +92,7 @@ def main():
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
-        labels = [f"{r['op']}\n{r['shape']}" for r in rows]
+        labels = [f"{r['op']}\n{shape_text(r)}" for r in rows]
         x = range(len(rows))
         fig, ax = plt.subplots(figsize=(max(8, len(rows) * 0.6), 4.5))
         width = 0.4

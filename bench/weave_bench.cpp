@@ -20,6 +20,12 @@
 //
 //   mpirun -np 4 weave_bench --backend cuda --dtype bf16 --preset tp --json out.json
 //   mpirun -np 2 weave_bench --backend cuda --dtype fp8 --preset tp
+//
+// --ops gemm measures WEAVE_GEMM, A, B and C block-cyclic over a 2-D grid
+// (bench/gemm2d.cpp): Weave's SUMMA and sequential plans and, on the host,
+// ScaLAPACK's p?gemm on the same arrays:
+//
+//   mpirun -np 4 weave_bench --ops gemm --dtype c128 --grids 2x2 --blocks 64,256
 #include <mpi.h>
 
 #include <CLI/CLI.hpp>
@@ -42,6 +48,8 @@
 #include <vector>
 
 #include "bench_device.hpp"
+#include "gemm2d.hpp"
+#include "run_plan.hpp"
 #include "shapes.hpp"
 #include "weave/weave.hpp"
 
@@ -87,6 +95,9 @@ struct Options {
   std::vector<std::string> variants;
   std::string trace;
   bool reduce_in_output_type = false;
+  // --ops gemm: grids (default: the squarest over all ranks) and block sizes.
+  std::vector<std::string> grids;
+  std::vector<int64_t> blocks = {64, 256};
   std::string scales = "rowwise";  // FP8: rowwise, tensor, block
   std::string wire_type;           // "" or e4m3
 };
@@ -112,6 +123,8 @@ weave_dtype_t parse_dtype(const std::string& t) {
   if (t == "f64") return WEAVE_FLOAT64;
   if (t == "f16") return WEAVE_FLOAT16;
   if (t == "bf16") return WEAVE_BFLOAT16;
+  if (t == "c64") return WEAVE_COMPLEX64;
+  if (t == "c128") return WEAVE_COMPLEX128;
   throw std::runtime_error("unknown dtype " + t);
 }
 
@@ -254,7 +267,7 @@ weave_operation_t parse_op(const std::string& op) {
   if (op == "ag") return WEAVE_AG_GEMM;
   if (op == "rs") return WEAVE_GEMM_RS;
   if (op == "ar") return WEAVE_GEMM_AR;
-  throw std::runtime_error("unknown op " + op + " (ag, rs, ar)");
+  throw std::runtime_error("unknown op " + op + " (ag, rs, ar, gemm)");
 }
 
 const char* op_name(weave_operation_t op) {
@@ -442,15 +455,18 @@ int main(int argc, char** argv) {
   Options o;
   CLI::App app{"weave-bench: Weave vs GEMM alone, communication alone and the sequential baseline"};
   app.add_option("--backend", o.backend, "host or cuda")->check(CLI::IsMember({"host", "cuda"}));
-  app.add_option("--dtype", o.dtype, "f64, f32, bf16, f16, fp8 (e4m3 A and B with scales, bf16 C)")
-      ->check(CLI::IsMember({"f64", "f32", "bf16", "f16", "fp8"}));
+  app.add_option("--dtype", o.dtype,
+                 "f64, f32, bf16, f16, c64, c128, fp8 (e4m3 A and B with scales, bf16 C)")
+      ->check(CLI::IsMember({"f64", "f32", "bf16", "f16", "c64", "c128", "fp8"}));
   app.add_option("--scales", o.scales, "FP8 scale modes: rowwise (default), tensor, block (1x128 A, 128x128 B)")
       ->check(CLI::IsMember({"rowwise", "tensor", "block"}));
   app.add_option("--wire-type", o.wire_type, "e4m3: AG-GEMM sends A (stored as --dtype) as e4m3, B e4m3, C bf16")
       ->check(CLI::IsMember({"e4m3"}));
-  app.add_option("--ops", o.ops, "ag rs ar")->delimiter(',');
+  app.add_option("--ops,--op", o.ops, "ag rs ar gemm (gemm: WEAVE_GEMM over a 2-D grid)")->delimiter(',');
   app.add_option("--shape", o.shapes, "global MxKxN, optionally MxKxN:uneven (repeatable)");
-  app.add_option("--preset", o.preset, "tp (tensor-parallel layers), host, small");
+  app.add_option("--preset", o.preset, "tp (tensor-parallel layers), host, small, gemm-host, gemm-gpu");
+  app.add_option("--grids", o.grids, "--ops gemm: process grids PrxPc (default: the squarest)")->delimiter(',');
+  app.add_option("--blocks", o.blocks, "--ops gemm: block sizes mb = nb (default 64,256)")->delimiter(',');
   app.add_option("--iterations", o.iterations, "timed iterations (median reported)");
   app.add_option("--warmup", o.warmup, "untimed iterations first");
   app.add_option("--json", o.json, "write all results as JSON to this file (rank 0)");
@@ -482,8 +498,12 @@ int main(int argc, char** argv) {
     std::vector<Shape> shapes;
     if (!o.preset.empty()) shapes = preset_shapes(o.preset);
     for (const std::string& s : o.shapes) shapes.push_back(parse_shape(s));
+    const bool explicit_shapes = !shapes.empty();
     if (shapes.empty()) shapes = preset_shapes(device ? "tp" : "host");
     const Types t = parse_types(o);
+    const bool gemm_2d = std::find(o.ops.begin(), o.ops.end(), "gemm") != o.ops.end();
+    o.ops.erase(std::remove(o.ops.begin(), o.ops.end(), "gemm"), o.ops.end());
+    if (gemm_2d && (t.a != t.c || t.wire)) throw std::runtime_error("--ops gemm takes one element type (not fp8 or --wire-type)");
     PlanChoice default_choice;  // from the command line
     default_choice.algorithm = parse_algorithm(o.algorithm);
     default_choice.transport = parse_transport(o.transport);
@@ -500,10 +520,26 @@ int main(int argc, char** argv) {
     bench::Timer timer(device);
     bench::Communicator comm(MPI_COMM_WORLD, device);
 
-    if (g_rank == 0) {
+    if (g_rank == 0)
       std::printf("weave-bench: %d ranks, backend %s, %s, %s; median of %d (after %d warm-up), slowest rank\n",
                   g_size, o.backend.c_str(), type_text.c_str(), bench::device_description(device).c_str(),
                   o.iterations, o.warmup);
+    if (gemm_2d) {
+      bench::Gemm2dOptions g;
+      for (const std::string& text : o.grids) g.grids.push_back(bench::parse_grid(text));
+      if (g.grids.empty()) g.grids.push_back(bench::squarest_grid(g_size));
+      g.blocks = o.blocks;
+      g.shapes = explicit_shapes ? shapes : preset_shapes(device ? "gemm-gpu" : "gemm-host");
+      g.dtype = t.c;
+      g.dtype_name = o.dtype;
+      g.device = device;
+      g.iterations = o.iterations;
+      g.warmup = o.warmup;
+      g.transport = default_choice.transport;
+      g.trace = o.trace;
+      if (!bench::run_gemm2d(g, timer, results)) status = 1;
+    }
+    if (g_rank == 0 && !o.ops.empty()) {
       std::printf("%-8s %-34s %8s %8s %8s %8s %7s %7s %7s\n", "op", "shape MxKxN [variant]", "gemm ms", "comm ms",
                   "seq ms", "weave ms", "w/seq", "w/max", "TFLOP/s");
     }

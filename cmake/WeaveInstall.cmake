@@ -39,6 +39,17 @@ if(TARGET weave_fortran)
   install(EXPORT WeaveFortranTargets NAMESPACE Weave:: DESTINATION ${WEAVE_INSTALL_CMAKEDIR})
 endif()
 
+# The pdgemm-compatible entry points (WEAVE_ENABLE_SCALAPACK): their own
+# library, linked with ScaLAPACK privately.
+if(TARGET weave_pblas)
+  install(TARGETS weave_pblas EXPORT WeavePblasTargets
+    RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+    LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+    ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+  install(FILES "${PROJECT_SOURCE_DIR}/bindings/scalapack/weave_pblas.h" DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/weave)
+  install(EXPORT WeavePblasTargets NAMESPACE Weave:: DESTINATION ${WEAVE_INSTALL_CMAKEDIR})
+endif()
+
 # --- CMake package -------------------------------------------------------------
 # 0.x releases may change the API between minor versions, hence SameMinorVersion.
 configure_package_config_file("${PROJECT_SOURCE_DIR}/cmake/WeaveConfig.cmake.in"

@@ -14,6 +14,7 @@ weave_packages=(
   libopenmpi-dev openmpi-bin libopenblas-dev
   libtrilinos-kokkos-dev libucx-dev libgtest-dev
   libcli11-dev nlohmann-json3-dev
+  libscalapack-openmpi-dev  # tests and benchmark compare with ScaLAPACK; builds weave_pdgemm
 )
 
 weave_configure_and_build() {

@@ -26,7 +26,8 @@
 ! rank of the grid (of the operation's group for execute); they fail on every
 ! rank together.
 module weave
-  use, intrinsic :: iso_c_binding, only: c_ptr, c_null_ptr, c_int, c_int8_t, c_int64_t, c_float, c_double, c_loc
+  use, intrinsic :: iso_c_binding, only: c_ptr, c_null_ptr, c_int, c_int8_t, c_int32_t, c_int64_t, c_float, c_double, &
+    c_float_complex, c_double_complex, c_loc
   use weave_constants
   use weave_types
   use weave_c_api
@@ -59,16 +60,18 @@ module weave
   public :: WEAVE_ERROR_OUT_OF_MEMORY, WEAVE_ERROR_MPI, WEAVE_ERROR_CUDA, WEAVE_ERROR_CUBLAS
   public :: WEAVE_ERROR_NCCL, WEAVE_ERROR_UCX, WEAVE_ERROR_PLAN_FAILED, WEAVE_ERROR_INTERNAL
   public :: WEAVE_FLOAT32, WEAVE_FLOAT64, WEAVE_FLOAT16, WEAVE_BFLOAT16, WEAVE_FLOAT8_E4M3, WEAVE_FLOAT8_E5M2
+  public :: WEAVE_COMPLEX64, WEAVE_COMPLEX128
   public :: WEAVE_SCALE_NONE, WEAVE_SCALE_TENSOR, WEAVE_SCALE_ROW_WISE, WEAVE_SCALE_BLOCK_1X128
   public :: WEAVE_SCALE_BLOCK_128X128, WEAVE_SCALE_MXFP8
   public :: WEAVE_DIST_REPLICATED, WEAVE_DIST_BLOCK_ROW, WEAVE_DIST_BLOCK_COLUMN, WEAVE_DIST_BLOCK_2D
+  public :: WEAVE_DIST_BLOCK_CYCLIC
   public :: WEAVE_GROUP_GRID, WEAVE_GROUP_ROW, WEAVE_GROUP_COLUMN
   public :: WEAVE_ORDER_COLUMN_MAJOR, WEAVE_ORDER_ROW_MAJOR
   public :: WEAVE_MEMORY_HOST, WEAVE_MEMORY_DEVICE
-  public :: WEAVE_OP_N, WEAVE_OP_T
-  public :: WEAVE_AG_GEMM, WEAVE_GEMM_RS, WEAVE_GEMM_AR
+  public :: WEAVE_OP_N, WEAVE_OP_T, WEAVE_OP_C
+  public :: WEAVE_AG_GEMM, WEAVE_GEMM_RS, WEAVE_GEMM_AR, WEAVE_GEMM
   public :: WEAVE_ALGORITHM_AUTO, WEAVE_ALGORITHM_RING, WEAVE_ALGORITHM_SEQUENTIAL, &
-    WEAVE_ALGORITHM_DIRECT
+    WEAVE_ALGORITHM_DIRECT, WEAVE_ALGORITHM_SUMMA
   public :: WEAVE_BACKEND_AUTO, WEAVE_BACKEND_HOST, WEAVE_BACKEND_CUDA
   public :: WEAVE_TRANSPORT_AUTO, WEAVE_TRANSPORT_MPI, WEAVE_TRANSPORT_NCCL, WEAVE_TRANSPORT_UCX
   public :: WEAVE_TRANSPORT_COPY_ENGINE, WEAVE_TRANSPORT_SM
@@ -109,21 +112,19 @@ module weave
     module procedure plan_create_from_arguments
   end interface weave_plan_create
 
-  ! Host arrays (real(4) or real(8), any rank; FP8 as integer(int8) with a
-  ! real(4) C), or addresses (device memory, and 16-bit C).
+  ! Host arrays (real(4), real(8), complex(4) or complex(8), any rank; FP8
+  ! as integer(int8) with a real(4) C), or addresses (device memory, and
+  ! 16-bit C).
   interface weave_execute
     module procedure execute_real64
     module procedure execute_real32
+    module procedure execute_complex128
+    module procedure execute_complex64
     module procedure execute_float8_real32
     module procedure execute_address_alpha_real64
     module procedure execute_address_alpha_real32
   end interface weave_execute
 
-  interface address_of
-    module procedure address_of_real64
-    module procedure address_of_real32
-    module procedure address_of_int8
-  end interface address_of
 
 contains
 
@@ -300,9 +301,12 @@ contains
   end subroutine matrix_create_from_desc
 
   ! Collective over the grid. Absent optional arguments take the C defaults:
-  ! balanced counts, tight ld, the whole grid, column-major, host memory.
+  ! balanced counts, tight ld, the whole grid, column-major, host memory,
+  ! no scale mode (FP8 types need one). WEAVE_DIST_BLOCK_CYCLIC takes mb, nb (required there), rsrc, csrc
+  ! (default 0: grid row and column 0 hold the first block) as ScaLAPACK's
+  ! descriptor does; a submatrix start is set through the descriptor form.
   subroutine matrix_create_default_integer(grid, rows, cols, dtype, distribution, matrix, stat, &
-                                           row_counts, col_counts, ld, group, order, memory, scale_mode)
+                                           row_counts, col_counts, ld, group, order, memory, scale_mode, mb, nb, rsrc, csrc)
     type(weave_grid_t), intent(in) :: grid
     integer, intent(in) :: rows, cols
     integer, intent(in) :: dtype, distribution
@@ -311,6 +315,7 @@ contains
     integer, intent(in), optional :: row_counts(:), col_counts(:)
     integer, intent(in), optional :: ld
     integer, intent(in), optional :: group, order, memory, scale_mode
+    integer, intent(in), optional :: mb, nb, rsrc, csrc
     integer(c_int64_t), allocatable :: row_counts64(:), col_counts64(:)
     integer(c_int64_t) :: ld64
 
@@ -320,11 +325,12 @@ contains
     if (present(ld)) ld64 = ld
     call create_matrix(grid, int(rows, c_int64_t), int(cols, c_int64_t), dtype, distribution, matrix, stat, &
                        row_counts64, col_counts64, ld64, value_or_zero(group), value_or_zero(order), &
-                       value_or_zero(memory), value_or_zero(scale_mode))
+                       value_or_zero(memory), value_or_zero(scale_mode), int(value_or_zero(mb), c_int64_t), &
+                       int(value_or_zero(nb), c_int64_t), value_or_zero(rsrc), value_or_zero(csrc))
   end subroutine matrix_create_default_integer
 
   subroutine matrix_create_int64(grid, rows, cols, dtype, distribution, matrix, stat, &
-                                 row_counts, col_counts, ld, group, order, memory, scale_mode)
+                                 row_counts, col_counts, ld, group, order, memory, scale_mode, mb, nb, rsrc, csrc)
     type(weave_grid_t), intent(in) :: grid
     integer(c_int64_t), intent(in) :: rows, cols
     integer, intent(in) :: dtype, distribution
@@ -333,15 +339,22 @@ contains
     integer(c_int64_t), intent(in), optional :: row_counts(:), col_counts(:)
     integer(c_int64_t), intent(in), optional :: ld
     integer, intent(in), optional :: group, order, memory, scale_mode
+    integer(c_int64_t), intent(in), optional :: mb, nb
+    integer, intent(in), optional :: rsrc, csrc
     integer(c_int64_t), allocatable :: row_counts64(:), col_counts64(:)
-    integer(c_int64_t) :: ld64
+    integer(c_int64_t) :: ld64, mb64, nb64
 
     if (present(row_counts)) row_counts64 = row_counts
     if (present(col_counts)) col_counts64 = col_counts
     ld64 = 0
     if (present(ld)) ld64 = ld
+    mb64 = 0
+    if (present(mb)) mb64 = mb
+    nb64 = 0
+    if (present(nb)) nb64 = nb
     call create_matrix(grid, rows, cols, dtype, distribution, matrix, stat, row_counts64, col_counts64, ld64, &
-                       value_or_zero(group), value_or_zero(order), value_or_zero(memory), value_or_zero(scale_mode))
+                       value_or_zero(group), value_or_zero(order), value_or_zero(memory), value_or_zero(scale_mode), &
+                       mb64, nb64, value_or_zero(rsrc), value_or_zero(csrc))
   end subroutine matrix_create_int64
 
   ! The common part of the argument forms. The C API reads one count per
@@ -350,7 +363,7 @@ contains
   ! collective call (with a NULL descriptor, which fails on every rank), so
   ! that no other rank is left waiting in it.
   subroutine create_matrix(grid, rows, cols, dtype, distribution, matrix, stat, row_counts, col_counts, ld, &
-                           group, order, memory, scale_mode)
+                           group, order, memory, scale_mode, mb, nb, rsrc, csrc)
     type(weave_grid_t), intent(in) :: grid
     integer(c_int64_t), intent(in) :: rows, cols
     integer, intent(in) :: dtype, distribution
@@ -359,6 +372,8 @@ contains
     integer(c_int64_t), allocatable, target, intent(in) :: row_counts(:), col_counts(:)
     integer(c_int64_t), intent(in) :: ld
     integer, intent(in) :: group, order, memory, scale_mode
+    integer(c_int64_t), intent(in) :: mb, nb
+    integer, intent(in) :: rsrc, csrc
     type(weave_matrix_desc_t), target :: desc
     character(len=:), allocatable :: problem
     integer :: row_parts, col_parts
@@ -386,6 +401,10 @@ contains
     desc%order = int(order, c_int)
     desc%memory = int(memory, c_int)
     desc%scale_mode = int(scale_mode, c_int)
+    desc%mb = mb
+    desc%nb = nb
+    desc%rsrc = int(rsrc, c_int32_t)
+    desc%csrc = int(csrc, c_int32_t)
     status = c_weave_matrix_create(grid%handle, c_loc(desc), matrix%handle)
     if (status /= WEAVE_SUCCESS) matrix%handle = c_null_ptr
     call finish(status, stat)
@@ -625,20 +644,7 @@ contains
 
     args%alpha = alpha
     args%beta = beta
-    args%a = address_of(a)
-    args%b = address_of(b)
-    args%c = address_of(c)
-    call set_buffer_checks(args, WEAVE_FLOAT64, size(a, kind=c_int64_t), size(b, kind=c_int64_t), size(c, kind=c_int64_t))
-    if (present(bias)) then
-      args%bias = address_of(bias)
-      args%bias_elements = size(bias, kind=c_int64_t)
-    end if
-    if (present(gathered_a)) then
-      args%gathered_a = address_of(gathered_a)
-      args%gathered_a_elements = size(gathered_a, kind=c_int64_t)
-    end if
-    if (present(ld_gathered_a)) args%ld_gathered_a = ld_gathered_a
-    call weave_execute_ex(plan, args, stat)
+    call execute_arrays(plan, args, WEAVE_FLOAT64, a, b, c, stat, bias, gathered_a, ld_gathered_a)
   end subroutine execute_real64
 
   subroutine execute_real32(plan, alpha, a, b, beta, c, stat, bias, gathered_a, ld_gathered_a)
@@ -654,10 +660,65 @@ contains
 
     args%alpha = alpha
     args%beta = beta
+    call execute_arrays(plan, args, WEAVE_FLOAT32, a, b, c, stat, bias, gathered_a, ld_gathered_a)
+  end subroutine execute_real32
+
+  ! Complex arrays (complex(8), complex(4)) with complex alpha and beta,
+  ! which travel in args%alpha, args%alpha_imag, args%beta, args%beta_imag.
+  subroutine execute_complex128(plan, alpha, a, b, beta, c, stat, bias, gathered_a, ld_gathered_a)
+    type(weave_plan_t), intent(in) :: plan
+    complex(c_double_complex), intent(in) :: alpha, beta
+    complex(c_double_complex), intent(in), target, contiguous :: a(..), b(..)
+    complex(c_double_complex), intent(inout), target, contiguous :: c(..)
+    integer, intent(out) :: stat
+    complex(c_double_complex), intent(in), target, contiguous, optional :: bias(..)
+    complex(c_double_complex), intent(inout), target, contiguous, optional :: gathered_a(..)
+    integer(c_int64_t), intent(in), optional :: ld_gathered_a
+    type(weave_execute_args_t) :: args
+
+    args%alpha = real(alpha, c_double)
+    args%alpha_imag = aimag(alpha)
+    args%beta = real(beta, c_double)
+    args%beta_imag = aimag(beta)
+    call execute_arrays(plan, args, WEAVE_COMPLEX128, a, b, c, stat, bias, gathered_a, ld_gathered_a)
+  end subroutine execute_complex128
+
+  subroutine execute_complex64(plan, alpha, a, b, beta, c, stat, bias, gathered_a, ld_gathered_a)
+    type(weave_plan_t), intent(in) :: plan
+    complex(c_float_complex), intent(in) :: alpha, beta
+    complex(c_float_complex), intent(in), target, contiguous :: a(..), b(..)
+    complex(c_float_complex), intent(inout), target, contiguous :: c(..)
+    integer, intent(out) :: stat
+    complex(c_float_complex), intent(in), target, contiguous, optional :: bias(..)
+    complex(c_float_complex), intent(inout), target, contiguous, optional :: gathered_a(..)
+    integer(c_int64_t), intent(in), optional :: ld_gathered_a
+    type(weave_execute_args_t) :: args
+
+    args%alpha = real(alpha, c_double)
+    args%alpha_imag = real(aimag(alpha), c_double)
+    args%beta = real(beta, c_double)
+    args%beta_imag = real(aimag(beta), c_double)
+    call execute_arrays(plan, args, WEAVE_COMPLEX64, a, b, c, stat, bias, gathered_a, ld_gathered_a)
+  end subroutine execute_complex64
+
+  ! What the typed executes share once they have set the scalars: the
+  ! arrays' addresses, and their element type and sizes for the library to
+  ! check (the typed interfaces above guarantee the type).
+  subroutine execute_arrays(plan, args, dtype, a, b, c, stat, bias, gathered_a, ld_gathered_a)
+    type(weave_plan_t), intent(in) :: plan
+    type(weave_execute_args_t), intent(inout) :: args
+    integer(c_int), intent(in) :: dtype
+    type(*), intent(in), target, contiguous :: a(..), b(..)
+    type(*), intent(inout), target, contiguous :: c(..)
+    integer, intent(out) :: stat
+    type(*), intent(in), target, contiguous, optional :: bias(..)
+    type(*), intent(inout), target, contiguous, optional :: gathered_a(..)
+    integer(c_int64_t), intent(in), optional :: ld_gathered_a
+
     args%a = address_of(a)
     args%b = address_of(b)
     args%c = address_of(c)
-    call set_buffer_checks(args, WEAVE_FLOAT32, size(a, kind=c_int64_t), size(b, kind=c_int64_t), size(c, kind=c_int64_t))
+    call set_buffer_checks(args, dtype, size(a, kind=c_int64_t), size(b, kind=c_int64_t), size(c, kind=c_int64_t))
     if (present(bias)) then
       args%bias = address_of(bias)
       args%bias_elements = size(bias, kind=c_int64_t)
@@ -668,7 +729,7 @@ contains
     end if
     if (present(ld_gathered_a)) args%ld_gathered_a = ld_gathered_a
     call weave_execute_ex(plan, args, stat)
-  end subroutine execute_real32
+  end subroutine execute_arrays
 
   ! Buffers by address: device memory (a device plan enqueues on stream, a
   ! cudaStream_t, and returns at once), or host memory through c_loc.
@@ -812,24 +873,11 @@ contains
 
   ! The address of a contiguous host array, or null when it is empty (c_loc
   ! needs a nonzero size; the library accepts null for an empty block).
-  function address_of_real64(x) result(address)
-    real(c_double), intent(in), target, contiguous :: x(..)
+  ! The address of an array's first element, or null for an empty one.
+  function address_of(x) result(address)
+    type(*), intent(in), target, contiguous :: x(..)
     type(c_ptr) :: address
     address = c_null_ptr
     if (size(x) > 0) address = c_loc(x)
-  end function address_of_real64
-
-  function address_of_real32(x) result(address)
-    real(c_float), intent(in), target, contiguous :: x(..)
-    type(c_ptr) :: address
-    address = c_null_ptr
-    if (size(x) > 0) address = c_loc(x)
-  end function address_of_real32
-
-  function address_of_int8(x) result(address)
-    integer(c_int8_t), intent(in), target, contiguous :: x(..)
-    type(c_ptr) :: address
-    address = c_null_ptr
-    if (size(x) > 0) address = c_loc(x)
-  end function address_of_int8
+  end function address_of
 end module weave

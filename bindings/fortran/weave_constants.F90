@@ -51,12 +51,15 @@ module weave_constants
   integer(c_int), parameter :: WEAVE_SCALE_BLOCK_1X128 = 3
   integer(c_int), parameter :: WEAVE_SCALE_BLOCK_128X128 = 4
   integer(c_int), parameter :: WEAVE_SCALE_MXFP8 = 5
+  integer(c_int), parameter :: WEAVE_COMPLEX64 = 7
+  integer(c_int), parameter :: WEAVE_COMPLEX128 = 8
 
   ! weave_distribution_t
   integer(c_int), parameter :: WEAVE_DIST_REPLICATED = 1
   integer(c_int), parameter :: WEAVE_DIST_BLOCK_ROW = 2
   integer(c_int), parameter :: WEAVE_DIST_BLOCK_COLUMN = 3
   integer(c_int), parameter :: WEAVE_DIST_BLOCK_2D = 4
+  integer(c_int), parameter :: WEAVE_DIST_BLOCK_CYCLIC = 5
 
   ! weave_group_t
   integer(c_int), parameter :: WEAVE_GROUP_GRID = 0
@@ -74,17 +77,20 @@ module weave_constants
   ! weave_op_t
   integer(c_int), parameter :: WEAVE_OP_N = 0
   integer(c_int), parameter :: WEAVE_OP_T = 1
+  integer(c_int), parameter :: WEAVE_OP_C = 2
 
   ! weave_operation_t
   integer(c_int), parameter :: WEAVE_AG_GEMM = 1
   integer(c_int), parameter :: WEAVE_GEMM_RS = 2
   integer(c_int), parameter :: WEAVE_GEMM_AR = 3
+  integer(c_int), parameter :: WEAVE_GEMM = 4
 
   ! weave_algorithm_t
   integer(c_int), parameter :: WEAVE_ALGORITHM_AUTO = 0
   integer(c_int), parameter :: WEAVE_ALGORITHM_RING = 1
   integer(c_int), parameter :: WEAVE_ALGORITHM_SEQUENTIAL = 2
   integer(c_int), parameter :: WEAVE_ALGORITHM_DIRECT = 3
+  integer(c_int), parameter :: WEAVE_ALGORITHM_SUMMA = 6
 
   ! weave_backend_t
   integer(c_int), parameter :: WEAVE_BACKEND_AUTO = 0

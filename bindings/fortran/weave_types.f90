@@ -32,7 +32,7 @@ module weave_types
   ! weave_matrix_desc_t. row_counts / col_counts point at integer(c_int64_t)
   ! arrays (c_loc of a target array); weave_matrix_create copies them.
   type, bind(C) :: weave_matrix_desc_t
-    integer(c_size_t) :: struct_size = 80  ! sizeof(weave_matrix_desc_t)
+    integer(c_size_t) :: struct_size = 120  ! sizeof(weave_matrix_desc_t)
     integer(c_int64_t) :: rows = 0
     integer(c_int64_t) :: cols = 0
     integer(c_int) :: dtype = 0            ! WEAVE_FLOAT32, ...
@@ -44,6 +44,14 @@ module weave_types
     integer(c_int) :: order = 0            ! WEAVE_ORDER_*
     integer(c_int) :: memory = 0           ! WEAVE_MEMORY_*
     integer(c_int) :: scale_mode = 0       ! WEAVE_SCALE_*: FP8 types need one
+    ! WEAVE_DIST_BLOCK_CYCLIC: ScaLAPACK's MB_, NB_, RSRC_, CSRC_ and the
+    ! 0-based start (IA - 1, JA - 1) of the matrix in the local arrays.
+    integer(c_int64_t) :: mb = 0
+    integer(c_int64_t) :: nb = 0
+    integer(c_int32_t) :: rsrc = 0
+    integer(c_int32_t) :: csrc = 0
+    integer(c_int64_t) :: row_start = 0
+    integer(c_int64_t) :: col_start = 0
   end type weave_matrix_desc_t
 
   ! weave_plan_desc_t. The matrix fields are handles (a struct holding one
@@ -74,7 +82,7 @@ module weave_types
   ! weave_execute_args_t. Buffers are addresses (c_loc of a target array, or
   ! a device pointer); alpha and beta start at zero as in C.
   type, bind(C) :: weave_execute_args_t
-    integer(c_size_t) :: struct_size = 192  ! sizeof(weave_execute_args_t)
+    integer(c_size_t) :: struct_size = 208  ! sizeof(weave_execute_args_t)
     real(c_double) :: alpha = 0
     real(c_double) :: beta = 0
     type(c_ptr) :: a = c_null_ptr
@@ -105,6 +113,9 @@ module weave_types
     integer(c_int64_t) :: a_scale_elements = 0
     integer(c_int64_t) :: b_scale_elements = 0
     integer(c_int64_t) :: gathered_a_scale_elements = 0
+    ! Complex plans: the imaginary parts of alpha and beta.
+    real(c_double) :: alpha_imag = 0
+    real(c_double) :: beta_imag = 0
   end type weave_execute_args_t
 
   ! weave_plan_info_t: what a plan resolved its automatic choices to.

@@ -135,7 +135,9 @@ typedef WEAVE_ENUM(weave_dtype_t) {
   WEAVE_BFLOAT16 = 4,      /* accumulates in float32; emulated on the host backend */
   WEAVE_FLOAT8_E4M3 = 5,   /* OCP FP8 E4M3 (no infinities, largest finite 448): A and B only, with a
                               scale mode; C and bias in bf16, f16 or f32 (doc/fp8.md) */
-  WEAVE_FLOAT8_E5M2 = 6    /* OCP FP8 E5M2 (largest finite 57344): likewise */
+  WEAVE_FLOAT8_E5M2 = 6,   /* OCP FP8 E5M2 (largest finite 57344): likewise */
+  WEAVE_COMPLEX64 = 7,     /* (real, imaginary) float32 pairs: C's float complex, Fortran's complex */
+  WEAVE_COMPLEX128 = 8     /* (real, imaginary) float64 pairs: C's double complex, Fortran's complex(8) */
 } weave_dtype_t;
 
 /* Bytes per element of `dtype` (1 for FP8, 2 for f16 and bf16, ...); 0 for a
@@ -163,7 +165,9 @@ typedef WEAVE_ENUM(weave_distribution_t) {
   WEAVE_DIST_REPLICATED = 1,   /* every rank of the group holds the whole matrix */
   WEAVE_DIST_BLOCK_ROW = 2,    /* rows split over the ranks of the matrix's group */
   WEAVE_DIST_BLOCK_COLUMN = 3, /* columns split over the ranks of the matrix's group */
-  WEAVE_DIST_BLOCK_2D = 4      /* rows split over grid rows, columns over grid columns */
+  WEAVE_DIST_BLOCK_2D = 4,     /* rows split over grid rows, columns over grid columns */
+  WEAVE_DIST_BLOCK_CYCLIC = 5  /* 2-D block-cyclic as ScaLAPACK's: mb x nb blocks dealt round the grid
+                                  rows and columns from (rsrc, csrc); see weave_matrix_desc_t */
 } weave_distribution_t;
 
 /* A set of ranks of a grid: the whole grid (in row-major rank order), the
@@ -187,13 +191,16 @@ typedef WEAVE_ENUM(weave_memory_t) {
 
 typedef WEAVE_ENUM(weave_op_t) {
   WEAVE_OP_N = 0,  /* op(X) = X   */
-  WEAVE_OP_T = 1   /* op(X) = X^T */
+  WEAVE_OP_T = 1,  /* op(X) = X^T */
+  WEAVE_OP_C = 2   /* op(X) = X^H, the conjugate transpose (X^T for real types) */
 } weave_op_t;
 
 typedef WEAVE_ENUM(weave_operation_t) {
   WEAVE_AG_GEMM = 1,  /* C(M x N_r)  = alpha AllGather_rows(op(A)) op(B) + beta C + bias */
   WEAVE_GEMM_RS = 2,  /* C(M_r x N)  = rows M_r of alpha sum_q op(A_q) op(B_q) + beta C + bias */
-  WEAVE_GEMM_AR = 3   /* C(M x N)    = alpha sum_q op(A_q) op(B_q) + beta C + bias, on every rank */
+  WEAVE_GEMM_AR = 3,  /* C(M x N)    = alpha sum_q op(A_q) op(B_q) + beta C + bias, on every rank */
+  WEAVE_GEMM = 4      /* C(M x N)    = alpha op(A) op(B) + beta C + bias with A, B, C each distributed
+                         over the whole P_r x P_c grid (block-cyclic or 2-D block, as pdgemm) */
 } weave_operation_t;
 
 typedef WEAVE_ENUM(weave_algorithm_t) {
@@ -203,8 +210,11 @@ typedef WEAVE_ENUM(weave_algorithm_t) {
                                and for device AG-GEMM over NCCL below 1 TFLOP per rank */
   WEAVE_ALGORITHM_RING = 1,        /* overlapped ring: chunk s+1 travels while chunk s is multiplied */
   WEAVE_ALGORITHM_SEQUENTIAL = 2,  /* one collective, then one GEMM (or GEMM then collective) */
-  WEAVE_ALGORITHM_DIRECT = 3       /* GEMM-RS/GEMM-AR: each rank sends every other rank its product for
+  WEAVE_ALGORITHM_DIRECT = 3,      /* GEMM-RS/GEMM-AR: each rank sends every other rank its product for
                                       that rank's rows, in C's type; the owner sums in float32 */
+  WEAVE_ALGORITHM_SUMMA = 6        /* WEAVE_GEMM: the panels of op(A) and op(B) along K are broadcast
+                                      along grid rows and columns, panel k+1 travelling while panel k
+                                      is multiplied */
 } weave_algorithm_t;
 
 typedef WEAVE_ENUM(weave_backend_t) {
@@ -302,6 +312,23 @@ typedef struct weave_matrix_desc_t {
   /* Appended with FP8 support (an older struct_size leaves them zero). */
   weave_scale_mode_t scale_mode;     /* FP8 types: how their scales apply (required);
                                         other types: WEAVE_SCALE_NONE               */
+  /* Appended with 2-D block-cyclic support. WEAVE_DIST_BLOCK_CYCLIC only (zero otherwise): ScaLAPACK's descriptor, with
+   * 0-based positions. The matrix's rows are cut into blocks of mb rows
+   * (the last one may be smaller), dealt round the grid rows starting at
+   * grid row rsrc; its columns likewise (nb, csrc) round the grid columns.
+   * Each rank stores the blocks it holds one after another, as
+   * ScaLAPACK's numroc counts them, in a local array with leading dimension
+   * ld (ScaLAPACK's LLD). A source of -1 means every grid row (column)
+   * holds every row (column), as PBLAS reads a negative source. */
+  int64_t mb;                        /* rows per block (MB_), > 0                    */
+  int64_t nb;                        /* columns per block (NB_), > 0                 */
+  int32_t rsrc;                      /* grid row of the first block (RSRC_), or -1   */
+  int32_t csrc;                      /* grid column of the first block (CSRC_), or -1 */
+  int64_t row_start;                 /* the matrix is rows [row_start, row_start +   */
+  int64_t col_start;                 /* rows) and columns [col_start, col_start +
+                                        cols) of the block-cyclic matrix held in the
+                                        local arrays (ScaLAPACK's IA - 1, JA - 1);
+                                        0, 0: the whole of it                        */
 } weave_matrix_desc_t;
 
 /* A descriptor with its struct_size set and every other field zero:
@@ -314,7 +341,13 @@ weave_status_t weave_matrix_create(weave_grid_t grid, const weave_matrix_desc_t*
 weave_status_t weave_matrix_destroy(weave_matrix_t matrix);
 
 /* This rank's block: its extent, its position in the global matrix, its
- * leading dimension, and the number of elements to allocate for it. */
+ * leading dimension, and the number of elements to allocate for it.
+ * BLOCK_CYCLIC: the extent is that of the local array from its first
+ * element to the matrix's last local row and column (with row_start or
+ * col_start > 0 this includes the local rows and columns before the
+ * matrix); the position is the global row and column, within the matrix,
+ * of the first of its rows and columns this rank holds (rows and cols when
+ * it holds none). */
 weave_status_t weave_matrix_local_shape(weave_matrix_t matrix, int64_t* rows, int64_t* cols);
 weave_status_t weave_matrix_local_offset(weave_matrix_t matrix, int64_t* row_offset,
                                          int64_t* col_offset);
@@ -410,7 +443,8 @@ typedef struct weave_plan_info_t {
 /* Writes the first info->struct_size bytes of what the plan resolved. */
 weave_status_t weave_plan_get_info(weave_plan_t plan, weave_plan_info_t* info);
 
-/* Run the plan: C <- alpha * product + beta * C + bias. Collective over the
+/* Run the plan: C <- alpha * product + beta * C + bias (real alpha and beta;
+ * complex ones through weave_execute_ex's alpha_imag and beta_imag). Collective over the
  * operation's group. a, b, c, bias are this rank's local blocks as described
  * by the plan's descriptors (bias may be NULL only if the plan has none; c is
  * not read when beta == 0). Host plans return when C is complete (stream must
@@ -459,6 +493,11 @@ typedef struct weave_execute_args_t {
   int64_t a_scale_elements;  /* WEAVE_CHECK_ELEMENTS: scale elements each buffer holds */
   int64_t b_scale_elements;
   int64_t gathered_a_scale_elements;
+  /* Appended with complex support. Complex plans: alpha = alpha + i alpha_imag, beta = beta + i beta_imag
+   * (zero for real plans, where a non-zero imaginary part is an error).
+   * weave_execute passes real alpha and beta. */
+  double alpha_imag;
+  double beta_imag;
 } weave_execute_args_t;
 
 /* weave_execute_args_t.buffer_checks (bitwise or). */

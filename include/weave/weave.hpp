@@ -10,6 +10,7 @@
 #ifndef WEAVE_WEAVE_HPP
 #define WEAVE_WEAVE_HPP
 
+#include <complex>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -56,6 +57,16 @@ template <>
 struct dtype_of<double> {
   static constexpr bool known = true;
   static constexpr weave_dtype_t value = WEAVE_FLOAT64;
+};
+template <>
+struct dtype_of<std::complex<float>> {
+  static constexpr bool known = true;
+  static constexpr weave_dtype_t value = WEAVE_COMPLEX64;
+};
+template <>
+struct dtype_of<std::complex<double>> {
+  static constexpr bool known = true;
+  static constexpr weave_dtype_t value = WEAVE_COMPLEX128;
 };
 
 // FP8 elements as their bytes (weave.h's WEAVE_FLOAT8_E4M3, _E5M2), for
@@ -169,6 +180,18 @@ struct MatrixDesc {
   MatrixDesc& order(weave_order_t o) { desc.order = o; return *this; }
   MatrixDesc& memory(weave_memory_t m) { desc.memory = m; return *this; }
   MatrixDesc& scale_mode(weave_scale_mode_t m) { desc.scale_mode = m; return *this; }
+  // BLOCK_CYCLIC: blocks of mb x nb, the first on grid row rsrc and column
+  // csrc (ScaLAPACK's MB_, NB_, RSRC_, CSRC_; -1: every grid row/column).
+  MatrixDesc& blocks(int64_t mb, int64_t nb, int32_t rsrc = 0, int32_t csrc = 0) {
+    desc.mb = mb;
+    desc.nb = nb;
+    desc.rsrc = rsrc;
+    desc.csrc = csrc;
+    return *this;
+  }
+  // BLOCK_CYCLIC: the matrix starts at 0-based global (row, col) of the
+  // block-cyclic matrix in the local arrays (ScaLAPACK's IA - 1, JA - 1).
+  MatrixDesc& start(int64_t row, int64_t col) { desc.row_start = row; desc.col_start = col; return *this; }
 
   // The C descriptor, with the count pointers refreshed.
   const weave_matrix_desc_t& c_desc() {
@@ -189,6 +212,11 @@ inline MatrixDesc replicated(int64_t rows, int64_t cols, weave_dtype_t t) {
 }
 inline MatrixDesc block_2d(int64_t rows, int64_t cols, weave_dtype_t t) {
   return MatrixDesc(rows, cols, t, WEAVE_DIST_BLOCK_2D);
+}
+// ScaLAPACK's 2-D block-cyclic layout: mb x nb blocks from grid (rsrc, csrc).
+inline MatrixDesc block_cyclic(int64_t rows, int64_t cols, weave_dtype_t t, int64_t mb, int64_t nb, int32_t rsrc = 0,
+                               int32_t csrc = 0) {
+  return MatrixDesc(rows, cols, t, WEAVE_DIST_BLOCK_CYCLIC).blocks(mb, nb, rsrc, csrc);
 }
 
 class Matrix {
@@ -285,17 +313,30 @@ class Plan {
   template <class TA, class TB, class TC>
   void execute(double alpha, const TA* a, const TB* b, double beta, TC* c, const TC* bias = nullptr,
                void* stream = nullptr) const {
-    execute(alpha, a, b, beta, c, Scales{}, bias, stream);
+    execute(std::complex<double>(alpha), a, b, std::complex<double>(beta), c, Scales{}, bias, stream);
   }
   // As above, with the scales of scaled (FP8) operands.
   template <class TA, class TB, class TC>
   void execute(double alpha, const TA* a, const TB* b, double beta, TC* c, const Scales& scales,
                const TC* bias = nullptr, void* stream = nullptr) const {
+    execute(std::complex<double>(alpha), a, b, std::complex<double>(beta), c, scales, bias, stream);
+  }
+  // Complex scalars (complex plans; a real plan refuses a non-zero imaginary part).
+  template <class TA, class TB, class TC>
+  void execute(std::complex<double> alpha, const TA* a, const TB* b, std::complex<double> beta, TC* c,
+               const TC* bias = nullptr, void* stream = nullptr) const {
+    execute(alpha, a, b, beta, c, Scales{}, bias, stream);
+  }
+  template <class TA, class TB, class TC>
+  void execute(std::complex<double> alpha, const TA* a, const TB* b, std::complex<double> beta, TC* c,
+               const Scales& scales, const TC* bias = nullptr, void* stream = nullptr) const {
     static_assert(dtype_of<TA>::known && dtype_of<TB>::known && dtype_of<TC>::known,
                   "weave::Plan::execute: an element type without a weave::dtype_of specialisation");
     weave_execute_args_t args{};
-    args.alpha = alpha;
-    args.beta = beta;
+    args.alpha = alpha.real();
+    args.beta = beta.real();
+    args.alpha_imag = alpha.imag();
+    args.beta_imag = beta.imag();
     args.a = a;
     args.b = b;
     args.c = c;
@@ -304,7 +345,7 @@ class Plan {
     args.a_scale = scales.a;
     args.b_scale = scales.b;
     args.gathered_a_scale = scales.gathered_a;
-    args.buffer_checks = WEAVE_CHECK_TYPES;
+    args.buffer_checks = WEAVE_CHECK_TYPES;  // a void buffer's type is 0: not checked
     args.a_type = dtype_of<TA>::value;
     args.b_type = dtype_of<TB>::value;
     args.c_type = dtype_of<TC>::value;

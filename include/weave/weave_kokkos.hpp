@@ -64,6 +64,17 @@ struct element_type<T, std::void_t<decltype(dtype_of<T>::value)>> {
   static constexpr bool supported = true;
   static constexpr weave_dtype_t value = dtype_of<T>::value;
 };
+// Kokkos's complex numbers are laid out as Weave's complex types.
+template <>
+struct element_type<Kokkos::complex<float>> {
+  static constexpr bool supported = true;
+  static constexpr weave_dtype_t value = WEAVE_COMPLEX64;
+};
+template <>
+struct element_type<Kokkos::complex<double>> {
+  static constexpr bool supported = true;
+  static constexpr weave_dtype_t value = WEAVE_COMPLEX128;
+};
 // 16-bit types exist on the CUDA backend only; in host-only Kokkos builds
 // half_t may be float itself.
 #if defined(KOKKOS_ENABLE_CUDA) && defined(KOKKOS_HALF_T_IS_FLOAT) && !KOKKOS_HALF_T_IS_FLOAT
@@ -204,6 +215,8 @@ inline const char* dtype_name(weave_dtype_t t) {
     case WEAVE_BFLOAT16: return "bfloat16";
     case WEAVE_FLOAT8_E4M3: return "float8 e4m3";
     case WEAVE_FLOAT8_E5M2: return "float8 e5m2";
+    case WEAVE_COMPLEX64: return "complex64";
+    case WEAVE_COMPLEX128: return "complex128";
   }
   return "?";
 }

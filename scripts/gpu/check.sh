@@ -74,6 +74,16 @@
 #                    cuBLASMp 0.7 loads NVSHMEM 3: from NVSHMEM_LIB, else the
 #                    PyTorch environment's, else .deps/peers/nvshmem-host.tar.xz
 #                    (lib/libnvshmem_host.so.3 and lib/nvshmem_bootstrap_uid.so.3).
+#   GEMM2D_BENCH     1 to measure WEAVE_GEMM (A, B, C block-cyclic over a 2-D grid;
+#                    default 0): weave-bench --ops gemm (SUMMA, sequential, GEMM
+#                    alone, communication alone) in bf16 and f64 on GEMM2D_RANKS
+#                    GPUs (default 2) over the grids GEMM2D_GRIDS (default
+#                    "1x2,2x1") with block sizes GEMM2D_BLOCKS (default 1024), then
+#                    cuBLASMp's cublasMpMatmul on the same matrices where its wheel
+#                    is in .deps/peers; outputs gemm2d-<dtype>.* and
+#                    cublasmp-gemm2d-<dtype>.*. Runs whether or not GPU_BENCH does.
+#   GEMM2D_ARGS      extra weave-bench and weave-bench-cublasmp arguments for it
+#                    (e.g. "--shape 16384x16384x16384 --iterations 20")
 #
 # Exit status: 0 when every gpu test passed; 1 when a step or a test failed;
 # 2 when tests were skipped although GPUs are present (the skip reason is in
@@ -183,7 +193,8 @@ export LD_LIBRARY_PATH="$LIBDIR:$LIBDIR/openblas-pthread:$NCCL_HOME/lib:$CUDA_HO
 PEERS="$ROOT/.deps/peers"
 CUBLASMP_ARGS=()
 CUBLASMP_LIBS=""
-if [ "${CUBLASMP_PEER:-1}" = 1 ] && [ "${GPU_BENCH:-1}" = 1 ] && ls "$PEERS"/nvidia_cublasmp_cu13-*.whl >/dev/null 2>&1; then
+if [ "${CUBLASMP_PEER:-1}" = 1 ] && { [ "${GPU_BENCH:-1}" = 1 ] || [ "${GEMM2D_BENCH:-0}" = 1 ]; } &&
+  ls "$PEERS"/nvidia_cublasmp_cu13-*.whl >/dev/null 2>&1; then
   wheel=$(ls "$PEERS"/nvidia_cublasmp_cu13-*.whl | tail -n 1)
   python3 -m zipfile -e "$wheel" "$PEERS/root" || die "cannot unpack $wheel"
   CUBLASMP_ARGS=(-DWEAVE_BENCH_CUBLASMP_ROOT="$PEERS/root/nvidia/cublasmp/cu13")
@@ -337,6 +348,38 @@ run_bench() {
   fi
 }
 
+# --- WEAVE_GEMM over 2-D grids (GEMM2D_BENCH=1) -----------------------------------
+# Weave's SUMMA and sequential plans, the GEMM alone and the communication
+# alone (weave-bench --ops gemm), then cuBLASMp's general cublasMpMatmul on
+# matrices of the same shapes, grids and blocks, each result checked.
+run_gemm2d_bench() {
+  local ranks=${GEMM2D_RANKS:-2}
+  if [ "$GPUS" -lt "$ranks" ]; then
+    say "GEMM2D_BENCH: $ranks GPUs needed, $GPUS present: skipped"
+    return
+  fi
+  local launcher=(mpirun -np "$ranks" --allow-run-as-root --oversubscribe --bind-to none)
+  for variable in "${FORWARDED[@]}"; do launcher+=(-x "$variable"); done
+  local budget=${BENCH_TIMEOUT:-300} grids=${GEMM2D_GRIDS:-1x2,2x1} blocks=${GEMM2D_BLOCKS:-1024} dtype
+  for dtype in bf16 f64; do
+    say "WEAVE_GEMM benchmark, $dtype, grids $grids, blocks $blocks on $ranks GPUs (budget ${budget} s)"
+    # shellcheck disable=SC2086
+    timeout "$budget" "${launcher[@]}" "$BUILD_DIR/bench/weave-bench" --backend cuda --ops gemm --dtype "$dtype" \
+      --grids "$grids" --blocks "$blocks" --json "$OUT/gemm2d-$dtype.json" ${GEMM2D_ARGS:-} 2>&1 |
+      tee "$OUT/gemm2d-$dtype.txt" || say "weave-bench --ops gemm ($dtype) failed or ran out of time"
+    if [ -x "$BUILD_DIR/bench/weave-bench-cublasmp" ] && [ -n "$CUBLASMP_LIBS" ]; then
+      # shellcheck disable=SC2086
+      LD_LIBRARY_PATH="$CUBLASMP_LIBS:$LD_LIBRARY_PATH" timeout "$budget" "${launcher[@]}" \
+        "$BUILD_DIR/bench/weave-bench-cublasmp" --ops gemm --dtype "$dtype" --grids "$grids" --blocks "$blocks" \
+        --json "$OUT/cublasmp-gemm2d-$dtype.json" ${GEMM2D_ARGS:-} 2>&1 | tee "$OUT/cublasmp-gemm2d-$dtype.txt" ||
+        say "cuBLASMp gemm ($dtype) failed or ran out of time"
+    fi
+  done
+  if ! { [ -x "$BUILD_DIR/bench/weave-bench-cublasmp" ] && [ -n "$CUBLASMP_LIBS" ]; }; then
+    say "no cuBLASMp wheel in .deps/peers: WEAVE_GEMM measured without cuBLASMp"
+  fi
+}
+
 # --- Tests ---------------------------------------------------------------------
 # One test at a time: each uses every GPU it needs.
 CTEST_RC=0
@@ -359,6 +402,7 @@ else
   : >"$OUT/ctest.log"
 fi
 if [ "${GPU_BENCH:-1}" = 1 ]; then run_bench; fi
+if [ "${GEMM2D_BENCH:-0}" = 1 ]; then run_gemm2d_bench; fi
 # Every test's full output (passed ones too), for the record.
 cp "$BUILD_DIR/Testing/Temporary/LastTest.log" "$OUT/LastTest.log" 2>/dev/null || true
 

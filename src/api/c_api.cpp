@@ -174,6 +174,15 @@ weave_status_t weave_matrix_create(weave_grid_t grid, const weave_matrix_desc_t*
                                       {"scale_mode", static_cast<int64_t>(m.scale_mode)}};
       for (int i = 0; i < m.row_split.parts(); ++i) fields.push_back({str("row_counts[", i, "]"), m.row_split.count(i)});
       for (int i = 0; i < m.col_split.parts(); ++i) fields.push_back({str("col_counts[", i, "]"), m.col_split.count(i)});
+      if (m.distribution == WEAVE_DIST_BLOCK_CYCLIC) {
+        auto add_axis = [&](const AxisLayout& axis, const char* block, const char* source, const char* start) {
+          fields.push_back({block, axis.block()});
+          fields.push_back({source, axis.is_replicated() ? -1 : axis.source()});
+          fields.push_back({start, axis.start()});
+        };
+        add_axis(m.row_axis, "mb", "rsrc", "row_start");
+        add_axis(m.col_axis, "nb", "csrc", "col_start");
+      }
       check_same_on_all_ranks(state->channel(), fields, "weave_matrix_create");
     });
     *matrix = handle.release();

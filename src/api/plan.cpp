@@ -93,13 +93,13 @@ std::unique_ptr<Plan> Plan::create(const std::shared_ptr<GridState>& grid, const
   //    leave the others inside a collective.
   agree_on_errors(grid->channel(), [&] {
     const int operation = enum_value(desc.operation), op_a = enum_value(desc.op_a), op_b = enum_value(desc.op_b);
-    if (operation < WEAVE_AG_GEMM || operation > WEAVE_GEMM_AR)
+    if (operation < WEAVE_AG_GEMM || operation > WEAVE_GEMM)
       fail(WEAVE_ERROR_INVALID_VALUE, "operation = ", operation, operation == 0 ? " (not set)" : "",
-           " is not WEAVE_AG_GEMM, WEAVE_GEMM_RS or WEAVE_GEMM_AR");
-    if (op_a != WEAVE_OP_N && op_a != WEAVE_OP_T)
-      fail(WEAVE_ERROR_INVALID_VALUE, "op_a = ", op_a, " is not WEAVE_OP_N or WEAVE_OP_T");
-    if (op_b != WEAVE_OP_N && op_b != WEAVE_OP_T)
-      fail(WEAVE_ERROR_INVALID_VALUE, "op_b = ", op_b, " is not WEAVE_OP_N or WEAVE_OP_T");
+           " is not WEAVE_AG_GEMM, WEAVE_GEMM_RS, WEAVE_GEMM_AR or WEAVE_GEMM");
+    if (op_a != WEAVE_OP_N && op_a != WEAVE_OP_T && op_a != WEAVE_OP_C)
+      fail(WEAVE_ERROR_INVALID_VALUE, "op_a = ", op_a, " is not WEAVE_OP_N, WEAVE_OP_T or WEAVE_OP_C");
+    if (op_b != WEAVE_OP_N && op_b != WEAVE_OP_T && op_b != WEAVE_OP_C)
+      fail(WEAVE_ERROR_INVALID_VALUE, "op_b = ", op_b, " is not WEAVE_OP_N, WEAVE_OP_T or WEAVE_OP_C");
     plan->group_ = grid->group(enum_value(desc.group));
     const MatrixDesc& a = matrix_of(desc.a, "a");
     const MatrixDesc& b = matrix_of(desc.b, "b");
@@ -143,6 +143,7 @@ std::unique_ptr<Plan> Plan::create(const std::shared_ptr<GridState>& grid, const
     // WEAVE_LOG and WEAVE_TRACE time every execute: as WEAVE_FLAG_TRACE does.
     plan->log_ = log_settings();
     if (plan->log_.timing_wanted()) plan->resolved_.flags |= WEAVE_FLAG_TRACE;
+    plan::require_one_call_gemms(plan->schedule_);
   });
   agree_on_errors(grid->channel(), [&] {
     check_same_on_all_ranks(*plan->group_.channel, resolved_fields(plan->resolved_), "weave_plan_create");
@@ -252,17 +253,23 @@ std::string Plan::describe() const {
       wire += "; each rank's product uses its own K-slice's scales";
   }
   std::string splits;
-  if (p.operation == Operation::AgGemm)
+  if (p.operation == Operation::Gemm)
+    splits = str("my C block ", p.grid.c.rows.count(p.grid.row_of(p.group_rank)), " x ",
+                 p.grid.c.cols.count(p.grid.col_of(p.group_rank)));
+  else if (p.operation == Operation::AgGemm)
     splits = str("M counts ", format_counts(p.m_split.counts()), ", N counts ", format_counts(p.n_split.counts()));
   else
     splits = str("K counts ", format_counts(p.k_split.counts()), ", M counts ", format_counts(p.m_split.counts()));
+  if (p.operation == Operation::Gemm)
+    where = str("the ", p.grid.prows, " x ", p.grid.pcols, " grid");
   std::string text = str(p.summary(), " over ", where, " (", p.group_size, " rank", p.group_size > 1 ? "s" : "",
                          ", I am ", p.group_rank, "): ", algorithm, "; backend ", backend_->name(), ", transport ",
                          transport_->name(), wire);
   if (r.backend == plan::Backend::Host) text += str(", progress ", plan::progress_name(r.progress));
   if (r.backend == plan::Backend::Cuda) text += str(", ", s.compute_lanes, " compute streams");
   text += str("; ", splits, "; workspace ", format_bytes(s.workspace_bytes), "; ", s.step_summary());
-  if (!r.notes.empty()) text += ";" + r.notes.substr(0, r.notes.size() - 1);
+  const std::string notes = s.notes + r.notes;
+  if (!notes.empty()) text += ";" + notes.substr(0, notes.size() - 1);
   return text;
 }
 
@@ -304,6 +311,10 @@ void Plan::validate_execute_args(const weave_execute_args_t& args) const {
   const bool can_ask_cuda = WEAVE_HAVE_CUDA && (device || cuda::process_uses_cuda());
   if (args.buffer_checks & ~(WEAVE_CHECK_TYPES | WEAVE_CHECK_ELEMENTS))
     fail(WEAVE_ERROR_INVALID_VALUE, "args->buffer_checks = ", args.buffer_checks, " has unknown bits");
+  // A real plan has real scalars: an imaginary part would be dropped.
+  if (!is_complex(p.dtype) && (args.alpha_imag != 0.0 || args.beta_imag != 0.0))
+    fail(WEAVE_ERROR_INVALID_VALUE, "args->alpha_imag = ", args.alpha_imag, ", args->beta_imag = ", args.beta_imag,
+         ": complex scalars, but the plan multiplies ", dtype_name(p.dtype), " matrices");
   // What a typed interface says it was handed, against what the plan's
   // blocks hold: a wrong element type or too small a buffer would be read or
   // written out of bounds.
@@ -464,7 +475,7 @@ void Plan::run_and_agree_on_outcome(const weave_execute_args_t& args, bool check
   bindings.user = {args.a, args.b, args.c, args.bias, args.gathered_a, args.a_scale, args.b_scale, args.gathered_a_scale};
   bindings.gathered_ld = args.ld_gathered_a;
   bindings.workspace = backend_->workspace();
-  exec::Scalars scalars{args.alpha, args.beta};
+  exec::Scalars scalars{args.alpha, args.beta, args.alpha_imag, args.beta_imag};
   bindings.scalars = scalars;
   std::exception_ptr error;
   try {

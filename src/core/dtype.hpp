@@ -20,6 +20,8 @@ enum class DType : int {
   BF16 = WEAVE_BFLOAT16,
   E4M3 = WEAVE_FLOAT8_E4M3,
   E5M2 = WEAVE_FLOAT8_E5M2,
+  C64 = WEAVE_COMPLEX64,
+  C128 = WEAVE_COMPLEX128,
   // Not a weave_dtype_t: the unsigned power-of-two exponents (E8M0) of
   // MXFP8's block scales, one byte each. Only scale buffers have it.
   UE8M0 = 100,
@@ -74,6 +76,11 @@ struct DTypeRow {
   // What the CUDA backend needs of the device (compute capability, major *
   // 10 + minor); 0: any device the backend runs on.
   int cuda_min_compute;
+  // A complex type is a pair (real, imaginary) of its component type, which
+  // is how its sums travel and are reduced (component by component); a
+  // real type is its own single component.
+  DType component;
+  int components;
 };
 
 // Bit of a weave_dtype_t in the partner masks (internal types have none).
@@ -93,22 +100,30 @@ inline constexpr DTypeRow kDTypeTable[] = {
     // type      name    enumerator              size accumulation roles
     {DType::F32, "f32", "WEAVE_FLOAT32", 4, DType::F32, dtype_table_detail::kOperand, Support::Native,
      Support::Native, scale_bit(ScaleMode::None), false, 3.4028234663852886e38, type_bit(DType::F32),
-     type_bit(DType::F32), 0},
+     type_bit(DType::F32), 0, DType::F32, 1},
     {DType::F64, "f64", "WEAVE_FLOAT64", 8, DType::F64, dtype_table_detail::kOperand, Support::Native,
      Support::Native, scale_bit(ScaleMode::None), false, 1.7976931348623157e308, type_bit(DType::F64),
-     type_bit(DType::F64), 0},
+     type_bit(DType::F64), 0, DType::F64, 1},
     {DType::F16, "f16", "WEAVE_FLOAT16", 2, DType::F32, dtype_table_detail::kOperand, Support::Emulated,
-     Support::Native, scale_bit(ScaleMode::None), false, 65504.0, type_bit(DType::F16), type_bit(DType::F16), 0},
+     Support::Native, scale_bit(ScaleMode::None), false, 65504.0, type_bit(DType::F16), type_bit(DType::F16), 0, DType::F16, 1},
     {DType::BF16, "bf16", "WEAVE_BFLOAT16", 2, DType::F32, dtype_table_detail::kOperand | kRoleWire,
      Support::Emulated, Support::Native, scale_bit(ScaleMode::None), false, 3.3895313892515355e38,
-     type_bit(DType::BF16), type_bit(DType::BF16), 0},
+     type_bit(DType::BF16), type_bit(DType::BF16), 0, DType::BF16, 1},
     {DType::E4M3, "e4m3", "WEAVE_FLOAT8_E4M3", 1, DType::F32, kRoleA | kRoleB | kRoleWire, Support::Emulated,
      Support::Native, dtype_table_detail::kAllScaleModes, true, 448.0,
-     type_bit(DType::E4M3) | type_bit(DType::E5M2), dtype_table_detail::kFp8Outputs, 89},
+     type_bit(DType::E4M3) | type_bit(DType::E5M2), dtype_table_detail::kFp8Outputs, 89, DType::E4M3, 1},
     {DType::E5M2, "e5m2", "WEAVE_FLOAT8_E5M2", 1, DType::F32, kRoleA | kRoleB, Support::Emulated, Support::Native,
-     dtype_table_detail::kAllScaleModes, true, 57344.0, type_bit(DType::E4M3), dtype_table_detail::kFp8Outputs, 89},
+     dtype_table_detail::kAllScaleModes, true, 57344.0, type_bit(DType::E4M3), dtype_table_detail::kFp8Outputs, 89, DType::E5M2, 1},
     {DType::UE8M0, "ue8m0", "(MXFP8 scale)", 1, DType::F32, kRoleScale, Support::No, Support::Native,
-     scale_bit(ScaleMode::None), false, 1.7014118346046923e38, 0, 0, 100},
+     scale_bit(ScaleMode::None), false, 1.7014118346046923e38, 0, 0, 100, DType::UE8M0, 1},
+    // Complex: BLAS cgemm/zgemm on the host, cuBLASLt on the GPU; the
+    // largest finite value is that of each component.
+    {DType::C64, "c64", "WEAVE_COMPLEX64", 8, DType::C64, dtype_table_detail::kOperand, Support::Native,
+     Support::Native, scale_bit(ScaleMode::None), false, 3.4028234663852886e38, type_bit(DType::C64),
+     type_bit(DType::C64), 0, DType::F32, 2},
+    {DType::C128, "c128", "WEAVE_COMPLEX128", 16, DType::C128, dtype_table_detail::kOperand, Support::Native,
+     Support::Native, scale_bit(ScaleMode::None), false, 1.7976931348623157e308, type_bit(DType::C128),
+     type_bit(DType::C128), 0, DType::F64, 2},
 };
 
 // The row of a type; null for an int that names none (callers' values).
@@ -125,6 +140,9 @@ inline const char* dtype_name(DType t) { return dtype_row(t).name; }
 // 16-bit and FP8 types, the type itself otherwise.
 inline DType accumulation_type(DType t) { return dtype_row(t).accumulation; }
 inline bool is_scaled(DType t) { return dtype_row(t).scaled; }
+inline bool is_complex(DType t) { return dtype_row(t).components == 2; }
+inline DType component_type(DType t) { return dtype_row(t).component; }
+inline int components(DType t) { return dtype_row(t).components; }
 
 // Whether `t` is a weave_dtype_t a caller may put in a descriptor.
 inline bool is_valid_dtype(int t) {

@@ -14,6 +14,7 @@ const char* distribution_name(weave_distribution_t d) {
     case WEAVE_DIST_BLOCK_ROW: return "BLOCK_ROW";
     case WEAVE_DIST_BLOCK_COLUMN: return "BLOCK_COLUMN";
     case WEAVE_DIST_BLOCK_2D: return "BLOCK_2D";
+    case WEAVE_DIST_BLOCK_CYCLIC: return "BLOCK_CYCLIC";
   }
   return "?";
 }
@@ -42,6 +43,37 @@ void require_no_counts(const int64_t* counts, const std::string& what, weave_dis
   if (counts)
     fail(WEAVE_ERROR_INVALID_COUNTS, what, " must be NULL for a ", distribution_name(d),
          " matrix (that dimension is not split)");
+}
+
+// The fields only BLOCK_CYCLIC reads must be zero elsewhere: a value there
+// would be a layout the caller believes in and Weave ignores.
+void require_no_cyclic_fields(const weave_matrix_desc_t& desc, const std::string& name, weave_distribution_t d) {
+  if (desc.mb || desc.nb || desc.rsrc || desc.csrc || desc.row_start || desc.col_start)
+    fail(WEAVE_ERROR_INVALID_VALUE, name, ".mb, .nb, .rsrc, .csrc, .row_start and .col_start are for "
+         "WEAVE_DIST_BLOCK_CYCLIC; they must be 0 for a ", distribution_name(d), " matrix (they are ", desc.mb, ", ",
+         desc.nb, ", ", desc.rsrc, ", ", desc.csrc, ", ", desc.row_start, ", ", desc.col_start, ")");
+}
+
+// One dimension of a block-cyclic descriptor: `n` indices from `start`,
+// blocks of `block` from grid process `source` (or -1) of `procs`.
+AxisLayout cyclic_axis(int64_t n, int64_t block, int32_t source, int64_t start, int procs, const std::string& name,
+                       const char* block_field, const char* source_field, const char* start_field, const char* grid) {
+  if (block <= 0)
+    fail(WEAVE_ERROR_INVALID_VALUE, name, ".", block_field, " = ", block,
+         " must be positive for a BLOCK_CYCLIC matrix (the block size, ScaLAPACK's ",
+         block_field[0] == 'm' ? "MB_" : "NB_", ")");
+  if (source < -1 || source >= procs)
+    fail(WEAVE_ERROR_INVALID_VALUE, name, ".", source_field, " = ", source, " is not a grid ", grid, " of this ",
+         procs, "-", grid, " grid dimension (0 to ", procs - 1, ", or -1 for every ", grid, ")");
+  if (start < 0) fail(WEAVE_ERROR_INVALID_VALUE, name, ".", start_field, " = ", start, " is negative");
+  checked_add(start, n, "the last index of ", name, " (", start_field, " ", start, " + extent ", n, ")");
+  if (source == -1) {
+    if (start != 0)
+      fail(WEAVE_ERROR_INVALID_VALUE, name, ".", start_field, " = ", start, " with ", source_field,
+           " = -1: a replicated dimension starts at 0");
+    return AxisLayout::replicated(n, procs, block);
+  }
+  return AxisLayout::cyclic(n, block, source, procs, start);
 }
 
 }  // namespace
@@ -74,9 +106,10 @@ MatrixDesc make_matrix(const std::shared_ptr<GridState>& grid, const weave_matri
     fail(WEAVE_ERROR_INVALID_VALUE, name, ".order = ", order, " is not a weave_order_t");
   if (memory != WEAVE_MEMORY_HOST && memory != WEAVE_MEMORY_DEVICE)
     fail(WEAVE_ERROR_INVALID_VALUE, name, ".memory = ", memory, " is not a weave_memory_t");
-  if (distribution < WEAVE_DIST_REPLICATED || distribution > WEAVE_DIST_BLOCK_2D)
+  if (distribution < WEAVE_DIST_REPLICATED || distribution > WEAVE_DIST_BLOCK_CYCLIC)
     fail(WEAVE_ERROR_INVALID_VALUE, name, ".distribution = ", distribution, distribution == 0 ? " (not set)" : "",
-         " is not a weave_distribution_t (WEAVE_DIST_REPLICATED, _BLOCK_ROW, _BLOCK_COLUMN, _BLOCK_2D)");
+         " is not a weave_distribution_t (WEAVE_DIST_REPLICATED, _BLOCK_ROW, _BLOCK_COLUMN, _BLOCK_2D, "
+         "_BLOCK_CYCLIC)");
   const GroupView group = grid->group(enum_value(desc.group));  // validates the group
   m.rows = desc.rows;
   m.cols = desc.cols;
@@ -89,6 +122,7 @@ MatrixDesc make_matrix(const std::shared_ptr<GridState>& grid, const weave_matri
 
   const std::string rc = name + ".row_counts", cc = name + ".col_counts";
   int row_part = 0, col_part = 0;
+  if (m.distribution != WEAVE_DIST_BLOCK_CYCLIC) require_no_cyclic_fields(desc, name, m.distribution);
   switch (m.distribution) {
     case WEAVE_DIST_REPLICATED:
       require_no_counts(desc.row_counts, rc, m.distribution);
@@ -114,13 +148,34 @@ MatrixDesc make_matrix(const std::shared_ptr<GridState>& grid, const weave_matri
       row_part = grid->row();
       col_part = grid->col();
       break;
+    case WEAVE_DIST_BLOCK_CYCLIC:
+      require_no_counts(desc.row_counts, rc, m.distribution);
+      require_no_counts(desc.col_counts, cc, m.distribution);
+      if (group.kind != WEAVE_GROUP_GRID)
+        fail(WEAVE_ERROR_INVALID_VALUE, name, ".group = ", group_name(group.kind),
+             ": a BLOCK_CYCLIC matrix lies over the whole grid (leave .group WEAVE_GROUP_GRID)");
+      m.row_axis = cyclic_axis(desc.rows, desc.mb, desc.rsrc, desc.row_start, grid->prows(), name, "mb", "rsrc",
+                               "row_start", "row");
+      m.col_axis = cyclic_axis(desc.cols, desc.nb, desc.csrc, desc.col_start, grid->pcols(), name, "nb", "csrc",
+                               "col_start", "column");
+      break;
     default:
       fail(WEAVE_ERROR_INTERNAL, name, ".distribution was validated above");
   }
-  m.local_rows = m.row_split.count(row_part);
-  m.local_cols = m.col_split.count(col_part);
-  m.row_offset = m.row_split.offset(row_part);
-  m.col_offset = m.col_split.offset(col_part);
+  if (m.distribution == WEAVE_DIST_BLOCK_CYCLIC) {
+    // The local array from its start to the matrix's last local row and
+    // column; the position is that of the first global row and column held.
+    const int r = grid->row(), c = grid->col();
+    m.local_rows = m.row_axis.local_end(r);
+    m.local_cols = m.col_axis.local_end(c);
+    m.row_offset = m.row_axis.count(r) > 0 ? m.row_axis.global_index(r, m.row_axis.local_begin(r)) : m.rows;
+    m.col_offset = m.col_axis.count(c) > 0 ? m.col_axis.global_index(c, m.col_axis.local_begin(c)) : m.cols;
+  } else {
+    m.local_rows = m.row_split.count(row_part);
+    m.local_cols = m.col_split.count(col_part);
+    m.row_offset = m.row_split.offset(row_part);
+    m.col_offset = m.col_split.offset(col_part);
+  }
 
   const int64_t min_ld = min_leading_dimension(m.local_rows, m.local_cols, m.order);
   if (desc.ld < 0) fail(WEAVE_ERROR_INVALID_LEADING_DIMENSION, name, ".ld = ", desc.ld, " is negative");
@@ -137,6 +192,38 @@ MatrixDesc make_matrix(const std::shared_ptr<GridState>& grid, const weave_matri
   checked_mul(elements, static_cast<int64_t>(dtype_size(m.dtype)), "the local bytes of ", name, " (", elements, " ",
               dtype_name(m.dtype), " elements)");
   return m;
+}
+
+bool grid_axes(const MatrixDesc& m, AxisLayout* rows, AxisLayout* cols) {
+  const GridState& grid = *m.grid;
+  const int prows = grid.prows(), pcols = grid.pcols();
+  switch (m.distribution) {
+    case WEAVE_DIST_BLOCK_CYCLIC:
+      *rows = m.row_axis;
+      *cols = m.col_axis;
+      return true;
+    case WEAVE_DIST_BLOCK_2D:
+      *rows = AxisLayout::counts(m.row_split);
+      *cols = AxisLayout::counts(m.col_split);
+      return true;
+    case WEAVE_DIST_REPLICATED:
+      *rows = AxisLayout::replicated(m.rows, prows);
+      *cols = AxisLayout::replicated(m.cols, pcols);
+      return true;
+    case WEAVE_DIST_BLOCK_ROW:
+      // Rows split along a grid column (or a grid of one column), the same
+      // in every grid column.
+      if (m.group != WEAVE_GROUP_COLUMN && !(m.group == WEAVE_GROUP_GRID && pcols == 1)) return false;
+      *rows = AxisLayout::counts(m.row_split);
+      *cols = AxisLayout::replicated(m.cols, pcols);
+      return true;
+    case WEAVE_DIST_BLOCK_COLUMN:
+      if (m.group != WEAVE_GROUP_ROW && !(m.group == WEAVE_GROUP_GRID && prows == 1)) return false;
+      *rows = AxisLayout::replicated(m.rows, prows);
+      *cols = AxisLayout::counts(m.col_split);
+      return true;
+  }
+  return false;
 }
 
 }  // namespace weave::internal

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "core/axis_layout.hpp"
 #include "core/checked.hpp"
 #include "core/dtype.hpp"
 #include "core/grid.hpp"
@@ -33,7 +34,12 @@ struct MatrixDesc {
   Order order = Order::ColMajor;
   Memory memory = Memory::Host;
   ScaleMode scale_mode = ScaleMode::None;  // FP8 types: how their scales apply
-  // This rank's block.
+  // BLOCK_CYCLIC: how the rows lie along the grid rows and the columns along
+  // the grid columns (BLOCK_2D and REPLICATED matrices have such axes too,
+  // see grid_axes).
+  AxisLayout row_axis, col_axis;
+  // This rank's block: for BLOCK_CYCLIC the extent of the local array up
+  // to the matrix's last local row and column (see weave.h).
   int64_t local_rows = 0, local_cols = 0, row_offset = 0, col_offset = 0, ld = 1;
 
   // Elements to allocate for the local block (make_matrix checked that
@@ -46,6 +52,13 @@ struct MatrixDesc {
 // wraps it in agree_on_errors and a cross-rank agreement check.
 MatrixDesc make_matrix(const std::shared_ptr<GridState>& grid, const weave_matrix_desc_t& desc,
                        const std::string& name);
+
+// How a matrix lies along the grid's rows and columns, for operations over
+// the whole 2-D grid: BLOCK_CYCLIC as described, BLOCK_2D as one block per
+// grid row and column, REPLICATED as replicated along both. False for the
+// 1-D distributions (BLOCK_ROW, BLOCK_COLUMN), which split over a group's
+// ranks rather than a grid dimension.
+bool grid_axes(const MatrixDesc& m, AxisLayout* rows, AxisLayout* cols);
 
 // Leading dimension rule for a local block stored in `order`.
 int64_t min_leading_dimension(int64_t local_rows, int64_t local_cols, Order order);

@@ -9,6 +9,7 @@ const char* operation_name(Operation op) {
     case Operation::AgGemm: return "AG-GEMM";
     case Operation::GemmRs: return "GEMM-RS";
     case Operation::GemmAr: return "GEMM-AR";
+    case Operation::Gemm: return "GEMM";
   }
   return "?";
 }
@@ -97,6 +98,143 @@ LocalBlock local_block(const MatrixDesc& m) {
   return LocalBlock{m.local_rows, m.local_cols, m.ld, m.order};
 }
 
+// The checks every operation makes of its operands: one grid, one element
+// type, one memory space. Fills the types and memory of `p`.
+// AG-GEMM's wire type: narrower than A's (unscaled, float) type, one of the
+// table's wire types; e4m3 rows carry row-wise scales, bf16 rows none.
+DType resolve_wire_type(int wire_type, Operation operation, DType a) {
+  if (wire_type == 0) return a;
+  if (!is_valid_dtype(wire_type))
+    fail(WEAVE_ERROR_INVALID_VALUE, "wire_type = ", wire_type, " is not a weave_dtype_t");
+  const DTypeRow& w = dtype_row(static_cast<DType>(wire_type));
+  std::string wire_types;
+  for (const DTypeRow& row : kDTypeTable)
+    if (row.roles & kRoleWire) wire_types += str(wire_types.empty() ? "" : " or ", row.enumerator);
+  if (!(w.roles & kRoleWire))
+    fail(WEAVE_ERROR_UNSUPPORTED_TYPE, "wire_type = ", w.enumerator, " is not a wire type (", wire_types, ")");
+  if (operation != Operation::AgGemm)
+    fail(WEAVE_ERROR_UNSUPPORTED, "wire_type is for AG-GEMM, whose A travels; ", operation_name(operation),
+         " moves products (in C's type, or float32 partial sums)");
+  const DTypeRow& ra = dtype_row(a);
+  if (ra.scaled || ra.accumulation != DType::F32 || ra.size <= w.size)
+    fail(WEAVE_ERROR_UNSUPPORTED_TYPE, "A is ", ra.name, " and wire_type is ", w.name, ": a wire type is narrower "
+         "than A's type, which is f32, f16 or bf16 (A is quantized into it)");
+  return w.type;
+}
+
+void check_operands_alike(Problem& p, const GridState& grid, const MatrixDesc& a, const MatrixDesc& b,
+                          const MatrixDesc& c, const MatrixDesc* bias, int wire_type) {
+  if (a.grid.get() != &grid || b.grid.get() != &grid || (bias && bias->grid.get() != &grid))
+    fail(WEAVE_ERROR_INVALID_VALUE, "A, B, C", bias ? " and bias" : "",
+         " must be created on the plan's grid");
+  // A's rows are multiplied in the wire type when there is one.
+  p.wire_type = resolve_wire_type(wire_type, p.operation, a.dtype);
+  p.wire_scale = p.wire_type == a.dtype ? a.scale_mode
+                 : is_scaled(p.wire_type) ? ScaleMode::RowWise
+                                          : ScaleMode::None;
+  check_types_fit(p.wire_type, p.wire_type == a.dtype ? "A" : "A's wire type", b.dtype, c.dtype,
+                  bias ? &bias->dtype : nullptr);
+  p.dtype = c.dtype;
+  p.a_type = a.dtype;
+  p.b_type = b.dtype;
+  p.c_type = c.dtype;
+  p.bias_type = bias ? bias->dtype : c.dtype;
+  p.a_scale = a.scale_mode;
+  p.b_scale = b.scale_mode;
+  if (a.memory != c.memory || b.memory != c.memory || (bias && bias->memory != c.memory))
+    fail(WEAVE_ERROR_POINTER_KIND, "A, B, C", bias ? " and bias" : "",
+         " must live in one memory space; A is ", memory_name(a.memory), ", B is ", memory_name(b.memory),
+         ", C is ", memory_name(c.memory), bias ? ", bias is " : "", bias ? memory_name(bias->memory) : "");
+  p.memory = c.memory;
+}
+
+// Plans walk an axis block by block (panels, what moves where): at most
+// this many blocks along one axis of a WEAVE_GEMM matrix, so a plan's work
+// and memory stay bounded (4M blocks of one element each is a 4M x 4M
+// matrix in blocks of one).
+constexpr int64_t kMaxAxisBlocks = int64_t{1} << 22;
+
+void require_few_blocks(const AxisLayout& axis, const std::string& name, const char* block_field) {
+  if (axis.kind() != AxisLayout::Kind::Cyclic) return;
+  const int64_t blocks = axis.extent() / axis.block() + 2;  // a partial block at each end at most
+  if (blocks > kMaxAxisBlocks)
+    fail(WEAVE_ERROR_UNSUPPORTED, name, " has ", axis.extent(), " ", block_field[0] == 'm' ? "rows" : "columns",
+         " in blocks of ", axis.block(), " (", block_field, "): more than ", kMaxAxisBlocks,
+         " blocks, which WEAVE_GEMM does not plan for; use larger blocks");
+}
+
+// A matrix of WEAVE_GEMM as it lies over the grid.
+GridLayout grid_layout(const MatrixDesc& m, const std::string& name) {
+  GridLayout g;
+  if (!grid_axes(m, &g.rows, &g.cols))
+    fail(WEAVE_ERROR_DISTRIBUTION_MISMATCH, name, " is ", distribution_name(m.distribution), " over the ",
+         group_name(m.group), " of a ", m.grid->prows(), " x ", m.grid->pcols(),
+         " grid, which does not lie along the grid's rows and columns; WEAVE_GEMM takes BLOCK_CYCLIC, BLOCK_2D "
+         "and REPLICATED matrices (and BLOCK_ROW over grid columns, BLOCK_COLUMN over grid rows)");
+  require_few_blocks(g.rows, name, "mb");
+  require_few_blocks(g.cols, name, "nb");
+  return g;
+}
+
+// WEAVE_GEMM: A, B and C each over the whole grid.
+Problem make_grid_problem(weave_group_t group_kind, Op op_a, Op op_b, const MatrixDesc& a, const MatrixDesc& b,
+                          const MatrixDesc& c, const MatrixDesc* bias, int wire_type) {
+  Problem p;
+  p.operation = Operation::Gemm;
+  p.op_a = op_a;
+  p.op_b = op_b;
+  const GridState& grid = *c.grid;
+  if (group_kind != WEAVE_GROUP_GRID)
+    fail(WEAVE_ERROR_DISTRIBUTION_MISMATCH, "WEAVE_GEMM runs over the whole grid, its matrices lying along the "
+         "grid's rows and columns; leave the plan's group WEAVE_GROUP_GRID (it is ", group_name(group_kind), ")");
+  const GroupView group = grid.group(WEAVE_GROUP_GRID);
+  p.group = WEAVE_GROUP_GRID;
+  p.group_size = group.size;
+  p.group_rank = group.rank;
+  check_operands_alike(p, grid, a, b, c, bias, wire_type);
+  if (is_scaled(a.dtype) || is_scaled(b.dtype))
+    fail(WEAVE_ERROR_UNSUPPORTED_TYPE, "WEAVE_GEMM does not take scaled (FP8) operands; A is ", dtype_name(a.dtype),
+         ", B is ", dtype_name(b.dtype), " (FP8 runs in AG-GEMM, GEMM-RS and GEMM-AR)");
+
+  p.grid.prows = grid.prows();
+  p.grid.pcols = grid.pcols();
+  p.grid.a = grid_layout(a, "A");
+  p.grid.b = grid_layout(b, "B");
+  p.grid.c = grid_layout(c, "C");
+  const std::string op_a_name = str("op(A) (op_a=", op_name(op_a), ")");
+  const std::string op_b_name = str("op(B) (op_b=", op_name(op_b), ")");
+  p.m = op_a == Op::N ? a.rows : a.cols;
+  p.k = op_a == Op::N ? a.cols : a.rows;
+  p.n = op_b == Op::N ? b.cols : b.rows;
+  require_extent(op_b == Op::N ? b.rows : b.cols, p.k, "rows of " + op_b_name, "columns of " + op_a_name + " (K)");
+  require_extent(c.rows, p.m, "rows of C", "rows of " + op_a_name + " (M)");
+  require_extent(c.cols, p.n, "columns of C", "columns of " + op_b_name + " (N)");
+  p.m_split = Split::whole(p.m);
+  p.n_split = Split::whole(p.n);
+  p.k_split = Split::whole(p.k);
+  if (bias) {
+    require_extent(bias->rows, 1, "rows of bias", "one row (bias is 1 x N)");
+    require_extent(bias->cols, p.n, "columns of bias", "columns of C (N)");
+    p.grid.bias = grid_layout(*bias, "bias");
+    p.has_bias = true;
+    p.bias = local_block(*bias);
+  }
+  p.a = local_block(a);
+  p.b = local_block(b);
+  p.c = local_block(c);
+  return p;
+}
+
+// The numbers that pin down how one axis lies (every rank of the grid must
+// see the same).
+void add_axis_fields(std::vector<Argument>& fields, const std::string& name, const AxisLayout& axis) {
+  fields.push_back({str(name, " layout"), static_cast<int64_t>(axis.kind())});
+  fields.push_back({str(name, " block"), axis.block()});
+  fields.push_back({str(name, " source"), axis.source()});
+  fields.push_back({str(name, " start"), axis.start()});
+  for (int p = 0; p < axis.procs(); ++p) fields.push_back({str(name, " count[", p, "]"), axis.count(p)});
+}
+
 }  // namespace
 
 GroupMatrix resolve_in_group(const MatrixDesc& m, const GroupView& group, const std::string& name) {
@@ -148,37 +286,25 @@ GroupMatrix resolve_in_group(const MatrixDesc& m, const GroupView& group, const 
       }
       break;
     }
+    case WEAVE_DIST_BLOCK_CYCLIC:
+      fail(WEAVE_ERROR_DISTRIBUTION_MISMATCH, name, " is BLOCK_CYCLIC, a layout over the whole 2-D grid; "
+           "AG-GEMM, GEMM-RS and GEMM-AR take 1-D distributions. Multiply block-cyclic matrices with WEAVE_GEMM");
     default:
       fail(WEAVE_ERROR_INTERNAL, "unknown distribution");
   }
   return g;
 }
 
-// AG-GEMM's wire type: narrower than A's (unscaled, float) type, one of the
-// table's wire types; e4m3 rows carry row-wise scales, bf16 rows none.
-DType resolve_wire_type(int wire_type, Operation operation, DType a) {
-  if (wire_type == 0) return a;
-  if (!is_valid_dtype(wire_type))
-    fail(WEAVE_ERROR_INVALID_VALUE, "wire_type = ", wire_type, " is not a weave_dtype_t");
-  const DTypeRow& w = dtype_row(static_cast<DType>(wire_type));
-  std::string wire_types;
-  for (const DTypeRow& row : kDTypeTable)
-    if (row.roles & kRoleWire) wire_types += str(wire_types.empty() ? "" : " or ", row.enumerator);
-  if (!(w.roles & kRoleWire))
-    fail(WEAVE_ERROR_UNSUPPORTED_TYPE, "wire_type = ", w.enumerator, " is not a wire type (", wire_types, ")");
-  if (operation != Operation::AgGemm)
-    fail(WEAVE_ERROR_UNSUPPORTED, "wire_type is for AG-GEMM, whose A travels; ", operation_name(operation),
-         " moves products (in C's type, or float32 partial sums)");
-  const DTypeRow& ra = dtype_row(a);
-  if (ra.scaled || ra.accumulation != DType::F32 || ra.size <= w.size)
-    fail(WEAVE_ERROR_UNSUPPORTED_TYPE, "A is ", ra.name, " and wire_type is ", w.name, ": a wire type is narrower "
-         "than A's type, which is f32, f16 or bf16 (A is quantized into it)");
-  return w.type;
-}
 
 Problem make_problem(Operation operation, weave_group_t group_kind, Op op_a, Op op_b,
                      const MatrixDesc& a, const MatrixDesc& b, const MatrixDesc& c,
                      const MatrixDesc* bias, int wire_type) {
+  // The conjugate transpose of a real matrix is its transpose.
+  if (!is_complex(a.dtype)) {
+    if (op_a == Op::C) op_a = Op::T;
+    if (op_b == Op::C) op_b = Op::T;
+  }
+  if (operation == Operation::Gemm) return make_grid_problem(group_kind, op_a, op_b, a, b, c, bias, wire_type);
   Problem p;
   p.operation = operation;
   p.op_a = op_a;
@@ -191,28 +317,7 @@ Problem make_problem(Operation operation, weave_group_t group_kind, Op op_a, Op 
   p.group_index = group.index;
   const int P = group.size;
 
-  if (a.grid.get() != &grid || b.grid.get() != &grid || (bias && bias->grid.get() != &grid))
-    fail(WEAVE_ERROR_INVALID_VALUE, "A, B, C", bias ? " and bias" : "",
-         " must be created on the plan's grid");
-  // A's rows are multiplied in the wire type when there is one.
-  p.wire_type = resolve_wire_type(wire_type, operation, a.dtype);
-  p.wire_scale = p.wire_type == a.dtype ? a.scale_mode
-                 : is_scaled(p.wire_type) ? ScaleMode::RowWise
-                                          : ScaleMode::None;
-  check_types_fit(p.wire_type, p.wire_type == a.dtype ? "A" : "A's wire type", b.dtype, c.dtype,
-                  bias ? &bias->dtype : nullptr);
-  p.dtype = c.dtype;
-  p.a_type = a.dtype;
-  p.b_type = b.dtype;
-  p.c_type = c.dtype;
-  p.bias_type = bias ? bias->dtype : c.dtype;
-  p.a_scale = a.scale_mode;
-  p.b_scale = b.scale_mode;
-  if (a.memory != c.memory || b.memory != c.memory || (bias && bias->memory != c.memory))
-    fail(WEAVE_ERROR_POINTER_KIND, "A, B, C", bias ? " and bias" : "",
-         " must live in one memory space; A is ", memory_name(a.memory), ", B is ", memory_name(b.memory),
-         ", C is ", memory_name(c.memory), bias ? ", bias is " : "", bias ? memory_name(bias->memory) : "");
-  p.memory = c.memory;
+  check_operands_alike(p, grid, a, b, c, bias, wire_type);
 
   const std::string op_a_name = str("op(A) (op_a=", op_name(op_a), ")");
   const std::string op_b_name = str("op(B) (op_b=", op_name(op_b), ")");
@@ -238,6 +343,7 @@ Problem make_problem(Operation operation, weave_group_t group_kind, Op op_a, Op 
       p.k_split = Split::whole(p.k);
       break;
     }
+    case Operation::Gemm: fail(WEAVE_ERROR_INTERNAL, "WEAVE_GEMM has its own problem");
     case Operation::GemmRs:
     case Operation::GemmAr: {
       const char* op = operation == Operation::GemmRs ? "GEMM-RS" : "GEMM-AR";
@@ -301,6 +407,14 @@ std::vector<Argument> Problem::agreement_fields() const {
   add_split("M counts", m_split);
   add_split("N counts", n_split);
   add_split("K counts", k_split);
+  if (operation == Operation::Gemm) {
+    const std::pair<const char*, const GridLayout*> operands[] = {{"A", &grid.a}, {"B", &grid.b}, {"C", &grid.c}};
+    for (const auto& [name, layout] : operands) {
+      add_axis_fields(fields, str(name, " rows"), layout->rows);
+      add_axis_fields(fields, str(name, " columns"), layout->cols);
+    }
+    if (has_bias) add_axis_fields(fields, "bias columns", grid.bias.cols);
+  }
   return fields;
 }
 

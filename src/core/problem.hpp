@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/axis_layout.hpp"
 #include "core/dtype.hpp"
 #include "core/grid.hpp"
 #include "core/matrix.hpp"
@@ -18,12 +19,20 @@
 
 namespace weave::internal {
 
-enum class Operation { AgGemm = WEAVE_AG_GEMM, GemmRs = WEAVE_GEMM_RS, GemmAr = WEAVE_GEMM_AR };
-enum class Op { N = WEAVE_OP_N, T = WEAVE_OP_T };
+enum class Operation { AgGemm = WEAVE_AG_GEMM, GemmRs = WEAVE_GEMM_RS, GemmAr = WEAVE_GEMM_AR, Gemm = WEAVE_GEMM };
+// op(X): X, its transpose, or its conjugate transpose (complex types only;
+// plans turn WEAVE_OP_C of real types into T).
+enum class Op { N = WEAVE_OP_N, T = WEAVE_OP_T, C = WEAVE_OP_C };
 
 const char* operation_name(Operation op);
-inline const char* op_name(Op op) { return op == Op::N ? "N" : "T"; }
-inline Op flip(Op op) { return op == Op::N ? Op::T : Op::N; }
+inline const char* op_name(Op op) { return op == Op::N ? "N" : op == Op::T ? "T" : "C"; }
+
+// Whether C = op_a(A) op_b(B), each stored in its order, is one BLAS (or
+// cuBLAS) GEMM: a conjugate-transposed operand stored in the other order
+// than C would need a conjugate without transpose, which BLAS lacks.
+inline bool gemm_is_one_call(Op op_a, Order a, Op op_b, Order b, Order c) {
+  return (op_a != Op::C || a == c) && (op_b != Op::C || b == c);
+}
 
 // How a matrix looks within the operation's group.
 enum class SplitDim { None, Rows, Cols };
@@ -38,6 +47,23 @@ struct GroupMatrix {
 struct LocalBlock {
   int64_t rows = 0, cols = 0, ld = 1;
   Order order = Order::ColMajor;
+};
+
+// How a matrix lies over the whole P_r x P_c grid (WEAVE_GEMM): its rows
+// along the grid rows, its columns along the grid columns.
+struct GridLayout {
+  AxisLayout rows, cols;
+};
+
+// WEAVE_GEMM's operands over the grid. Group rank r sits at grid row
+// r / pcols, column r % pcols. A and B as stored (not op(A), op(B)); bias
+// is 1 x N.
+struct GridOperands {
+  int prows = 1, pcols = 1;
+  GridLayout a, b, c, bias;
+  int row_of(int rank) const { return rank / pcols; }
+  int col_of(int rank) const { return rank % pcols; }
+  int rank_at(int row, int col) const { return row * pcols + col; }
 };
 
 struct Problem {
@@ -69,6 +95,9 @@ struct Problem {
   Split m_split, n_split, k_split;
   LocalBlock a, b, c, bias;
   bool has_bias = false;
+  // WEAVE_GEMM: the layouts over the whole grid (the group); the local
+  // blocks above are the local arrays (see MatrixDesc).
+  GridOperands grid;
 
   // The arguments every rank of the group must agree on.
   std::vector<Argument> agreement_fields() const;

@@ -22,17 +22,26 @@ struct MatrixRef {
   int64_t column_stride() const { return order == Order::ColMajor ? ld : 1; }
 };
 
+// A scalar's real and imaginary parts (the imaginary part is zero for
+// real plans).
+struct ScalarValue {
+  double re = 0.0, im = 0.0;
+};
+
 // The values of the symbolic scalars of one execute.
 struct Scalars {
   double alpha = 1.0, beta = 0.0;
-  double value(plan::Scalar s) const {
+  double alpha_imag = 0.0, beta_imag = 0.0;  // complex plans
+  // The real part.
+  double value(plan::Scalar s) const { return complex_value(s).re; }
+  ScalarValue complex_value(plan::Scalar s) const {
     switch (s) {
-      case plan::Scalar::Zero: return 0.0;
-      case plan::Scalar::One: return 1.0;
-      case plan::Scalar::Alpha: return alpha;
-      case plan::Scalar::Beta: return beta;
+      case plan::Scalar::Zero: return {0.0, 0.0};
+      case plan::Scalar::One: return {1.0, 0.0};
+      case plan::Scalar::Alpha: return {alpha, alpha_imag};
+      case plan::Scalar::Beta: return {beta, beta_imag};
     }
-    return 0.0;
+    return {};
   }
 };
 

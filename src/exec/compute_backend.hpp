@@ -34,6 +34,8 @@ class ComputeBackend {
   virtual void epilogue(const plan::EpilogueOp& op, int lane, const Bindings& bindings,
                         const Scalars& scalars) = 0;
   virtual void quantize(const plan::QuantizeOp& op, int lane, const Bindings& bindings) = 0;
+  // Copies the rectangles of a rearrangement (kernels/rearrange.hpp).
+  virtual void rearrange(const plan::RearrangeOp& op, int lane, const Bindings& bindings) = 0;
 
   // Asynchronous backends: one event per step index. `record` marks the end
   // of what is enqueued on `lane` so far; `wait` makes `lane` wait for it;

@@ -121,6 +121,8 @@ void Executor::issue_compute(int step) {
     backend_.gemm(std::get<plan::GemmOp>(s.op), s.lane, *bindings_, *scalars_, hook);
   } else if (s.kind() == StepKind::Quantize) {
     backend_.quantize(std::get<plan::QuantizeOp>(s.op), s.lane, *bindings_);
+  } else if (s.kind() == StepKind::Rearrange) {
+    backend_.rearrange(std::get<plan::RearrangeOp>(s.op), s.lane, *bindings_);
   } else {
     backend_.epilogue(std::get<plan::EpilogueOp>(s.op), s.lane, *bindings_, *scalars_);
   }

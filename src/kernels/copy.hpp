@@ -10,6 +10,11 @@
 
 namespace weave::internal::kernels {
 
+// The unit a 16-byte element (complex128) is copied in.
+struct alignas(16) Word16 {
+  uint64_t half[2];
+};
+
 template <class Word>
 struct CopyFunctor {
   Word* dst = nullptr;

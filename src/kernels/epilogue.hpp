@@ -1,5 +1,7 @@
 // The element-wise kernel of every backend, written once:
 //   dst(i,j) = src_scale * (src(i,j) + more[0](i,j) + ...) + dst_scale * dst(i,j) + bias(j)
+// (the sum of the sources conjugated first when conjugate_src: complex
+// types, a copy of op(X) with op C)
 // where bias(j) = bias[j * bias_stride]: a 1 x N bias stored column-major
 // with ld > 1 has its entries ld apart.
 // It finishes reductions (beta * C and bias enter here, once), adds bias
@@ -35,6 +37,7 @@ struct EpilogueFunctor {
   int64_t bias_stride = 1;
   Acc src_scale = 1;
   Acc dst_scale = 0;  // dst is not read when zero (it may hold NaN)
+  bool conjugate_src = false;  // complex types: the sum of the sources conjugated (op C)
   int64_t rows = 0, cols = 0;
 
   WEAVE_FUNCTION int64_t size() const { return rows * cols; }
@@ -68,6 +71,7 @@ struct EpilogueFunctor {
         if (q >= more_count) break;
         sum += load_as<Acc>(more[q][at]);
       }
+      if (conjugate_src) sum = conjugate(sum);
       result = src_scale * sum;
     }
     if (dst_scale != Acc(0)) result += dst_scale * load_as<Acc>(dst[dst_index(i, j)]);

@@ -92,6 +92,7 @@ WEAVE_UNROLL
 WEAVE_UNROLL
         for (int q = 0; q < kMaxMoreSources; ++q)
           if (q < f.more_count) sum += load_as<Acc>(more[q].lane[e]);
+        if (f.conjugate_src) sum = conjugate(sum);
         result[e] = f.src_scale * sum;
       }
     }

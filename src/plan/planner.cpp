@@ -28,7 +28,7 @@ Environment read_environment() {
   Environment env;
   for (const char* name : {"WEAVE_ALGORITHM", "WEAVE_TRANSPORT", "WEAVE_CHUNKS", "WEAVE_DIRECTION", "WEAVE_PROGRESS",
                            "WEAVE_TIMEOUT", "WEAVE_COMPUTE_STREAMS", "WEAVE_COMM_PRIORITY", "WEAVE_SM_MARGIN",
-                           "WEAVE_SM_TRANSPORT_CTAS", "WEAVE_DEVICE_WAIT", "WEAVE_ALL_REDUCE"}) {
+                           "WEAVE_SM_TRANSPORT_CTAS", "WEAVE_DEVICE_WAIT", "WEAVE_ALL_REDUCE", "WEAVE_PANEL_WIDTH"}) {
     const char* value = std::getenv(name);
     if (value && *value) env[name] = value;
   }
@@ -157,6 +157,61 @@ void check_transport_fits(const TransportDescription& t, Backend backend, bool a
        automatic ? str(" (", t.name, " was chosen by WEAVE_TRANSPORT)") : "");
 }
 
+// WEAVE_GEMM: SUMMA (or its sequential variant, or the local GEMM of one
+// rank), no ring direction, panels instead of chunks.
+void resolve_grid_gemm(const weave_plan_desc_t& desc, const Problem& problem, const Environment& env, Resolved& r) {
+  std::string& notes = r.notes;
+  int algorithm = enum_value(desc.algorithm);
+  if (algorithm == WEAVE_ALGORITHM_AUTO) {
+    weave_algorithm_t from_env = WEAVE_ALGORITHM_AUTO;
+    algorithm = WEAVE_ALGORITHM_SUMMA;
+    if (env_choice<weave_algorithm_t>(env, "WEAVE_ALGORITHM",
+                                      {{"ring", WEAVE_ALGORITHM_RING},
+                                       {"sequential", WEAVE_ALGORITHM_SEQUENTIAL},
+                                       {"direct", WEAVE_ALGORITHM_DIRECT},
+                                       {"summa", WEAVE_ALGORITHM_SUMMA}},
+                                      &from_env)) {
+      // One variable for a whole program: ring and direct are the 1-D
+      // operations' algorithms.
+      if (from_env == WEAVE_ALGORITHM_SEQUENTIAL || from_env == WEAVE_ALGORITHM_SUMMA) {
+        algorithm = from_env;
+        notes += " algorithm from WEAVE_ALGORITHM;";
+      } else {
+        notes += " SUMMA chosen: WEAVE_ALGORITHM=ring and =direct apply to AG-GEMM, GEMM-RS and GEMM-AR;";
+      }
+    }
+  }
+  if (algorithm != WEAVE_ALGORITHM_SUMMA && algorithm != WEAVE_ALGORITHM_SEQUENTIAL) {
+    if (algorithm == WEAVE_ALGORITHM_RING || algorithm == WEAVE_ALGORITHM_DIRECT)
+      fail(WEAVE_ERROR_UNSUPPORTED, "algorithm = ", algorithm, " is for AG-GEMM, GEMM-RS and GEMM-AR; WEAVE_GEMM runs "
+           "WEAVE_ALGORITHM_SUMMA or WEAVE_ALGORITHM_SEQUENTIAL");
+    fail(WEAVE_ERROR_INVALID_VALUE, "algorithm = ", algorithm, " is not a weave_algorithm_t");
+  }
+  r.schedule.algorithm = static_cast<Algorithm>(algorithm);
+  if (problem.group_size == 1) r.schedule.algorithm = Algorithm::Sequential;
+  const int direction = enum_value(desc.direction);
+  if (direction != WEAVE_DIRECTION_AUTO)
+    fail(WEAVE_ERROR_UNSUPPORTED, "direction = ", direction, " is for rings; WEAVE_GEMM broadcasts panels along grid "
+         "rows and columns (leave direction automatic)");
+  r.schedule.direction = Direction::Forward;
+  if (desc.chunks_per_shard != 0)
+    fail(WEAVE_ERROR_UNSUPPORTED, "chunks_per_shard = ", desc.chunks_per_shard, ": WEAVE_GEMM cuts K into panels, "
+         "not shards into chunks (leave it 0; WEAVE_PANEL_WIDTH sets the panels' width)");
+  r.schedule.chunks_per_shard = 1;
+  // Panel width: not measured yet; wide enough for BLAS to run near its
+  // peak on the host and for a GPU's GEMM to fill the device.
+  const int64_t default_width = r.backend == Backend::Cuda ? kDevicePanelWidth : kHostPanelWidth;
+  const bool width_asked = env.count("WEAVE_PANEL_WIDTH") > 0;
+  int64_t width = env_integer(env, "WEAVE_PANEL_WIDTH", default_width, 1, int64_t{1} << 40);
+  if (width_asked) notes += str(" panels up to ", width, " wide (WEAVE_PANEL_WIDTH);");
+  const int64_t fewest = (problem.k + kMaxSummaPanels - 1) / kMaxSummaPanels;
+  if (width < fewest) {
+    notes += str(" panels widened to ", fewest, ": K = ", problem.k, " in at most ", kMaxSummaPanels, " panels;");
+    width = fewest;
+  }
+  r.schedule.panel_width = width;
+}
+
 }  // namespace
 
 Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, const Environment& env,
@@ -220,145 +275,157 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
   r.transport = transport->id;
   check_transport_fits(*transport, r.backend, asked_transport == WEAVE_TRANSPORT_AUTO, caps);
 
-  // Algorithm.
-  const int P = problem.group_size;
-  const bool reduction = problem.operation != Operation::AgGemm;
-  int algorithm = enum_value(desc.algorithm);
-  if (algorithm == WEAVE_ALGORITHM_AUTO) {
-    weave_algorithm_t from_env = WEAVE_ALGORITHM_AUTO;
-    if (env_choice<weave_algorithm_t>(env, "WEAVE_ALGORITHM",
-                                      {{"ring", WEAVE_ALGORITHM_RING},
-                                       {"sequential", WEAVE_ALGORITHM_SEQUENTIAL},
-                                       {"direct", WEAVE_ALGORITHM_DIRECT}},
-                                      &from_env)) {
-      algorithm = from_env;
-      notes += " algorithm from WEAVE_ALGORITHM;";
-      if (algorithm == WEAVE_ALGORITHM_DIRECT && !reduction) {
-        // One variable for a whole program: it applies to the reductions.
+  if (problem.operation == Operation::Gemm) {
+    resolve_grid_gemm(desc, problem, env, r);
+  } else {
+    // Algorithm.
+    const int P = problem.group_size;
+    const bool reduction = problem.operation != Operation::AgGemm;
+    int algorithm = enum_value(desc.algorithm);
+    if (algorithm == WEAVE_ALGORITHM_AUTO) {
+      weave_algorithm_t from_env = WEAVE_ALGORITHM_AUTO;
+      if (env_choice<weave_algorithm_t>(env, "WEAVE_ALGORITHM",
+                                        {{"ring", WEAVE_ALGORITHM_RING},
+                                         {"sequential", WEAVE_ALGORITHM_SEQUENTIAL},
+                                         {"direct", WEAVE_ALGORITHM_DIRECT},
+                                         {"summa", WEAVE_ALGORITHM_SUMMA}},
+                                        &from_env)) {
+        algorithm = from_env;
+        notes += " algorithm from WEAVE_ALGORITHM;";
+        if (algorithm == WEAVE_ALGORITHM_SUMMA) {
+          algorithm = WEAVE_ALGORITHM_RING;
+          notes += " ring chosen: WEAVE_ALGORITHM=summa applies to WEAVE_GEMM;";
+        }
+        if (algorithm == WEAVE_ALGORITHM_DIRECT && !reduction) {
+          // One variable for a whole program: it applies to the reductions.
+          algorithm = WEAVE_ALGORITHM_RING;
+          notes += " ring chosen: WEAVE_ALGORITHM=direct applies to GEMM-RS and GEMM-AR only;";
+        }
+      } else {
         algorithm = WEAVE_ALGORITHM_RING;
-        notes += " ring chosen: WEAVE_ALGORITHM=direct applies to GEMM-RS and GEMM-AR only;";
-      }
-    } else {
-      algorithm = WEAVE_ALGORITHM_RING;
-      const double flops = local_flops(problem);
-      // What measurement chose over this transport (its row): over copy
-      // engines the direct algorithm beat the ring, whose hops wait on one
-      // another; over NCCL, whose kernels take SMs from the GEMMs, no
-      // reduction ring beat the sequential plan on one node, and AG-GEMM's
-      // ring did only from about 1 TFLOP per rank (doc/performance.md; not
-      // measured across nodes: WEAVE_ALGORITHM=ring asks for the ring).
-      const Algorithm measured = transport->reduction_algorithm;
-      const double min_flops = transport->reads_peer_memory ? kPeerSumOverlapMinFlops : kDeviceOverlapMinFlops;
-      if (r.backend == Backend::Cuda && problem.group_size > 1 && flops < min_flops) {
-        algorithm = WEAVE_ALGORITHM_SEQUENTIAL;
-        notes += str(" sequential chosen: ", flops / 1e9, " GFLOP per rank is too little for overlap to pay;");
-      } else if (reduction && P > 1 && measured == Algorithm::Direct) {
-        algorithm = WEAVE_ALGORITHM_DIRECT;
-        notes += str(" direct chosen: the reductions' algorithm over the ", transport->title, " transport;");
-      } else if (r.backend == Backend::Cuda && problem.group_size > 1 && measured == Algorithm::Sequential &&
-                 (reduction || flops < transport->ag_gemm_ring_min_flops)) {
-        algorithm = WEAVE_ALGORITHM_SEQUENTIAL;
-        notes += reduction ? str(" sequential chosen: over ", transport->title, " the reduction rings measured slower "
-                                 "than the sequential plan (WEAVE_ALGORITHM=ring overrides);")
-                           : str(" sequential chosen: over ", transport->title, " the ring paid only from ",
-                                 transport->ag_gemm_ring_min_flops / 1e9, " GFLOP per rank, this is ", flops / 1e9,
-                                 " (WEAVE_ALGORITHM=ring overrides);");
+        const double flops = local_flops(problem);
+        // What measurement chose over this transport (its row): over copy
+        // engines the direct algorithm beat the ring, whose hops wait on one
+        // another; over NCCL, whose kernels take SMs from the GEMMs, no
+        // reduction ring beat the sequential plan on one node, and AG-GEMM's
+        // ring did only from about 1 TFLOP per rank (doc/performance.md; not
+        // measured across nodes: WEAVE_ALGORITHM=ring asks for the ring).
+        const Algorithm measured = transport->reduction_algorithm;
+        const double min_flops = transport->reads_peer_memory ? kPeerSumOverlapMinFlops : kDeviceOverlapMinFlops;
+        if (r.backend == Backend::Cuda && problem.group_size > 1 && flops < min_flops) {
+          algorithm = WEAVE_ALGORITHM_SEQUENTIAL;
+          notes += str(" sequential chosen: ", flops / 1e9, " GFLOP per rank is too little for overlap to pay;");
+        } else if (reduction && P > 1 && measured == Algorithm::Direct) {
+          algorithm = WEAVE_ALGORITHM_DIRECT;
+          notes += str(" direct chosen: the reductions' algorithm over the ", transport->title, " transport;");
+        } else if (r.backend == Backend::Cuda && problem.group_size > 1 && measured == Algorithm::Sequential &&
+                   (reduction || flops < transport->ag_gemm_ring_min_flops)) {
+          algorithm = WEAVE_ALGORITHM_SEQUENTIAL;
+          notes += reduction ? str(" sequential chosen: over ", transport->title, " the reduction rings measured slower "
+                                   "than the sequential plan (WEAVE_ALGORITHM=ring overrides);")
+                             : str(" sequential chosen: over ", transport->title, " the ring paid only from ",
+                                   transport->ag_gemm_ring_min_flops / 1e9, " GFLOP per rank, this is ", flops / 1e9,
+                                   " (WEAVE_ALGORITHM=ring overrides);");
+        }
       }
     }
-  }
-  if (algorithm != WEAVE_ALGORITHM_RING && algorithm != WEAVE_ALGORITHM_SEQUENTIAL &&
-      algorithm != WEAVE_ALGORITHM_DIRECT)
-    fail(WEAVE_ERROR_INVALID_VALUE, "algorithm = ", algorithm, " is not a weave_algorithm_t");
-  if (algorithm == WEAVE_ALGORITHM_DIRECT && !reduction)
-    fail(WEAVE_ERROR_UNSUPPORTED, "WEAVE_ALGORITHM_DIRECT is for GEMM-RS and GEMM-AR; AG-GEMM runs the ring or "
-         "the sequential algorithm");
-  r.schedule.algorithm = static_cast<Algorithm>(algorithm);
-  if (P == 1) {
-    r.schedule.algorithm = Algorithm::Sequential;
-    notes += " one rank: local GEMM, nothing to communicate;";
-  }
-  // The sequential algorithm's collectives, where the transport hands them
-  // to NCCL, need NCCL in the build.
-  if (r.schedule.algorithm == Algorithm::Sequential && P > 1 && transport->collectives == Collectives::Nccl) {
-    const TransportDescription* nccl = find_transport(caps, Transport::Nccl);
-    if (!nccl || !nccl->compiled)
-      fail(WEAVE_ERROR_NOT_COMPILED, "the sequential algorithm over the ", transport->title, " transport runs its "
-           "collectives over NCCL, which is not compiled into this Weave; rebuild with -DWEAVE_ENABLE_NCCL=ON, or "
-           "use an overlapped algorithm (ring, direct)");
-  }
-
-  // Direction and chunks.
-  const int asked_direction = enum_value(desc.direction);
-  int direction = asked_direction;
-  bool direction_chosen_here = false;  // neither the caller nor the environment named one
-  if (direction == WEAVE_DIRECTION_AUTO) {
-    weave_direction_t from_env = WEAVE_DIRECTION_AUTO;
-    if (env_choice<weave_direction_t>(env, "WEAVE_DIRECTION",
-                                      {{"forward", WEAVE_DIRECTION_FORWARD},
-                                       {"backward", WEAVE_DIRECTION_BACKWARD},
-                                       {"bidirectional", WEAVE_DIRECTION_BIDIRECTIONAL}},
-                                      &from_env))
-      direction = from_env;
-    else {
-      // Device rings run both ways: AG-GEMM sends each shard the short way
-      // round, reductions send half of every shard each way.
-      direction = r.backend == Backend::Cuda ? WEAVE_DIRECTION_BIDIRECTIONAL : WEAVE_DIRECTION_FORWARD;
-      direction_chosen_here = true;
+    if (algorithm == WEAVE_ALGORITHM_SUMMA)
+      fail(WEAVE_ERROR_UNSUPPORTED, "WEAVE_ALGORITHM_SUMMA is for WEAVE_GEMM; ", operation_name(problem.operation),
+           " runs the ring, the sequential or (reductions) the direct algorithm");
+    if (algorithm != WEAVE_ALGORITHM_RING && algorithm != WEAVE_ALGORITHM_SEQUENTIAL &&
+        algorithm != WEAVE_ALGORITHM_DIRECT)
+      fail(WEAVE_ERROR_INVALID_VALUE, "algorithm = ", algorithm, " is not a weave_algorithm_t");
+    if (algorithm == WEAVE_ALGORITHM_DIRECT && !reduction)
+      fail(WEAVE_ERROR_UNSUPPORTED, "WEAVE_ALGORITHM_DIRECT is for GEMM-RS and GEMM-AR; AG-GEMM runs the ring or "
+           "the sequential algorithm");
+    r.schedule.algorithm = static_cast<Algorithm>(algorithm);
+    if (P == 1) {
+      r.schedule.algorithm = Algorithm::Sequential;
+      notes += " one rank: local GEMM, nothing to communicate;";
     }
-  }
-  if (direction < WEAVE_DIRECTION_FORWARD || direction > WEAVE_DIRECTION_BIDIRECTIONAL)
-    fail(WEAVE_ERROR_INVALID_VALUE, "direction = ", asked_direction, " is not a weave_direction_t");
-  r.schedule.direction = static_cast<Direction>(direction);
-  if (r.schedule.algorithm == Algorithm::Direct) {
-    // Step s sends to rank r+s and receives from r-s: there is no ring to turn.
-    if (asked_direction != WEAVE_DIRECTION_AUTO && asked_direction != WEAVE_DIRECTION_FORWARD)
-      fail(WEAVE_ERROR_UNSUPPORTED, "direction = ", asked_direction,
-           " is for rings; the direct algorithm sends to every rank at once (leave direction automatic)");
-    r.schedule.direction = Direction::Forward;
-  }
+    // The sequential algorithm's collectives, where the transport hands them
+    // to NCCL, need NCCL in the build.
+    if (r.schedule.algorithm == Algorithm::Sequential && P > 1 && transport->collectives == Collectives::Nccl) {
+      const TransportDescription* nccl = find_transport(caps, Transport::Nccl);
+      if (!nccl || !nccl->compiled)
+        fail(WEAVE_ERROR_NOT_COMPILED, "the sequential algorithm over the ", transport->title, " transport runs its "
+             "collectives over NCCL, which is not compiled into this Weave; rebuild with -DWEAVE_ENABLE_NCCL=ON, or "
+             "use an overlapped algorithm (ring, direct)");
+    }
 
-  // A transport that reads its peers' memory sums the direct algorithm's
-  // products where they were made, in the pass that finishes C (PeerSum
-  // steps); GEMM-AR then gathers the finished rows the same way, or, over
-  // few ranks, reads every rank's whole product at once (one-shot).
-  const bool peer_sums = transport->reads_peer_memory && r.schedule.algorithm == Algorithm::Direct;
-  r.schedule.peer_sums = peer_sums;
-  bool one_shot = P <= kOneShotAllReduceMaxRanks;
-  const bool shots_asked =
-      env_choice<bool>(env, "WEAVE_ALL_REDUCE", {{"one_shot", true}, {"two_shot", false}}, &one_shot);
-  if (peer_sums && problem.operation == Operation::GemmAr) {
-    if (shots_asked)
-      notes += str(" ", one_shot ? "one" : "two", "-shot all-reduce (WEAVE_ALL_REDUCE);");
-    else
-      notes += one_shot ? str(" one-shot all-reduce: every rank reads the others' products over ", P, " ranks;")
-                        : str(" two-shot all-reduce: owners sum their rows, then every rank reads them;");
-    r.schedule.all_reduce_one_shot = one_shot;
+    // Direction and chunks.
+    const int asked_direction = enum_value(desc.direction);
+    int direction = asked_direction;
+    bool direction_chosen_here = false;  // neither the caller nor the environment named one
+    if (direction == WEAVE_DIRECTION_AUTO) {
+      weave_direction_t from_env = WEAVE_DIRECTION_AUTO;
+      if (env_choice<weave_direction_t>(env, "WEAVE_DIRECTION",
+                                        {{"forward", WEAVE_DIRECTION_FORWARD},
+                                         {"backward", WEAVE_DIRECTION_BACKWARD},
+                                         {"bidirectional", WEAVE_DIRECTION_BIDIRECTIONAL}},
+                                        &from_env))
+        direction = from_env;
+      else {
+        // Device rings run both ways: AG-GEMM sends each shard the short way
+        // round, reductions send half of every shard each way.
+        direction = r.backend == Backend::Cuda ? WEAVE_DIRECTION_BIDIRECTIONAL : WEAVE_DIRECTION_FORWARD;
+        direction_chosen_here = true;
+      }
+    }
+    if (direction < WEAVE_DIRECTION_FORWARD || direction > WEAVE_DIRECTION_BIDIRECTIONAL)
+      fail(WEAVE_ERROR_INVALID_VALUE, "direction = ", asked_direction, " is not a weave_direction_t");
+    r.schedule.direction = static_cast<Direction>(direction);
+    if (r.schedule.algorithm == Algorithm::Direct) {
+      // Step s sends to rank r+s and receives from r-s: there is no ring to turn.
+      if (asked_direction != WEAVE_DIRECTION_AUTO && asked_direction != WEAVE_DIRECTION_FORWARD)
+        fail(WEAVE_ERROR_UNSUPPORTED, "direction = ", asked_direction,
+             " is for rings; the direct algorithm sends to every rank at once (leave direction automatic)");
+      r.schedule.direction = Direction::Forward;
+    }
+
+    // A transport that reads its peers' memory sums the direct algorithm's
+    // products where they were made, in the pass that finishes C (PeerSum
+    // steps); GEMM-AR then gathers the finished rows the same way, or, over
+    // few ranks, reads every rank's whole product at once (one-shot).
+    const bool peer_sums = transport->reads_peer_memory && r.schedule.algorithm == Algorithm::Direct;
+    r.schedule.peer_sums = peer_sums;
+    bool one_shot = P <= kOneShotAllReduceMaxRanks;
+    const bool shots_asked =
+        env_choice<bool>(env, "WEAVE_ALL_REDUCE", {{"one_shot", true}, {"two_shot", false}}, &one_shot);
+    if (peer_sums && problem.operation == Operation::GemmAr) {
+      if (shots_asked)
+        notes += str(" ", one_shot ? "one" : "two", "-shot all-reduce (WEAVE_ALL_REDUCE);");
+      else
+        notes += one_shot ? str(" one-shot all-reduce: every rank reads the others' products over ", P, " ranks;")
+                          : str(" two-shot all-reduce: owners sum their rows, then every rank reads them;");
+      r.schedule.all_reduce_one_shot = one_shot;
+    }
+    require_count("chunks_per_shard", desc.chunks_per_shard, kMaxChunksPerShard, "the chunks Weave cuts a shard into");
+    int chunks = desc.chunks_per_shard;
+    // A bidirectional reduction ring sends half of every shard each way, so it
+    // needs two chunks at least; AG-GEMM sends whole shards either way.
+    bool halves =
+        r.schedule.direction == Direction::Bidirectional && reduction && r.schedule.algorithm == Algorithm::Ring;
+    const bool chunks_asked_for = chunks > 0;
+    if (chunks == 0) {
+      chunks = static_cast<int>(env_integer(env, "WEAVE_CHUNKS", 0, 1, kMaxChunksPerShard));
+      if (chunks == 0) chunks = default_chunks(problem, r.backend, r.schedule.algorithm, peer_sums);
+    }
+    if (halves && chunks < 2 && direction_chosen_here) {
+      // Whole shards were asked for (argument or WEAVE_CHUNKS) and the
+      // direction was left to us: a forward ring honours both.
+      r.schedule.direction = Direction::Forward;
+      halves = false;
+      notes += " forward ring: one chunk per shard was asked for, and a bidirectional ring needs two;";
+    }
+    if (halves && chunks < 2) {
+      if (chunks_asked_for)
+        fail(WEAVE_ERROR_UNSUPPORTED, "a bidirectional GEMM-RS/GEMM-AR ring sends half of every shard each way and "
+             "needs chunks_per_shard >= 2, got ", desc.chunks_per_shard);
+      chunks = 2;
+    }
+    r.schedule.chunks_per_shard = chunks;
   }
-  require_count("chunks_per_shard", desc.chunks_per_shard, kMaxChunksPerShard, "the chunks Weave cuts a shard into");
-  int chunks = desc.chunks_per_shard;
-  // A bidirectional reduction ring sends half of every shard each way, so it
-  // needs two chunks at least; AG-GEMM sends whole shards either way.
-  bool halves =
-      r.schedule.direction == Direction::Bidirectional && reduction && r.schedule.algorithm == Algorithm::Ring;
-  const bool chunks_asked_for = chunks > 0;
-  if (chunks == 0) {
-    chunks = static_cast<int>(env_integer(env, "WEAVE_CHUNKS", 0, 1, kMaxChunksPerShard));
-    if (chunks == 0) chunks = default_chunks(problem, r.backend, r.schedule.algorithm, peer_sums);
-  }
-  if (halves && chunks < 2 && direction_chosen_here) {
-    // Whole shards were asked for (argument or WEAVE_CHUNKS) and the
-    // direction was left to us: a forward ring honours both.
-    r.schedule.direction = Direction::Forward;
-    halves = false;
-    notes += " forward ring: one chunk per shard was asked for, and a bidirectional ring needs two;";
-  }
-  if (halves && chunks < 2) {
-    if (chunks_asked_for)
-      fail(WEAVE_ERROR_UNSUPPORTED, "a bidirectional GEMM-RS/GEMM-AR ring sends half of every shard each way and "
-           "needs chunks_per_shard >= 2, got ", desc.chunks_per_shard);
-    chunks = 2;
-  }
-  r.schedule.chunks_per_shard = chunks;
 
   require_count("compute_streams", desc.compute_streams, kMaxComputeStreams, "the compute streams a plan runs");
   int lanes = desc.compute_streams;

@@ -93,6 +93,13 @@ constexpr double kNcclRingMinFlops = 1e12;
 // (chunks per shard 2, or 4 above it; measured: doc/performance.md).
 constexpr double kDeviceReductionChunkBytes = 128.0 * 1024 * 1024;
 
+// WEAVE_GEMM's default panel width (the most K indices that travel and are
+// multiplied at once): not measured yet, a width at which BLAS runs near its
+// peak on the host and a GPU GEMM of a panel fills the device.
+// WEAVE_PANEL_WIDTH overrides.
+constexpr int64_t kHostPanelWidth = 256;
+constexpr int64_t kDevicePanelWidth = 1024;
+
 // Limits of the plan descriptor's counts. Pieces of shards and steps grow
 // with chunks_per_shard (and MPI tags with twice group size times it); a
 // stream per lane and its GEMM workspace come with every compute stream.

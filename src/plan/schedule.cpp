@@ -49,6 +49,7 @@ const char* step_kind_name(StepKind k) {
     case StepKind::PeerSum: return "peer-sum";
     case StepKind::AwaitRelease: return "await-release";
     case StepKind::Quantize: return "quantize";
+    case StepKind::Rearrange: return "rearrange";
   }
   return "?";
 }
@@ -58,6 +59,7 @@ const char* algorithm_name(Algorithm a) {
     case Algorithm::Ring: return "ring";
     case Algorithm::Sequential: return "sequential";
     case Algorithm::Direct: return "direct";
+    case Algorithm::Summa: return "SUMMA";
   }
   return "?";
 }
@@ -69,6 +71,13 @@ const char* direction_name(Direction d) {
     case Direction::Bidirectional: return "bidirectional";
   }
   return "?";
+}
+
+int64_t RearrangeOp::elements() const {
+  int64_t rows_total = 0, cols_total = 0;
+  for (const IndexRun& r : rows) rows_total = checked_add(rows_total, r.length, "the rows a rearrangement copies");
+  for (const IndexRun& c : cols) cols_total = checked_add(cols_total, c.length, "the columns a rearrangement copies");
+  return checked_mul(rows_total, cols_total, "the elements a rearrangement copies");
 }
 
 bool Schedule::contiguous(const Region& r) const {
@@ -110,6 +119,21 @@ std::string Schedule::step_summary() const {
   return text.empty() ? "no steps" : text;
 }
 
+void require_one_call_gemms(const Schedule& s) {
+  for (const Step& step : s.steps) {
+    const auto* g = std::get_if<GemmOp>(&step.op);
+    if (!g) continue;
+    const Order a = s.buffer(g->a).order, b = s.buffer(g->b).order, c = s.buffer(g->c).order;
+    if (gemm_is_one_call(g->op_a, a, g->op_b, b, c)) continue;
+    const bool a_wrong = g->op_a == Op::C && a != c;
+    fail(WEAVE_ERROR_UNSUPPORTED, "step '", step.label, "' multiplies ", a_wrong ? "op(A) = A^H" : "op(B) = B^H",
+         " with ", a_wrong ? s.buffer(g->a).name : s.buffer(g->b).name, " stored ",
+         order_name(a_wrong ? a : b), " into ", order_name(c), " ", s.buffer(g->c).name,
+         ": that needs a conjugate without transpose, which BLAS does not have. Store the matrices in one order "
+         "(or pass the operand conjugated with WEAVE_OP_T)");
+  }
+}
+
 namespace {
 std::string format_region(const Schedule& s, const Region& r) {
   std::ostringstream out;
@@ -146,6 +170,7 @@ std::string format_schedule(const Schedule& s) {
             }
             out << scalar_name(op.dst_scale) << "*dst";
             if (op.has_bias) out << " + bias";
+            if (op.conjugate_src) out << " (conjugated)";
           } else if constexpr (std::is_same_v<T, SendOp>) {
             out << format_region(s, op.src) << " -> rank " << op.peer << " tag " << op.tag;
           } else if constexpr (std::is_same_v<T, RecvOp>) {
@@ -171,6 +196,9 @@ std::string format_schedule(const Schedule& s) {
             if (op.has_scales) out << ", scales into " << format_region(s, op.scales);
           } else if constexpr (std::is_same_v<T, AwaitReleaseOp>) {
             out << "released by rank " << op.peer << " tag " << op.tag;
+          } else if constexpr (std::is_same_v<T, RearrangeOp>) {
+            out << format_region(s, op.dst) << " <= " << format_region(s, op.src) << "^" << op_name(op.src_op) << " in "
+                << op.rows.size() << " x " << op.cols.size() << " runs (" << op.elements() << " elements)";
           } else {
             out << collective_name(op.kind) << " " << format_region(s, op.send) << " -> "
                 << format_region(s, op.recv);

@@ -103,8 +103,32 @@ struct EpilogueOp {
 
   // dst = src and nothing else: backends copy the bits when both have one type.
   bool plain_copy() const {
-    return has_src && more_src.empty() && src_scale == Scalar::One && dst_scale == Scalar::Zero && !has_bias;
+    return has_src && more_src.empty() && src_scale == Scalar::One && dst_scale == Scalar::Zero && !has_bias && !conjugate_src;
   }
+  bool conjugate_src = false;  // complex types: the sources' sum conjugated
+};
+
+// A run of `length` consecutive indices: index src + t of the source goes
+// to index dst + t of the destination.
+struct IndexRun {
+  int64_t src = 0, dst = 0, length = 0;
+};
+
+// A copy of scattered rectangles, what moving a matrix between two
+// block-cyclic layouts needs (packing what one rank sends another, and
+// unpacking it): for every row run and every column run,
+//   dst(row.dst + s, col.dst + t) = op(src)(row.src + s, col.src + t)
+// for s < row.length, t < col.length, with the indices relative to the
+// regions' first row and column. src is a region of its buffer as stored;
+// op(src) is it (N), its transpose (T) or its conjugate transpose (C).
+// Source and destination have one element type.
+struct RearrangeOp {
+  Region dst;
+  Region src;
+  Op src_op = Op::N;
+  std::vector<IndexRun> rows, cols;
+  // Elements copied: the row runs' lengths times the column runs'.
+  int64_t elements() const;
 };
 
 struct SendOp {
@@ -198,10 +222,25 @@ struct QuantizeOp {
   Region scales;  // rows x 1
 };
 
-using StepOp =
-    std::variant<GemmOp, EpilogueOp, SendOp, RecvOp, CollectiveOp, PublishOp, PeerSumOp, AwaitReleaseOp, QuantizeOp>;
+using StepOp = std::variant<GemmOp, EpilogueOp, SendOp, RecvOp, CollectiveOp, PublishOp, PeerSumOp, AwaitReleaseOp,
+                            QuantizeOp, RearrangeOp>;
 
-enum class StepKind : uint8_t { Gemm = 0, Epilogue, Send, Recv, Collective, Publish, PeerSum, AwaitRelease, Quantize };
+enum class StepKind : uint8_t {
+  Gemm = 0,
+  Epilogue,
+  Send,
+  Recv,
+  Collective,
+  Publish,
+  PeerSum,
+  AwaitRelease,
+  Quantize,
+  Rearrange
+};
+// Steps a compute lane runs (the others are communication).
+inline bool is_compute_kind(StepKind k) {
+  return k == StepKind::Gemm || k == StepKind::Epilogue || k == StepKind::Quantize || k == StepKind::Rearrange;
+}
 const char* step_kind_name(StepKind k);
 
 constexpr int kCommLane = -1;
@@ -220,7 +259,8 @@ struct Step {
 enum class Algorithm : int {
   Ring = WEAVE_ALGORITHM_RING,
   Sequential = WEAVE_ALGORITHM_SEQUENTIAL,
-  Direct = WEAVE_ALGORITHM_DIRECT
+  Direct = WEAVE_ALGORITHM_DIRECT,
+  Summa = WEAVE_ALGORITHM_SUMMA
 };
 enum class Direction : int {
   Forward = WEAVE_DIRECTION_FORWARD,
@@ -246,7 +286,15 @@ struct ScheduleOptions {
   // With peer_sums, GEMM-AR in one pass: every rank makes its whole product,
   // and every rank sums every rank's product into all of C.
   bool all_reduce_one_shot = false;
+  // WEAVE_GEMM: the widest panel of K that travels and is multiplied at
+  // once, and how many panels of each operand may be in flight (slots).
+  int64_t panel_width = 256;
+  int panel_slots = 3;
 };
+
+// The most panels a SUMMA schedule cuts K into (their tags must fit every
+// transport's); the planner widens panels beyond K / kMaxSummaPanels.
+constexpr int64_t kMaxSummaPanels = int64_t{1} << 17;
 
 struct Schedule {
   std::vector<BufferSpec> buffers;  // indexed by BufferId / Region::buffer
@@ -258,6 +306,11 @@ struct Schedule {
   int chunks_per_shard = 1;
   int group_size = 1;
   int group_rank = 0;
+  // The largest tag a send, receive or publication carries (0: none).
+  int max_tag = 0;
+  // What the builder decided beyond the options, for describe ("A
+  // redistributed ...; 12 panels of up to 256").
+  std::string notes;
 
   const BufferSpec& buffer(const Region& r) const { return buffers.at(r.buffer); }
   bool contiguous(const Region& r) const;
@@ -274,6 +327,11 @@ struct Schedule {
 
 // The schedule of `problem.group_rank` in its group. Pure function.
 Schedule build_schedule(const Problem& problem, const ScheduleOptions& options);
+
+// Fails (WEAVE_ERROR_UNSUPPORTED) when a GEMM of the schedule is not one
+// BLAS call (gemm_is_one_call): a conjugate-transposed operand stored in
+// the other order than its product.
+void require_one_call_gemms(const Schedule& schedule);
 
 // Multi-line listing of a schedule (for debugging and WEAVE_LOG=trace).
 std::string format_schedule(const Schedule& schedule);

@@ -258,6 +258,13 @@ EpilogueOp ScheduleBuilder::add_bias(const Region& dst) const {
 }
 
 Schedule ScheduleBuilder::finish_schedule(Algorithm algorithm, Direction direction, int chunks) {
+  for (const Step& s : schedule_.steps) {
+    int tag = 0;
+    if (const auto* send = std::get_if<SendOp>(&s.op)) tag = send->tag;
+    if (const auto* recv = std::get_if<RecvOp>(&s.op)) tag = recv->tag;
+    if (const auto* publish = std::get_if<PublishOp>(&s.op)) tag = publish->tag;
+    schedule_.max_tag = std::max(schedule_.max_tag, tag);
+  }
   schedule_.algorithm = algorithm;
   schedule_.direction = direction;
   schedule_.chunks_per_shard = chunks;
@@ -273,7 +280,19 @@ std::vector<DirectionChunks> split_chunks_by_direction(Direction direction, int 
           {Direction::Backward, std::vector<int>(all.begin() + forward, all.end())}};
 }
 
+namespace {
+Schedule build_steps(const Problem& problem, const ScheduleOptions& options);
+}  // namespace
+
 Schedule build_schedule(const Problem& problem, const ScheduleOptions& options) {
+  Schedule s = build_steps(problem, options);
+  if (is_complex(problem.dtype)) conjugate_operands_where_needed(s, problem, options.gathered_output);
+  return s;
+}
+
+namespace {
+
+Schedule build_steps(const Problem& problem, const ScheduleOptions& options) {
   if (options.chunks_per_shard < 1) fail(WEAVE_ERROR_INTERNAL, "chunks_per_shard < 1");
   if (options.compute_lanes < 1) fail(WEAVE_ERROR_INTERNAL, "compute_lanes < 1");
   // Chunks are numbered (and tagged) as ints, a reduction's second phase
@@ -284,6 +303,16 @@ Schedule build_schedule(const Problem& problem, const ScheduleOptions& options) 
                       "the chunks of the schedule's two phases (2 x ", problem.group_size,
                       " ranks x chunks_per_shard ", options.chunks_per_shard, ")");
   ScheduleBuilder builder(problem, options);
+  if (problem.operation == Operation::Gemm) {
+    if (options.algorithm == Algorithm::Sequential || problem.group_size == 1) {
+      build_gemm_sequential(builder);
+      return builder.finish_schedule(Algorithm::Sequential, Direction::Forward, 1);
+    }
+    if (options.algorithm != Algorithm::Summa)
+      fail(WEAVE_ERROR_INTERNAL, "WEAVE_GEMM runs SUMMA or its sequential variant, not ", algorithm_name(options.algorithm));
+    build_summa(builder);
+    return builder.finish_schedule(Algorithm::Summa, Direction::Forward, 1);
+  }
   // A group of one rank has nothing to communicate: every algorithm is the
   // local GEMM, which the sequential builder writes.
   const bool local = problem.group_size == 1;
@@ -309,5 +338,7 @@ Schedule build_schedule(const Problem& problem, const ScheduleOptions& options) 
     build_reduction_ring(builder);
   return builder.finish_schedule(algorithm, options.direction, options.chunks_per_shard);
 }
+
+}  // namespace
 
 }  // namespace weave::internal::plan

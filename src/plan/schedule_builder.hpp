@@ -76,6 +76,8 @@ class ScheduleBuilder {
   Region bias_for(const Region& c_region) const;
 
   const Schedule& schedule() const { return schedule_; }
+  // What the builder decided, for describe (Schedule::notes).
+  std::string& notes() { return schedule_.notes; }
   const Step& step(int index) const { return schedule_.steps.at(index); }
   Schedule finish_schedule(Algorithm algorithm, Direction direction, int chunks);
 
@@ -103,5 +105,12 @@ void build_reduction_ring(ScheduleBuilder& b);    // GEMM-RS and GEMM-AR
 void build_reduction_direct(ScheduleBuilder& b);  // GEMM-RS and GEMM-AR
 void build_reduction_peer_sums(ScheduleBuilder& b);  // the direct algorithm, sums read from peers' memory
 void build_sequential(ScheduleBuilder& b);
+void build_summa(ScheduleBuilder& b);            // WEAVE_GEMM over the 2-D grid
+void build_gemm_sequential(ScheduleBuilder& b);  // WEAVE_GEMM: every panel first, then one GEMM
+
+// Complex types: where a GEMM of `s` cannot take an operand's op C (stored
+// in the other order than its product), multiply its conjugate with op T
+// instead (conjugated_operands.cpp).
+void conjugate_operands_where_needed(Schedule& s, const Problem& p, bool gathered_output);
 
 }  // namespace weave::internal::plan

@@ -25,14 +25,10 @@ using plan::TransportDescription;
 
 std::unique_ptr<Transport> make_mpi(const TransportContext& c) {
   auto mpi = std::make_unique<MpiTransport>(duplicate(*c.group.channel));
-  // Reductions tag their second phase above the first: tags stay below
-  // 2 x group size x chunks_per_shard.
-  const int64_t max_tag = checked_mul(2 * static_cast<int64_t>(c.problem.group_size),
-                                      c.resolved.schedule.chunks_per_shard, "the MPI tags this schedule needs (2 x ",
-                                      c.problem.group_size, " ranks x chunks_per_shard)");
+  const int64_t max_tag = c.schedule.max_tag;
   if (max_tag > mpi->max_tag())
     fail(WEAVE_ERROR_UNSUPPORTED, "this schedule needs MPI tags up to ", max_tag, " but MPI_TAG_UB is ",
-         mpi->max_tag(), "; use fewer chunks_per_shard");
+         mpi->max_tag(), "; use fewer chunks_per_shard (or wider panels, WEAVE_PANEL_WIDTH)");
   return mpi;
 }
 

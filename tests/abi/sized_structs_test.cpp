@@ -117,6 +117,36 @@ int main(int argc, char** argv) {
       return ok;
     });
 
+    check("matrix descriptor of Weave 0.2's size (before scale_mode and the block-cyclic fields)", [&] {
+      // A program built against 0.2's header: its struct ends at memory, and
+      // the fields appended since, which it never had, read as zero.
+      weave_matrix_desc_t d{};
+      const std::size_t old_size = offsetof(weave_matrix_desc_t, scale_mode);
+      // The bytes past 0.2's struct are garbage the library must not read.
+      std::memset(static_cast<void*>(reinterpret_cast<unsigned char*>(&d) + old_size), 0x5A, sizeof d - old_size);
+      d.struct_size = old_size;
+      d.rows = 6;
+      d.cols = 4;
+      d.dtype = WEAVE_FLOAT64;
+      d.distribution = WEAVE_DIST_BLOCK_ROW;
+      d.group = WEAVE_GROUP_GRID;
+      d.row_counts = nullptr;
+      d.col_counts = nullptr;
+      d.ld = 0;
+      d.order = WEAVE_ORDER_COLUMN_MAJOR;
+      d.memory = WEAVE_MEMORY_HOST;
+      weave_matrix_t m = nullptr;
+      bool ok = expect(weave_matrix_create(grid.get(), &d, &m), WEAVE_SUCCESS, nullptr, "weave_matrix_create");
+      weave_matrix_destroy(m);
+      // A block-cyclic matrix needs the fields 0.2 lacks: its mb reads as 0.
+      d.distribution = WEAVE_DIST_BLOCK_CYCLIC;
+      m = nullptr;
+      ok = expect(weave_matrix_create(grid.get(), &d, &m), WEAVE_ERROR_INVALID_VALUE, "mb = 0",
+                  "weave_matrix_create") && ok;
+      weave_matrix_destroy(m);
+      return ok;
+    });
+
     Problem p;
     check("plan descriptor with struct_size 0 on one rank", [&] {
       weave_plan_desc_t d = WEAVE_PLAN_DESC_INIT;
@@ -259,6 +289,29 @@ int main(int argc, char** argv) {
              p.c_untouched();
     });
 
+    check("execute arguments with an imaginary alpha on a real plan, on one rank", [&] {
+      weave_execute_args_t x = p.args();
+      if (g_rank == last) x.alpha_imag = 0.5;
+      return expect(weave_execute_ex(p.plan.get(), &x), WEAVE_ERROR_INVALID_VALUE, "alpha_imag", "weave_execute_ex") &&
+             p.c_untouched();
+    });
+
+    check("execute arguments of Weave 0.2's size (before the scales and alpha_imag): real scalars, and it runs", [&] {
+      weave_execute_args_t x = p.args();
+      const std::size_t old_size = offsetof(weave_execute_args_t, a_scale);
+      // The bytes past 0.2's struct are garbage the library must not read.
+      std::memset(static_cast<void*>(reinterpret_cast<unsigned char*>(&x) + old_size), 0x7F, sizeof x - old_size);
+      x.struct_size = old_size;
+      const bool ran = expect(weave_execute_ex(p.plan.get(), &x), WEAVE_SUCCESS, nullptr, "weave_execute_ex");
+      // C = A B + bias with A all 1, B all 2 (K = 4): 8.5 everywhere in the block.
+      bool right = true;
+      const int64_t rows = p.c.local_rows(), cols = p.c.local_cols(), ld = p.c.ld();
+      for (int64_t j = 0; j < cols; ++j)
+        for (int64_t i = 0; i < rows; ++i) right = right && p.c_local[static_cast<size_t>(i + j * ld)] == 8.5;
+      std::fill(p.c_local.begin(), p.c_local.end(), -7.0);
+      return ran && right;
+    });
+
     check("C++ typed execute with float buffers on an f64 plan", [&] {
       std::vector<float> af(p.a_local.size()), bf(p.b_local.size()), cf(p.c_local.size(), -7.0f);
       try {
@@ -271,6 +324,24 @@ int main(int argc, char** argv) {
       }
       std::fprintf(stderr, "rank %d: no exception\n", g_rank);
       return false;
+    });
+
+    check("C++ typed execute of a complex plan with complex alpha", [&] {
+      using Z = std::complex<double>;
+      weave::Matrix a(grid, weave::block_rows(9, 4, WEAVE_COMPLEX128)), b(grid, weave::block_cols(4, 5, WEAVE_COMPLEX128)),
+          c(grid, weave::block_cols(9, 5, WEAVE_COMPLEX128));
+      weave::Plan plain(grid, weave::PlanDesc(WEAVE_AG_GEMM, a, b, c));
+      std::vector<Z> al(static_cast<size_t>(a.local_elements()) + 1, Z(1, 1)),
+          bl(static_cast<size_t>(b.local_elements()) + 1, Z(2, 0)), cl(static_cast<size_t>(c.local_elements()) + 1);
+      plain.execute(Z(0, 1), al.data(), bl.data(), Z(0, 0), cl.data());
+      // Every element: i * sum_k (1 + i) * 2 = i * (8 + 8i) = -8 + 8i (K = 4).
+      const int64_t cols = c.local_cols(), ld = c.ld();
+      for (int64_t j = 0; j < cols; ++j)
+        for (int64_t i = 0; i < 9; ++i)
+          if (cl[static_cast<size_t>(i + j * ld)] != Z(-8, 8)) return false;
+      // A real scalar on a complex plan is the real number.
+      plain.execute(2.0, al.data(), bl.data(), 0.0, cl.data());
+      return cl[0] == Z(16, 16) || c.local_cols() == 0;
     });
 
     check("C++ typed execute with the plan's types runs and is right", [&] {

@@ -135,12 +135,14 @@ struct ScopedVariable {
   ScopedVariable(FuzzInput& in) {
     static const char* const names[] = {"WEAVE_CHUNKS",    "WEAVE_TIMEOUT",         "WEAVE_ALGORITHM",
                                         "WEAVE_TRANSPORT", "WEAVE_DIRECTION",       "WEAVE_PROGRESS",
-                                        "WEAVE_SM_MARGIN", "WEAVE_COMPUTE_STREAMS", "WEAVE_COMM_PRIORITY"};
+                                        "WEAVE_SM_MARGIN", "WEAVE_COMPUTE_STREAMS", "WEAVE_COMM_PRIORITY",
+                                        "WEAVE_PANEL_WIDTH"};
     static const char* const values[] = {"1",         "2",          "0",          "1024",        "1025",
                                          "-1",        "4294967297", "10000000000", "3153600000", "3153600001",
                                          "99999999999999999999",    "ring",       "sequential",  "direct",
                                          "mpi",       "ucx",        "nccl",       "forward",     "bidirectional",
-                                         "thread",    "tiles",      "high",       "x",           "2x"};
+                                         "thread",    "tiles",      "high",       "x",           "2x",
+                                         "summa"};
     const uint8_t b = in.byte();
     if (b < 160) return;  // most cases leave the environment alone
     name = names[b % (sizeof names / sizeof names[0])];
@@ -213,8 +215,26 @@ void decode_matrix(FuzzInput& in, weave_grid_t grid, int prows, int pcols, Matri
   d.rows = size_value(in);
   d.cols = size_value(in);
   store(d.dtype, enum_value(in, 0, 4));
-  store(d.distribution, enum_value(in, 0, 4));
+  store(d.distribution, enum_value(in, 0, 5));
   store(d.group, enum_value(in, 0, 2));
+  // The block-cyclic fields, read for BLOCK_CYCLIC matrices only (so inputs
+  // of the other distributions decode as they always did).
+  if (load(d.distribution) == WEAVE_DIST_BLOCK_CYCLIC) {
+    static const int64_t blocks[] = {1, 1, 2, 3, 7, 32, 64, 0, -1};
+    static const int32_t sources[] = {0, 0, 0, 1, 1, 2, -1, -2, 3, INT32_MAX, INT32_MIN};
+    static const int64_t starts[] = {0, 0, 0, 0, 1, 5, 33, -1};
+    // A table value, or (byte 255) any size.
+    auto value_from = [&](const int64_t* table, std::size_t n) {
+      const uint8_t b = in.byte();
+      return b == 255 ? size_value(in) : table[b % n];
+    };
+    d.mb = value_from(blocks, sizeof blocks / sizeof blocks[0]);
+    d.nb = value_from(blocks, sizeof blocks / sizeof blocks[0]);
+    d.rsrc = in.pick(sources);
+    d.csrc = in.pick(sources);
+    d.row_start = value_from(starts, sizeof starts / sizeof starts[0]);
+    d.col_start = value_from(starts, sizeof starts / sizeof starts[0]);
+  }
   const int distribution = load(d.distribution), group = group_size_of(grid, load(d.group));
   const int row_parts = distribution == WEAVE_DIST_BLOCK_2D ? prows : group;
   const int col_parts = distribution == WEAVE_DIST_BLOCK_2D ? pcols : group;
@@ -236,9 +256,14 @@ void query_and_check_matrix(Matrix& m, int index) {
   check_status(weave_matrix_local_elements(m.handle, &m.elements), "weave_matrix_local_elements");
   const weave_matrix_desc_t& d = m.desc;
   int64_t row_end = 0, col_end = 0;
-  if (m.local_rows < 0 || m.local_cols < 0 || row_offset < 0 || col_offset < 0 ||
-      __builtin_add_overflow(row_offset, m.local_rows, &row_end) || row_end > d.rows ||
-      __builtin_add_overflow(col_offset, m.local_cols, &col_end) || col_end > d.cols)
+  // A block-cyclic rank's blocks lie apart, and its local array may begin
+  // before the matrix (a submatrix): its extent is not a range of the matrix.
+  const bool cyclic = load(d.distribution) == WEAVE_DIST_BLOCK_CYCLIC;
+  if (cyclic ? (m.local_rows < 0 || m.local_cols < 0 || row_offset < 0 || col_offset < 0 || row_offset > d.rows ||
+                col_offset > d.cols)
+             : (m.local_rows < 0 || m.local_cols < 0 || row_offset < 0 || col_offset < 0 ||
+                __builtin_add_overflow(row_offset, m.local_rows, &row_end) || row_end > d.rows ||
+                __builtin_add_overflow(col_offset, m.local_cols, &col_end) || col_end > d.cols))
     violated(name + ": local block " + std::to_string(m.local_rows) + " x " + std::to_string(m.local_cols) + " at (" +
              std::to_string(row_offset) + ", " + std::to_string(col_offset) + ") is not inside the " +
              std::to_string(d.rows) + " x " + std::to_string(d.cols) + " matrix");
@@ -271,10 +296,10 @@ struct PlanCase {
 PlanCase decode_plan(FuzzInput& in, const std::vector<Matrix>& matrices) {
   PlanCase p;
   weave_plan_desc_t& d = p.desc;
-  store(d.operation, enum_value(in, 0, 3));
+  store(d.operation, enum_value(in, 0, 4));
   store(d.group, enum_value(in, 0, 2));
-  store(d.op_a, enum_value(in, 0, 1));
-  store(d.op_b, enum_value(in, 0, 1));
+  store(d.op_a, enum_value(in, 0, 2));
+  store(d.op_b, enum_value(in, 0, 2));
   const int n = static_cast<int>(matrices.size());
   auto matrix_index = [&](int null_weight) {
     const int pick = in.byte() % (n + null_weight);
@@ -288,7 +313,7 @@ PlanCase decode_plan(FuzzInput& in, const std::vector<Matrix>& matrices) {
   d.b = p.b >= 0 ? matrices[static_cast<size_t>(p.b)].handle : nullptr;
   d.c = p.c >= 0 ? matrices[static_cast<size_t>(p.c)].handle : nullptr;
   d.bias = p.bias >= 0 ? matrices[static_cast<size_t>(p.bias)].handle : nullptr;
-  store(d.algorithm, enum_value(in, 0, 3));
+  store(d.algorithm, enum_value(in, 0, 6));
   store(d.backend, enum_value(in, 0, 2));
   store(d.transport, enum_value(in, 0, 4));
   store(d.direction, enum_value(in, 0, 3));
@@ -314,7 +339,8 @@ void check_plan(weave_plan_t plan, const PlanCase& p, const std::vector<Matrix>&
   if (!text || std::string(text).find("workspace") == std::string::npos)
     violated(std::string("weave_plan_describe gave \"") + (text ? text : "(null)") + "\"");
   auto in_range = [](int value, int first, int last) { return value >= first && value <= last; };
-  if (!in_range(load(info.algorithm), WEAVE_ALGORITHM_RING, WEAVE_ALGORITHM_DIRECT) ||
+  const int algorithm = load(info.algorithm);
+  if (!(in_range(algorithm, WEAVE_ALGORITHM_RING, WEAVE_ALGORITHM_DIRECT) || algorithm == WEAVE_ALGORITHM_SUMMA) ||
       !in_range(load(info.backend), WEAVE_BACKEND_HOST, WEAVE_BACKEND_CUDA) ||
       !in_range(load(info.transport), WEAVE_TRANSPORT_MPI, WEAVE_TRANSPORT_COPY_ENGINE) ||
       !in_range(load(info.direction), WEAVE_DIRECTION_FORWARD, WEAVE_DIRECTION_BIDIRECTIONAL) ||
@@ -326,7 +352,8 @@ void check_plan(weave_plan_t plan, const PlanCase& p, const std::vector<Matrix>&
   if (workspace < 0 || workspace % 256 != 0)
     violated("workspace of " + std::to_string(workspace) + " bytes: not a multiple of its 256-byte slices: " + text);
   const bool host = load(info.backend) == WEAVE_BACKEND_HOST;
-  if (host && info.group_size == 1 && workspace != 0)
+  // (WEAVE_GEMM may move a bias into C's layout even on one rank.)
+  if (host && info.group_size == 1 && workspace != 0 && load(p.desc.operation) != WEAVE_GEMM)
     violated("a host plan over one rank (nothing to gather or sum) has " + std::to_string(workspace) +
              " bytes of workspace: " + text);
   if (host && info.group_size > 1 && load(p.desc.operation) == WEAVE_AG_GEMM) {

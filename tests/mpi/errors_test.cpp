@@ -10,7 +10,9 @@
 // Usage: weave_errors_test
 #include <mpi.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -21,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/numroc.hpp"
 #include "weave/weave.h"
 
 namespace {
@@ -301,6 +304,222 @@ void invalid_counts(weave_grid_t grid) {
   d.row_counts = one_wrong.data();
   EXPECT_STATUS(weave_matrix_create(grid, &d, &m.h), WEAVE_ERROR_INVALID_COUNTS, "row_counts");
   if (m.h) fail_here("a failed weave_matrix_create left a handle");
+}
+
+using weave_test::numroc;
+
+// Block-cyclic descriptors on a P_r x P_c grid: local extents, positions and
+// elements as ScaLAPACK counts them (a submatrix start included); and every
+// inconsistent descriptor (block size 0, a source outside the grid, an ld
+// smaller than the local rows on one rank, counts, another group, the
+// block-cyclic fields on another distribution, a negative start) an error
+// on every rank.
+void block_cyclic_descriptors() {
+  const int prows = g_size % 2 == 0 ? 2 : 1, pcols = g_size / prows;
+  Grid grid;
+  EXPECT_OK(weave_grid_create(MPI_COMM_WORLD, prows, pcols, &grid.h));
+  const int my_row = g_rank / pcols, my_col = g_rank % pcols;
+  struct Layout {
+    int64_t rows, cols, mb, nb;
+    int32_t rsrc, csrc;
+    int64_t row_start, col_start;
+  };
+  const Layout layouts[] = {{37, 23, 7, 2, 0, 0, 0, 0}, {37, 23, 1, 32, prows - 1, pcols - 1, 0, 0},
+                            {10, 9, 4, 3, 0, pcols - 1, 5, 2}, {5, 4, 64, 64, 0, 0, 0, 0},
+                            {1, 23, 1, 7, -1, 0, 0, 0}};
+  for (const Layout& l : layouts) {
+    Matrix m;
+    weave_matrix_desc_t d = desc_of(l.rows, l.cols, WEAVE_DIST_BLOCK_CYCLIC);
+    d.mb = l.mb;
+    d.nb = l.nb;
+    d.rsrc = l.rsrc;
+    d.csrc = l.csrc;
+    d.row_start = l.row_start;
+    d.col_start = l.col_start;
+    if (!create(grid.h, d, &m)) continue;
+    int64_t lr = 0, lc = 0, ro = 0, co = 0, ld = 0, elements = 0;
+    EXPECT_OK(weave_matrix_local_shape(m.h, &lr, &lc));
+    EXPECT_OK(weave_matrix_local_offset(m.h, &ro, &co));
+    EXPECT_OK(weave_matrix_ld(m.h, &ld));
+    EXPECT_OK(weave_matrix_local_elements(m.h, &elements));
+    const int64_t want_rows = numroc(l.row_start + l.rows, l.mb, my_row, l.rsrc, prows);
+    const int64_t want_cols = numroc(l.col_start + l.cols, l.nb, my_col, l.csrc, pcols);
+    if (lr != want_rows || lc != want_cols)
+      fail_here("block-cyclic " + std::to_string(l.rows) + " x " + std::to_string(l.cols) + ": local shape " +
+                std::to_string(lr) + " x " + std::to_string(lc) + ", numroc says " + std::to_string(want_rows) +
+                " x " + std::to_string(want_cols));
+    if (ld != std::max<int64_t>(1, want_rows)) fail_here("block-cyclic: tight ld " + std::to_string(ld));
+    const int64_t want_elements = want_rows == 0 || want_cols == 0 ? 0 : ld * (want_cols - 1) + want_rows;
+    if (elements != want_elements) fail_here("block-cyclic: local elements " + std::to_string(elements));
+    // The first global row this rank holds: the first index from row_start on
+    // whose block is dealt to this grid row.
+    int64_t first_row = l.rows;
+    for (int64_t g = 0; g < l.rows && first_row == l.rows; ++g)
+      if (l.rsrc < 0 || (l.rsrc + (l.row_start + g) / l.mb) % prows == my_row) first_row = g;
+    if (ro != first_row) fail_here("block-cyclic: row offset " + std::to_string(ro) + ", expected " +
+                                   std::to_string(first_row));
+  }
+
+  Matrix m;
+  auto cyclic = [](int64_t mb, int64_t nb, int32_t rsrc, int32_t csrc) {
+    weave_matrix_desc_t d = desc_of(12, 10, WEAVE_DIST_BLOCK_CYCLIC);
+    d.mb = mb;
+    d.nb = nb;
+    d.rsrc = rsrc;
+    d.csrc = csrc;
+    return d;
+  };
+  weave_matrix_desc_t d = cyclic(0, 2, 0, 0);
+  EXPECT_STATUS(weave_matrix_create(grid.h, &d, &m.h), WEAVE_ERROR_INVALID_VALUE, "mb = 0", "block size");
+  d = cyclic(2, -3, 0, 0);
+  EXPECT_STATUS(weave_matrix_create(grid.h, &d, &m.h), WEAVE_ERROR_INVALID_VALUE, "nb = -3");
+  d = cyclic(2, 2, prows, 0);
+  EXPECT_STATUS(weave_matrix_create(grid.h, &d, &m.h), WEAVE_ERROR_INVALID_VALUE, "rsrc", "grid row");
+  d = cyclic(2, 2, 0, -2);
+  EXPECT_STATUS(weave_matrix_create(grid.h, &d, &m.h), WEAVE_ERROR_INVALID_VALUE, "csrc", "grid column");
+  // The block size on one rank only.
+  d = cyclic(g_rank == g_size - 1 ? 0 : 2, 2, 0, 0);
+  EXPECT_STATUS(weave_matrix_create(grid.h, &d, &m.h), WEAVE_ERROR_INVALID_VALUE, "mb = 0");
+  // Another block size on one rank: every rank hears of the disagreement.
+  if (g_size > 1) {
+    d = cyclic(g_rank == g_size - 1 ? 3 : 2, 2, 0, 0);
+    EXPECT_STATUS(weave_matrix_create(grid.h, &d, &m.h), WEAVE_ERROR_RANK_MISMATCH, "mb");
+  }
+  // lld smaller than the local rows, on the last rank only (12 rows in
+  // blocks of 2 over the grid rows: at least 6 local rows everywhere).
+  d = cyclic(2, 2, 0, 0);
+  d.ld = g_rank == g_size - 1 ? 5 : 0;
+  EXPECT_STATUS(weave_matrix_create(grid.h, &d, &m.h), WEAVE_ERROR_INVALID_LEADING_DIMENSION, "ld = 5");
+  d = cyclic(2, 2, 0, 0);
+  d.row_start = -1;
+  EXPECT_STATUS(weave_matrix_create(grid.h, &d, &m.h), WEAVE_ERROR_INVALID_VALUE, "row_start = -1");
+  d = cyclic(2, 2, 0, 0);
+  d.row_start = INT64_MAX - 5;
+  EXPECT_STATUS(weave_matrix_create(grid.h, &d, &m.h), WEAVE_ERROR_INVALID_VALUE, "64 bits");
+  d = cyclic(2, 2, -1, 0);
+  d.row_start = 1;
+  EXPECT_STATUS(weave_matrix_create(grid.h, &d, &m.h), WEAVE_ERROR_INVALID_VALUE, "row_start", "replicated");
+  std::vector<int64_t> counts(static_cast<size_t>(prows), 12 / prows);
+  d = cyclic(2, 2, 0, 0);
+  d.row_counts = counts.data();
+  EXPECT_STATUS(weave_matrix_create(grid.h, &d, &m.h), WEAVE_ERROR_INVALID_COUNTS, "row_counts");
+  d = cyclic(2, 2, 0, 0);
+  d.group = WEAVE_GROUP_ROW;
+  EXPECT_STATUS(weave_matrix_create(grid.h, &d, &m.h), WEAVE_ERROR_INVALID_VALUE, "group", "whole grid");
+  // Block-cyclic fields on another distribution.
+  d = desc_of(12, 10, WEAVE_DIST_BLOCK_2D);
+  d.mb = 4;
+  EXPECT_STATUS(weave_matrix_create(grid.h, &d, &m.h), WEAVE_ERROR_INVALID_VALUE, "mb", "BLOCK_CYCLIC");
+  if (m.h) fail_here("a failed weave_matrix_create left a handle");
+}
+
+// WEAVE_GEMM plans that cannot be made: matrices on another grid (another
+// grid shape), shapes that do not fit, distributions that do not lie along
+// the grid, the plan over a row group, 1-D algorithms, a ring direction,
+// chunks; each an error on every rank, and an execute after them writes
+// nothing it should not.
+void gemm_plan_errors() {
+  const int prows = g_size % 2 == 0 ? 2 : 1, pcols = g_size / prows;
+  Grid grid, other;
+  EXPECT_OK(weave_grid_create(MPI_COMM_WORLD, prows, pcols, &grid.h));
+  EXPECT_OK(weave_grid_create(MPI_COMM_WORLD, pcols, prows, &other.h));
+  auto cyclic = [](int64_t rows, int64_t cols) {
+    weave_matrix_desc_t d = desc_of(rows, cols, WEAVE_DIST_BLOCK_CYCLIC);
+    d.mb = 2;
+    d.nb = 3;
+    return d;
+  };
+  Matrix a, b, c, c_other, b_wrong, row_split, bias;
+  if (!create(grid.h, cyclic(7, 5), &a) || !create(grid.h, cyclic(5, 6), &b) || !create(grid.h, cyclic(7, 6), &c) ||
+      !create(other.h, cyclic(7, 6), &c_other) || !create(grid.h, cyclic(4, 6), &b_wrong) ||
+      !create(grid.h, cyclic(1, 6), &bias))
+    return;
+  weave_matrix_desc_t rows = desc_of(7, 6, WEAVE_DIST_BLOCK_ROW);
+  rows.group = WEAVE_GROUP_ROW;
+  if (!create(grid.h, rows, &row_split)) return;
+  auto plan_of = [&](weave_matrix_t pa, weave_matrix_t pb, weave_matrix_t pc) {
+    weave_plan_desc_t pd = WEAVE_PLAN_DESC_INIT;
+    pd.operation = WEAVE_GEMM;
+    pd.a = pa;
+    pd.b = pb;
+    pd.c = pc;
+    return pd;
+  };
+  Plan p;
+  weave_plan_desc_t pd = plan_of(a.h, b.h, c_other.h);
+  EXPECT_STATUS(weave_plan_create(grid.h, &pd, &p.h), WEAVE_ERROR_INVALID_VALUE, "grid");
+  pd = plan_of(a.h, b_wrong.h, c.h);
+  EXPECT_STATUS(weave_plan_create(grid.h, &pd, &p.h), WEAVE_ERROR_SHAPE_MISMATCH, "rows of op(B)", "(K)");
+  pd = plan_of(a.h, b.h, c.h);
+  pd.op_a = WEAVE_OP_T;
+  EXPECT_STATUS(weave_plan_create(grid.h, &pd, &p.h), WEAVE_ERROR_SHAPE_MISMATCH, "op(A)");
+  if (prows > 1) {
+    pd = plan_of(a.h, b.h, row_split.h);
+    EXPECT_STATUS(weave_plan_create(grid.h, &pd, &p.h), WEAVE_ERROR_DISTRIBUTION_MISMATCH, "C is BLOCK_ROW",
+                  "grid's rows and columns");
+  }
+  pd = plan_of(a.h, b.h, c.h);
+  pd.group = WEAVE_GROUP_ROW;
+  EXPECT_STATUS(weave_plan_create(grid.h, &pd, &p.h), WEAVE_ERROR_DISTRIBUTION_MISMATCH, "whole grid");
+  pd = plan_of(a.h, b.h, c.h);
+  pd.algorithm = WEAVE_ALGORITHM_RING;
+  EXPECT_STATUS(weave_plan_create(grid.h, &pd, &p.h), WEAVE_ERROR_UNSUPPORTED, "WEAVE_ALGORITHM_SUMMA");
+  pd = plan_of(a.h, b.h, c.h);
+  pd.direction = WEAVE_DIRECTION_BACKWARD;
+  EXPECT_STATUS(weave_plan_create(grid.h, &pd, &p.h), WEAVE_ERROR_UNSUPPORTED, "direction");
+  pd = plan_of(a.h, b.h, c.h);
+  pd.chunks_per_shard = 2;
+  EXPECT_STATUS(weave_plan_create(grid.h, &pd, &p.h), WEAVE_ERROR_UNSUPPORTED, "panels");
+  pd = plan_of(a.h, b.h, c.h);
+  pd.bias = b.h;  // 5 x 6 is not 1 x N
+  EXPECT_STATUS(weave_plan_create(grid.h, &pd, &p.h), WEAVE_ERROR_SHAPE_MISMATCH, "bias");
+  // SUMMA on a 1-D operation.
+  Grid line;
+  EXPECT_OK(weave_grid_create(MPI_COMM_WORLD, g_size, 1, &line.h));
+  Operands o;
+  if (!make_operands(line.h, WEAVE_GEMM_AR, 4, 3, 2 * g_size, &o)) return;
+  weave_plan_desc_t one_d = plan_desc(WEAVE_GEMM_AR, o);
+  one_d.algorithm = WEAVE_ALGORITHM_SUMMA;
+  EXPECT_STATUS(weave_plan_create(line.h, &one_d, &p.h), WEAVE_ERROR_UNSUPPORTED, "WEAVE_GEMM");
+  if (p.h) fail_here("a failed weave_plan_create left a handle");
+
+  // A good plan: an execute with a NULL B on one rank writes nothing anywhere.
+  pd = plan_of(a.h, b.h, c.h);
+  pd.bias = bias.h;
+  EXPECT_OK(weave_plan_create(grid.h, &pd, &p.h));
+  if (!p.h) return;
+  int64_t ea = 0, eb = 0, ec = 0, ebias = 0;
+  weave_matrix_local_elements(a.h, &ea);
+  weave_matrix_local_elements(b.h, &eb);
+  weave_matrix_local_elements(c.h, &ec);
+  weave_matrix_local_elements(bias.h, &ebias);
+  std::vector<double> va(static_cast<size_t>(ea) + 1, 1.0), vb(static_cast<size_t>(eb) + 1, 2.0),
+      vc(static_cast<size_t>(ec) + 1, -3.0), vbias(static_cast<size_t>(ebias) + 1, 0.5);
+  const bool b_empty = eb == 0;
+  int any_b = b_empty ? 0 : 1, some = 0;
+  MPI_Allreduce(&any_b, &some, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  // The last rank that holds part of B passes NULL for it.
+  int holder = b_empty ? -1 : g_rank, last_holder = -1;
+  MPI_Allreduce(&holder, &last_holder, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  const void* b_pointer = g_rank == last_holder ? nullptr : vb.data();
+  EXPECT_STATUS(weave_execute(p.h, 1.0, va.data(), b_pointer, 0.0, vc.data(), vbias.data(), nullptr),
+                WEAVE_ERROR_NULL_ARGUMENT, "b is NULL");
+  for (double v : vc)
+    if (v != -3.0) {
+      fail_here("a failed WEAVE_GEMM execute wrote C");
+      break;
+    }
+  // And then a good one runs: C = A B + bias, with A all 1, B all 2: 2 K + 0.5 = 10.5.
+  EXPECT_OK(weave_execute(p.h, 1.0, va.data(), vb.data(), 0.0, vc.data(), vbias.data(), nullptr));
+  int64_t lr = 0, lc = 0, ld = 0;
+  weave_matrix_local_shape(c.h, &lr, &lc);
+  weave_matrix_ld(c.h, &ld);
+  for (int64_t j = 0; j < lc; ++j)
+    for (int64_t i = 0; i < lr; ++i)
+      if (vc[static_cast<size_t>(i + j * ld)] != 10.5) {
+        fail_here("WEAVE_GEMM of ones and twos gave " + std::to_string(vc[static_cast<size_t>(i + j * ld)]));
+        return;
+      }
 }
 
 void leading_dimension_on_one_rank(weave_grid_t grid) {
@@ -773,8 +992,8 @@ void bad_enums(weave_grid_t grid) {
   };
   const Bad bad[] = {
       {[](weave_plan_desc_t& x) { x.operation = static_cast<weave_operation_t>(0); }, "operation = 0"},
-      {[](weave_plan_desc_t& x) { x.operation = static_cast<weave_operation_t>(4); }, "operation = 4"},
-      {[](weave_plan_desc_t& x) { x.op_a = static_cast<weave_op_t>(2); }, "op_a = 2"},
+      {[](weave_plan_desc_t& x) { x.operation = static_cast<weave_operation_t>(5); }, "operation = 5"},
+      {[](weave_plan_desc_t& x) { x.op_a = static_cast<weave_op_t>(3); }, "op_a = 3"},
       {[](weave_plan_desc_t& x) { x.op_b = static_cast<weave_op_t>(-1); }, "op_b = -1"},
       {[](weave_plan_desc_t& x) { x.group = static_cast<weave_group_t>(3); }, "group = 3"},
       {[](weave_plan_desc_t& x) { x.algorithm = static_cast<weave_algorithm_t>(9); }, "algorithm = 9"},
@@ -1112,6 +1331,8 @@ int main(int argc, char** argv) {
     run_check("negative sizes", [&] { negative_sizes(g); });
     run_check("invalid counts", [&] { invalid_counts(g); });
     run_check("leading dimension too small on one rank", [&] { leading_dimension_on_one_rank(g); });
+    run_check("block-cyclic descriptors", [] { block_cyclic_descriptors(); });
+    run_check("WEAVE_GEMM plans that cannot be made, and an execute that fails", [] { gemm_plan_errors(); });
     run_check("shapes that do not fit the operation", [&] { shape_mismatches(g); });
     run_check("matrix over another group than the plan's", [&] { matrix_over_another_group(g); });
     run_check("distributions that do not fit the operation", [&] { distribution_mismatches(g); });

@@ -47,6 +47,17 @@ inline void rotate_layouts(Case& c, int counter) {
   c.order_c = counter % 4 == 2 ? WEAVE_ORDER_ROW_MAJOR : WEAVE_ORDER_COLUMN_MAJOR;
 }
 
+// Complex types: complex alpha and beta (beta zero stays zero, so C is not
+// read), and the conjugate transpose in place of every other transpose.
+inline void make_complex_variant(Case& c, int counter) {
+  if (c.dtype != WEAVE_COMPLEX64 && c.dtype != WEAVE_COMPLEX128) return;
+  c.alpha_imag = counter % 2 ? 0.5 : -0.25;
+  c.beta_imag = c.beta != 0.0 ? 0.375 : 0.0;
+  // (Quick lists keep every fourth case: vary with counter / 4 and / 8.)
+  if (c.op_a == WEAVE_OP_T && (counter / 4) % 2 == 0) c.op_a = WEAVE_OP_C;
+  if (c.op_b == WEAVE_OP_T && (counter / 8) % 2 == 0) c.op_b = WEAVE_OP_C;
+}
+
 template <class T>
 T pick(const std::vector<T>& choices, std::mt19937_64& rng) {
   return choices[std::uniform_int_distribution<std::size_t>(0, choices.size() - 1)(rng)];
@@ -99,6 +110,7 @@ inline std::vector<Case> sweep_cases(const CaseListOptions& options, std::mt1993
               c.grid = grids[(counter / 2) % 4];
               c.gathered = op == WEAVE_AG_GEMM && counter % 5 == 0;
               c.repeats = counter % 7 == 0 ? 2 : 1;
+              make_complex_variant(c, counter);
               ++counter;
               if (!quick || counter % 4 == 0) cases.push_back(c);
             }
@@ -206,6 +218,122 @@ inline std::vector<Case> sweep_cases(const CaseListOptions& options, std::mt1993
   return cases;
 }
 
+// WEAVE_GEMM over every grid shape of the world (1 x P, P x 1 and the 2-D
+// ones: 2 x 2 at 4 ranks, 2 x 3 and 3 x 2 at 6), with block-cyclic layouts
+// of block sizes 1, 2, 7, 32 and whole-matrix blocks, sources off grid
+// (0, 0), blocks of A, B and C that differ (panels are their common
+// refinement), one block per process, replicated operands, submatrices
+// starting inside their local arrays, odd sizes and K = 0, every transpose
+// pair (WEAVE_OP_C too), beta and bias, both algorithms and both host
+// progress mechanisms, narrow panels through few slots.
+inline std::vector<Case> gemm_cases(const CaseListOptions& options, std::mt19937_64&) {
+  std::vector<Case> cases;
+  std::vector<int> grid_rows;
+  for (int r = 1; r <= g_size; ++r)
+    if (g_size % r == 0) grid_rows.push_back(r);
+  using Kind = GridLayoutSpec::Kind;
+  auto cyclic = [](int64_t mb, int64_t nb, int rsrc = 0, int csrc = 0) {
+    GridLayoutSpec s;
+    s.mb = mb;
+    s.nb = nb;
+    s.rsrc = rsrc;
+    s.csrc = csrc;
+    return s;
+  };
+  auto of_kind = [](Kind kind) {
+    GridLayoutSpec s;
+    s.kind = kind;
+    return s;
+  };
+  struct Sizes {
+    int64_t m, n, k;
+  };
+  const Sizes sizes[] = {{37, 23, 29}, {13, 11, 9}, {5, 17, 41}, {8, 6, 0}, {1, 3, 2}, {64, 33, 70}};
+  const weave_op_t ops[] = {WEAVE_OP_N, WEAVE_OP_T, WEAVE_OP_C};
+  int counter = 0;
+  for (int rows : grid_rows) {
+    const int cols = g_size / rows, last_row = rows - 1, last_col = cols - 1;
+    // A, B, C layouts: the same block size everywhere (1, 2, 7, 32,
+    // whole-matrix), sources off (0, 0), mixed block sizes, one block per
+    // process, replicated A.
+    const std::vector<std::array<GridLayoutSpec, 3>> layouts = {
+        {cyclic(1, 1), cyclic(1, 1), cyclic(1, 1)},
+        {cyclic(2, 2), cyclic(2, 2), cyclic(2, 2)},
+        {cyclic(7, 7, last_row, last_col), cyclic(7, 7, last_row, last_col), cyclic(7, 7, last_row, last_col)},
+        {cyclic(32, 32), cyclic(32, 32), cyclic(32, 32)},
+        {cyclic(100, 100), cyclic(100, 100), cyclic(100, 100)},
+        {cyclic(2, 7), cyclic(7, 1, last_row, 0), cyclic(3, 2, 0, last_col)},
+        {of_kind(Kind::Block2D), of_kind(Kind::Block2D), of_kind(Kind::Block2D)},
+        {of_kind(Kind::Replicated), cyclic(4, 4), cyclic(4, 4)}};
+    for (std::size_t l = 0; l < layouts.size(); ++l)
+      for (int pair = 0; pair < 4; ++pair) {
+        Case c;
+        c.operation = WEAVE_GEMM;
+        c.dtype = options.types[static_cast<std::size_t>(counter) % options.types.size()];
+        c.grid_rows = rows;
+        const Sizes& z = sizes[counter % 6];
+        c.m = z.m;
+        c.n = z.n;
+        c.k = z.k;
+        c.op_a = pair % 2 ? ops[1 + counter % 2] : WEAVE_OP_N;
+        c.op_b = pair / 2 ? ops[1 + (counter / 2) % 2] : WEAVE_OP_N;
+        c.layout_a = layouts[l][0];
+        c.layout_b = layouts[l][1];
+        c.layout_c = layouts[l][2];
+        c.bias = counter % 3 != 0;
+        // Bias in C's column layout on every grid row, or laid out otherwise.
+        c.layout_bias = counter % 2 ? c.layout_c : cyclic(1, 3, 0, 0);
+        if (c.layout_bias.kind == Kind::Cyclic && counter % 2) {
+          c.layout_bias.mb = 1;
+          c.layout_bias.rsrc = -1;
+        }
+        if (c.layout_bias.kind == Kind::Block2D) c.layout_bias = of_kind(Kind::Replicated);
+        c.beta = counter % 2 ? 0.0 : -0.75;
+        c.alpha = counter % 3 == 1 ? 1.5 : 1.0;
+        c.padded = counter % 4 == 1;
+        c.order_a = counter % 5 == 3 ? WEAVE_ORDER_ROW_MAJOR : WEAVE_ORDER_COLUMN_MAJOR;
+        c.order_b = counter % 7 == 2 ? WEAVE_ORDER_ROW_MAJOR : WEAVE_ORDER_COLUMN_MAJOR;
+        c.algorithm = counter % 4 == 3   ? WEAVE_ALGORITHM_SEQUENTIAL
+                      : counter % 4 == 1 ? WEAVE_ALGORITHM_AUTO
+                                         : WEAVE_ALGORITHM_SUMMA;
+        c.progress = counter % 3 == 2 ? WEAVE_PROGRESS_THREAD : WEAVE_PROGRESS_TILES;
+        c.panel_width = counter % 5 == 0 ? 3 : 0;
+        c.repeats = counter % 9 == 0 ? 2 : 1;
+        make_complex_variant(c, counter);
+        ++counter;
+        if (!options.quick || counter % 3 == 0) cases.push_back(c);
+      }
+    // Submatrices (pdgemm's IA, JA): A, B and C start inside their local
+    // arrays, at different places.
+    for (int variant = 0; variant < 2; ++variant) {
+      Case c;
+      c.operation = WEAVE_GEMM;
+      c.dtype = options.types.front();
+      c.grid_rows = rows;
+      c.m = 19;
+      c.n = 14;
+      c.k = 23;
+      c.layout_a = cyclic(4, 4);
+      c.layout_a.row_start = 5;
+      c.layout_a.col_start = 3;
+      c.layout_b = cyclic(4, 4);
+      c.layout_b.row_start = 2;
+      c.layout_b.col_start = variant ? 4 * cols : 6;
+      c.layout_c = cyclic(4, 4);
+      c.layout_c.row_start = variant ? 4 * rows + 1 : 1;
+      c.layout_c.col_start = 6;
+      c.op_a = variant ? WEAVE_OP_T : WEAVE_OP_N;
+      c.bias = true;
+      c.layout_bias = cyclic(1, 4, -1, 0);
+      c.layout_bias.col_start = 6;
+      c.beta = 0.5;
+      c.algorithm = variant ? WEAVE_ALGORITHM_SEQUENTIAL : WEAVE_ALGORITHM_SUMMA;
+      cases.push_back(c);
+    }
+  }
+  return cases;
+}
+
 inline std::vector<Case> random_cases(const CaseListOptions& options, std::mt19937_64& rng) {
   const std::vector<weave_operation_t> operations{WEAVE_AG_GEMM, WEAVE_GEMM_RS, WEAVE_GEMM_AR};
   const std::vector<weave_op_t> ops{WEAVE_OP_N, WEAVE_OP_T};
@@ -251,6 +379,7 @@ inline std::vector<Case> random_cases(const CaseListOptions& options, std::mt199
     }
     c.grid = pick(grids, rng);
     c.gathered = c.operation == WEAVE_AG_GEMM && pick(flags, rng);
+    make_complex_variant(c, i);
     cases.push_back(c);
   }
   return cases;

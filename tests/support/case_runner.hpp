@@ -28,6 +28,20 @@ constexpr int kSkipExitCode = 77;
 enum class GridKind { Column1D, Row1D, Rows2D, Columns2D, Block2D };
 const char* grid_kind_name(GridKind g);
 
+// WEAVE_GEMM: how one matrix lies over the grid. Block-cyclic with mb x nb
+// blocks from grid (rsrc, csrc) (-1: every grid row or column holds all of
+// that dimension), starting at (row_start, col_start) of its local arrays
+// (a submatrix, as pdgemm's IA, JA); one balanced block per grid row and
+// column (BLOCK_2D); or replicated.
+struct GridLayoutSpec {
+  enum class Kind { Cyclic, Block2D, Replicated };
+  Kind kind = Kind::Cyclic;
+  int64_t mb = 1, nb = 1;
+  int rsrc = 0, csrc = 0;
+  int64_t row_start = 0, col_start = 0;
+  std::string name() const;
+};
+
 struct Case {
   weave_operation_t operation = WEAVE_AG_GEMM;
   weave_dtype_t dtype = WEAVE_FLOAT64;  // C's and the bias's, and A's and B's unless given below
@@ -54,6 +68,7 @@ struct Case {
   weave_order_t order_bias = WEAVE_ORDER_COLUMN_MAJOR;
   int bias_ld_padding = 0;
   double alpha = 1.0, beta = 0.0;
+  double alpha_imag = 0.0, beta_imag = 0.0;  // complex types only
   bool padded = false;  // leading dimensions of A, B and C larger than tight
   int chunks = 0;
   weave_direction_t direction = WEAVE_DIRECTION_AUTO;
@@ -65,6 +80,11 @@ struct Case {
   bool allow_tf32 = false;  // WEAVE_FLAG_ALLOW_TF32 (float32 on GPUs), with its looser tolerance
   int repeats = 1;
   bool fresh_inputs = false;  // every repeat multiplies new random A, B, C and bias, in the same buffers
+  // WEAVE_GEMM: a grid_rows x (ranks / grid_rows) grid, the layouts of A
+  // and B (as stored), C and bias, and WEAVE_PANEL_WIDTH (0: the default).
+  int grid_rows = 1;
+  GridLayoutSpec layout_a, layout_b, layout_c, layout_bias;
+  int64_t panel_width = 0;
 
   std::string name() const;
 };
@@ -101,7 +121,8 @@ bool run_case(const Case& c, uint64_t seed);
 //   --seed S              replay a run
 //   --memory host|device  where the matrices live (default host)
 //   --types LIST          element types: a comma-separated list of f64, f32,
-//                         f16, bf16, or "all" (default f64,f32)
+//                         f16, bf16, c128, c64, or "all" (the four real
+//                         types; default f64,f32)
 struct CaseListOptions {
   bool quick = false;
   weave_memory_t memory = WEAVE_MEMORY_HOST;

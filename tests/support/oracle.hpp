@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cmath>
+#include <complex>
 #include <cstdint>
 #include <limits>
 #include <random>
@@ -13,15 +14,19 @@
 
 namespace weave_test {
 
-// A dense global matrix in double, column-major.
-struct Dense {
+// A dense global matrix, column-major, of double or (for the complex
+// types) std::complex<double>.
+template <class V>
+struct DenseOf {
   int64_t rows = 0, cols = 0;
-  std::vector<double> v;
-  Dense() = default;
-  Dense(int64_t r, int64_t c) : rows(r), cols(c), v(static_cast<size_t>(r * c), 0.0) {}
-  double& operator()(int64_t i, int64_t j) { return v[static_cast<size_t>(i + j * rows)]; }
-  double operator()(int64_t i, int64_t j) const { return v[static_cast<size_t>(i + j * rows)]; }
+  std::vector<V> v;
+  DenseOf() = default;
+  DenseOf(int64_t r, int64_t c) : rows(r), cols(c), v(static_cast<size_t>(r * c), V(0)) {}
+  V& operator()(int64_t i, int64_t j) { return v[static_cast<size_t>(i + j * rows)]; }
+  const V& operator()(int64_t i, int64_t j) const { return v[static_cast<size_t>(i + j * rows)]; }
 };
+using Dense = DenseOf<double>;
+using ComplexDense = DenseOf<std::complex<double>>;
 
 // Uniform in [-1, 1): never zeros, so unwritten outputs cannot pass.
 inline Dense random_dense(int64_t rows, int64_t cols, std::mt19937_64& rng) {
@@ -31,10 +36,19 @@ inline Dense random_dense(int64_t rows, int64_t cols, std::mt19937_64& rng) {
   return d;
 }
 
-inline Dense transpose(const Dense& x) {
-  Dense t(x.cols, x.rows);
+template <class V>
+DenseOf<V> transpose(const DenseOf<V>& x) {
+  DenseOf<V> t(x.cols, x.rows);
   for (int64_t j = 0; j < x.cols; ++j)
     for (int64_t i = 0; i < x.rows; ++i) t(j, i) = x(i, j);
+  return t;
+}
+
+// The conjugate transpose (the transpose of a real-valued matrix).
+inline ComplexDense conjugate_transpose(const ComplexDense& x) {
+  ComplexDense t(x.cols, x.rows);
+  for (int64_t j = 0; j < x.cols; ++j)
+    for (int64_t i = 0; i < x.rows; ++i) t(j, i) = std::conj(x(i, j));
   return t;
 }
 
@@ -47,34 +61,48 @@ inline Dense transpose(const Dense& x) {
 // an output type narrower than the sums: its unit roundoff times the number
 // of times a result is rounded into it; underflow = `output_underflow` is
 // the absolute error of those roundings where a result is subnormal in the
-// output type.
-struct Reference {
-  Dense c, bound;
+// output type. Complex values: |.| is the modulus (the caller passes a unit
+// roundoff that covers complex multiplication, see accumulation_roundoff).
+template <class V>
+struct ReferenceOf {
+  DenseOf<V> c;
+  Dense bound;
+};
+using Reference = ReferenceOf<double>;
+
+// V from the matrices alone (bias may be nullptr, the scalars doubles).
+template <class T>
+struct Same {
+  using type = T;
 };
 
-inline Reference reference_product(const Dense& op_a, const Dense& op_b, const Dense& c0, const std::vector<double>* bias,
-                                   double alpha, double beta, double unit_roundoff, double output_rounding = 0.0,
-                                   double output_underflow = 0.0) {
+template <class V>
+ReferenceOf<V> reference_product(const DenseOf<V>& op_a, const DenseOf<V>& op_b, const DenseOf<V>& c0,
+                                 const std::vector<typename Same<V>::type>* bias, typename Same<V>::type alpha,
+                                 typename Same<V>::type beta, double unit_roundoff,
+                                 double output_rounding = 0.0, double output_underflow = 0.0) {
   const int64_t m = op_a.rows, n = op_b.cols, k = op_a.cols;
-  Reference r{Dense(m, n), Dense(m, n)};
+  ReferenceOf<V> r{DenseOf<V>(m, n), Dense(m, n)};
   // Forward error of a k-term dot product plus the scaling and two additions,
   // with a safety factor of 4 for the order in which backends sum.
   const double gamma = 4.0 * static_cast<double>(k + 3) * unit_roundoff + output_rounding;
   for (int64_t j = 0; j < n; ++j)
     for (int64_t i = 0; i < m; ++i) {
-      double sum = 0.0, magnitude = 0.0;
+      V sum = V(0);
+      double magnitude = 0.0;
       for (int64_t l = 0; l < k; ++l) {
         sum += op_a(i, l) * op_b(l, j);
-        magnitude += std::fabs(op_a(i, l) * op_b(l, j));
+        magnitude += std::abs(op_a(i, l) * op_b(l, j));
       }
-      double value = alpha * sum, scale = std::fabs(alpha) * magnitude;
-      if (beta != 0.0) {
+      V value = alpha * sum;
+      double scale = std::abs(alpha) * magnitude;
+      if (beta != V(0)) {
         value += beta * c0(i, j);
-        scale += std::fabs(beta * c0(i, j));
+        scale += std::abs(beta * c0(i, j));
       }
       if (bias) {
         value += (*bias)[static_cast<size_t>(j)];
-        scale += std::fabs((*bias)[static_cast<size_t>(j)]);
+        scale += std::abs((*bias)[static_cast<size_t>(j)]);
       }
       r.c(i, j) = value;
       r.bound(i, j) = gamma * scale + output_underflow + 4.0 * std::numeric_limits<double>::min();

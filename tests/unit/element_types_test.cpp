@@ -42,7 +42,7 @@ bool same_value(double a, double b) {
 
 TEST(TypeTable, EveryPublicTypeHasOneRow) {
   std::set<std::string> names;
-  for (int t = WEAVE_FLOAT32; t <= WEAVE_FLOAT8_E5M2; ++t) {
+  for (int t = WEAVE_FLOAT32; t <= WEAVE_COMPLEX128; ++t) {
     ASSERT_TRUE(weave::internal::is_valid_dtype(t)) << t;
     const weave::internal::DTypeRow& row = weave::internal::dtype_row(static_cast<DType>(t));
     EXPECT_TRUE(names.insert(row.name).second) << row.name << " twice";
@@ -52,7 +52,15 @@ TEST(TypeTable, EveryPublicTypeHasOneRow) {
     // A scaled type takes the FP8 modes and no "none"; an unscaled one only "none".
     EXPECT_EQ(row.scaled, (row.scale_modes & weave::internal::scale_bit(ScaleMode::None)) == 0) << row.name;
   }
-  for (int t : {0, 7, 8, 100, -1}) EXPECT_FALSE(weave::internal::is_valid_dtype(t)) << t;
+  for (int t : {0, 9, 100, -1}) EXPECT_FALSE(weave::internal::is_valid_dtype(t)) << t;
+  // Complex types are pairs of their component type.
+  EXPECT_EQ(weave::internal::dtype_size(DType::C64), 8u);
+  EXPECT_EQ(weave::internal::dtype_size(DType::C128), 16u);
+  EXPECT_EQ(weave::internal::component_type(DType::C64), DType::F32);
+  EXPECT_EQ(weave::internal::component_type(DType::C128), DType::F64);
+  EXPECT_EQ(weave::internal::components(DType::C128), 2);
+  EXPECT_EQ(weave::internal::components(DType::F64), 1);
+  EXPECT_EQ(weave::internal::accumulation_type(DType::C64), DType::C64);
   EXPECT_EQ(weave::internal::dtype_size(DType::E4M3), 1u);
   EXPECT_EQ(weave::internal::dtype_size(DType::E5M2), 1u);
   EXPECT_EQ(weave::internal::accumulation_type(DType::E4M3), DType::F32);
@@ -68,6 +76,8 @@ TEST(TypeTable, PublicSizes) {
   EXPECT_EQ(weave_dtype_size(WEAVE_BFLOAT16), 2u);
   EXPECT_EQ(weave_dtype_size(WEAVE_FLOAT8_E4M3), 1u);
   EXPECT_EQ(weave_dtype_size(WEAVE_FLOAT8_E5M2), 1u);
+  EXPECT_EQ(weave_dtype_size(WEAVE_COMPLEX64), 8u);
+  EXPECT_EQ(weave_dtype_size(WEAVE_COMPLEX128), 16u);
   for (int t : {0, -1, 100}) EXPECT_EQ(weave_dtype_size(static_cast<weave_dtype_t>(t)), 0u) << t;
 }
 

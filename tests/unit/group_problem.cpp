@@ -105,4 +105,85 @@ std::vector<weave::internal::Problem> make_group_problems(const GroupCase& c) {
   return problems;
 }
 
+namespace {
+
+std::string grid_matrix_name(const GridMatrix& x) {
+  std::ostringstream out;
+  if (x.mb == 0)
+    out << "2d";
+  else
+    out << x.mb << "x" << x.nb << "@" << x.rsrc << "," << x.csrc;
+  if (x.row_start || x.col_start) out << "+" << x.row_start << "," << x.col_start;
+  if (x.order == Order::RowMajor) out << "R";
+  if (x.ld_padding) out << "p" << x.ld_padding;
+  return out.str();
+}
+
+weave::internal::AxisLayout grid_axis(int64_t extent, int64_t block, int source, int64_t start, int procs) {
+  if (block == 0)
+    return weave::internal::AxisLayout::counts(weave::internal::Split::balanced(extent, procs));
+  if (source < 0) return weave::internal::AxisLayout::replicated(extent, procs, block);
+  return weave::internal::AxisLayout::cyclic(extent, block, source, procs, start);
+}
+
+weave::internal::GridLayout grid_layout(const GridMatrix& x, int64_t rows, int64_t cols, int prows, int pcols) {
+  return {grid_axis(rows, x.mb, x.rsrc, x.row_start, prows), grid_axis(cols, x.nb, x.csrc, x.col_start, pcols)};
+}
+
+// The local array of rank (row, col): up to the matrix's last local row and
+// column, as weave_matrix_local_shape says.
+weave::internal::LocalBlock local_array(const weave::internal::GridLayout& l, const GridMatrix& x, int row, int col) {
+  const int64_t rows = l.rows.is_replicated() ? l.rows.extent() : l.rows.local_end(row);
+  const int64_t cols = l.cols.is_replicated() ? l.cols.extent() : l.cols.local_end(col);
+  return block(rows, cols, x.order, x.ld_padding);
+}
+
+}  // namespace
+
+std::string GridCase::name() const {
+  std::ostringstream out;
+  out << "GEMM " << weave::internal::dtype_name(dtype) << " " << prows << "x" << pcols << " M=" << m << " N=" << n
+      << " K=" << k << " op=" << weave::internal::op_name(op_a) << weave::internal::op_name(op_b)
+      << " A=" << grid_matrix_name(a) << " B=" << grid_matrix_name(b) << " C=" << grid_matrix_name(c);
+  if (has_bias) out << " bias=" << grid_matrix_name(bias);
+  return out.str();
+}
+
+std::vector<weave::internal::Problem> make_grid_problems(const GridCase& c) {
+  const int P = c.prows * c.pcols;
+  weave::internal::GridOperands grid;
+  grid.prows = c.prows;
+  grid.pcols = c.pcols;
+  const bool at = c.op_a != Op::N, bt = c.op_b != Op::N;
+  grid.a = grid_layout(c.a, at ? c.k : c.m, at ? c.m : c.k, c.prows, c.pcols);
+  grid.b = grid_layout(c.b, bt ? c.n : c.k, bt ? c.k : c.n, c.prows, c.pcols);
+  grid.c = grid_layout(c.c, c.m, c.n, c.prows, c.pcols);
+  if (c.has_bias) grid.bias = grid_layout(c.bias, 1, c.n, c.prows, c.pcols);
+  std::vector<weave::internal::Problem> problems;
+  for (int r = 0; r < P; ++r) {
+    weave::internal::Problem p;
+    p.operation = Operation::Gemm;
+    p.op_a = c.op_a;
+    p.op_b = c.op_b;
+    p.m = c.m;
+    p.n = c.n;
+    p.k = c.k;
+    p.dtype = p.a_type = p.b_type = p.c_type = p.bias_type = c.dtype;
+    p.group_size = P;
+    p.group_rank = r;
+    p.m_split = weave::internal::Split::whole(c.m);
+    p.n_split = weave::internal::Split::whole(c.n);
+    p.k_split = weave::internal::Split::whole(c.k);
+    p.grid = grid;
+    const int row = grid.row_of(r), col = grid.col_of(r);
+    p.a = local_array(grid.a, c.a, row, col);
+    p.b = local_array(grid.b, c.b, row, col);
+    p.c = local_array(grid.c, c.c, row, col);
+    p.has_bias = c.has_bias;
+    if (c.has_bias) p.bias = local_array(grid.bias, c.bias, row, col);
+    problems.push_back(p);
+  }
+  return problems;
+}
+
 }  // namespace weave_test

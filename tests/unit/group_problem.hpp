@@ -47,4 +47,30 @@ std::vector<int64_t> k_counts(const GroupCase& c);
 // problems[r] is the Problem of group rank r.
 std::vector<weave::internal::Problem> make_group_problems(const GroupCase& c);
 
+// One matrix of a WEAVE_GEMM over a P_r x P_c grid: block-cyclic with
+// blocks mb x nb from grid (rsrc, csrc) (-1: replicated along that grid
+// dimension), starting at (row_start, col_start) of its local arrays; or,
+// with mb = nb = 0, one balanced block per grid row and column (BLOCK_2D).
+struct GridMatrix {
+  int64_t mb = 0, nb = 0;
+  int rsrc = 0, csrc = 0;
+  int64_t row_start = 0, col_start = 0;
+  weave::internal::Order order = weave::internal::Order::ColMajor;
+  int64_t ld_padding = 0;
+};
+
+struct GridCase {
+  int prows = 1, pcols = 1;
+  int64_t m = 0, n = 0, k = 0;
+  weave::internal::Op op_a = weave::internal::Op::N, op_b = weave::internal::Op::N;
+  weave::internal::DType dtype = weave::internal::DType::F64;
+  GridMatrix a, b, c, bias;  // A and B as stored (K x M for op(A) = A^T)
+  bool has_bias = false;
+
+  std::string name() const;
+};
+
+// problems[r] is the WEAVE_GEMM Problem of grid rank r (row-major).
+std::vector<weave::internal::Problem> make_grid_problems(const GridCase& c);
+
 }  // namespace weave_test

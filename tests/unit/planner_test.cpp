@@ -725,5 +725,58 @@ TEST(PlannerErrors, NegativeCountsAndUnknownFlags) {
                  "WEAVE_FLAG_GATHERED_OUTPUT");
 }
 
+// WEAVE_GEMM of 64 x 64 x 5000 over a 2 x 2 grid of 32 x 32 blocks.
+weave::internal::Problem grid_problem(int prows = 2, int pcols = 2, int64_t k = 5000) {
+  GridCase g;
+  g.prows = prows;
+  g.pcols = pcols;
+  g.m = g.n = 64;
+  g.k = k;
+  for (GridMatrix* x : {&g.a, &g.b, &g.c}) {
+    x->mb = 32;
+    x->nb = 32;
+  }
+  return make_grid_problems(g)[0];
+}
+
+TEST(Planner, GemmRunsSummaWithPanelsOfTheHostWidth) {
+  const weave_plan_desc_t desc{};
+  const Resolved r = resolve_options(desc, grid_problem(), {}, host_only());
+  EXPECT_EQ(r.schedule.algorithm, Algorithm::Summa);
+  EXPECT_EQ(r.schedule.panel_width, kHostPanelWidth);
+  EXPECT_EQ(resolve_options(desc, grid_problem(1, 1), {}, host_only()).schedule.algorithm, Algorithm::Sequential);
+  EXPECT_EQ(resolve_options(desc, grid_problem(), {{"WEAVE_ALGORITHM", "sequential"}}, host_only()).schedule.algorithm,
+            Algorithm::Sequential);
+  // The 1-D operations' algorithms in the environment leave WEAVE_GEMM on SUMMA, and say so.
+  const Resolved ring = resolve_options(desc, grid_problem(), {{"WEAVE_ALGORITHM", "ring"}}, host_only());
+  EXPECT_EQ(ring.schedule.algorithm, Algorithm::Summa);
+  EXPECT_NE(ring.notes.find("SUMMA chosen"), std::string::npos) << ring.notes;
+  // And WEAVE_ALGORITHM=summa leaves them on their ring.
+  EXPECT_EQ(resolve_options(desc, host_problem(), {{"WEAVE_ALGORITHM", "summa"}}, host_only()).schedule.algorithm,
+            Algorithm::Ring);
+  EXPECT_EQ(resolve_options(desc, grid_problem(), {{"WEAVE_PANEL_WIDTH", "48"}}, host_only()).schedule.panel_width, 48);
+  // At most kMaxSummaPanels panels: a K that needs more widens them.
+  const Resolved wide = resolve_options(desc, grid_problem(2, 2, kMaxSummaPanels * 300), {}, host_only());
+  EXPECT_EQ(wide.schedule.panel_width, 300);
+}
+
+TEST(PlannerErrors, GemmTakesNeitherRingsNorChunks) {
+  const weave::internal::Problem p = grid_problem();
+  weave_plan_desc_t desc{};
+  desc.algorithm = WEAVE_ALGORITHM_DIRECT;
+  expect_failure(desc, p, {}, host_only(), WEAVE_ERROR_UNSUPPORTED, "WEAVE_ALGORITHM_SUMMA");
+  desc = {};
+  desc.direction = WEAVE_DIRECTION_BIDIRECTIONAL;
+  expect_failure(desc, p, {}, host_only(), WEAVE_ERROR_UNSUPPORTED, "direction");
+  desc = {};
+  desc.chunks_per_shard = 4;
+  expect_failure(desc, p, {}, host_only(), WEAVE_ERROR_UNSUPPORTED, "WEAVE_PANEL_WIDTH");
+  expect_failure(weave_plan_desc_t{}, p, {{"WEAVE_PANEL_WIDTH", "0"}}, host_only(), WEAVE_ERROR_INVALID_VALUE,
+                 "WEAVE_PANEL_WIDTH");
+  desc = {};
+  desc.algorithm = WEAVE_ALGORITHM_SUMMA;
+  expect_failure(desc, host_problem(), {}, host_only(), WEAVE_ERROR_UNSUPPORTED, "WEAVE_GEMM");
+}
+
 }  // namespace
 }  // namespace weave_test

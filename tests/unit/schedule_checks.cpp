@@ -159,7 +159,9 @@ void check_step_shapes(const Schedule& s, int rank, int i, std::vector<std::stri
           }
           if (op.has_bias) {
             check_region(s, op.bias, at, errors);
-            if (op.bias.buffer != kBufferBias || op.bias.rows != 1 || op.bias.cols != op.dst.cols)
+            // The caller's bias, or a workspace copy of it (moved into C's layout).
+            const bool bias_buffer = op.bias.buffer == kBufferBias || op.bias.buffer >= kFirstWorkspaceBuffer;
+            if (!bias_buffer || op.bias.rows != 1 || op.bias.cols != op.dst.cols)
               errors.push_back(str(at, ": bias region ", region_text(s, op.bias),
                                     " is not one row of bias as wide as ", region_text(s, op.dst)));
           }
@@ -242,6 +244,23 @@ void check_step_shapes(const Schedule& s, int rank, int i, std::vector<std::stri
                 (region_ok(s, op.scales) && s.buffer(op.scales).dtype != weave::internal::DType::F32))
               errors.push_back(str(at, ": scales ", region_text(s, op.scales), " are not one float32 per row"));
           }
+        } else if constexpr (std::is_same_v<T, RearrangeOp>) {
+          check_region(s, op.dst, at, errors);
+          check_region(s, op.src, at, errors);
+          if (!region_ok(s, op.dst) || !region_ok(s, op.src)) return;
+          if (s.buffer(op.dst).dtype != s.buffer(op.src).dtype)
+            errors.push_back(str(at, ": rearrangement between element types"));
+          // Every run lies inside dst and inside op(src).
+          auto runs_fit = [&](const std::vector<IndexRun>& runs, int64_t dst_extent, int64_t src_extent,
+                              const char* what) {
+            for (const IndexRun& r : runs)
+              if (r.length < 0 || r.dst < 0 || r.src < 0 || r.dst + r.length > dst_extent ||
+                  r.src + r.length > src_extent)
+                errors.push_back(str(at, ": ", what, " run ", r.src, " -> ", r.dst, " (", r.length,
+                                      ") leaves dst (", dst_extent, ") or op(src) (", src_extent, ")"));
+          };
+          runs_fit(op.rows, op.dst.rows, op_rows(op.src, op.src_op), "row");
+          runs_fit(op.cols, op.dst.cols, op_cols(op.src, op.src_op), "column");
         } else {
           check_region(s, op.send, at, errors);
           check_region(s, op.recv, at, errors);
@@ -265,8 +284,7 @@ void check_steps(const Schedule& s, int rank, std::vector<std::string>& errors) 
         errors.push_back(str(at, ": depends on step ", d, " of its own batch ", step.batch,
                               ", so the batch can never be issued"));
     }
-    const bool comm_kind =
-        step.kind() != StepKind::Gemm && step.kind() != StepKind::Epilogue && step.kind() != StepKind::Quantize;
+    const bool comm_kind = !is_compute_kind(step.kind());
     if (comm_kind && step.lane != kCommLane)
       errors.push_back(str(at, ": a communication step on compute lane ", step.lane));
     if (!comm_kind && (step.lane < 0 || step.lane >= s.compute_lanes))
@@ -387,6 +405,15 @@ PointToPointMatching match_point_to_point(const std::vector<Schedule>& schedules
         m.errors.push_back(str(where(send.rank, send.step, from), " sends ", from.bytes(src), " bytes of ",
                                 weave::internal::dtype_name(from.buffer(src).dtype), " but ", where(recv.rank, recv.step, to),
                                 " receives ", to.bytes(dst), " bytes of ", weave::internal::dtype_name(to.buffer(dst).dtype)));
+      // The bytes mean the same on both sides: one shape, and one storage
+      // order unless the block is a single row or column.
+      const bool vector = src.rows <= 1 || src.cols <= 1;
+      if (src.rows != dst.rows || src.cols != dst.cols ||
+          (!vector && from.buffer(src).order != to.buffer(dst).order))
+        m.errors.push_back(str(where(send.rank, send.step, from), " sends a ", src.rows, " x ", src.cols, " ",
+                                weave::internal::order_name(from.buffer(src).order), " block but ",
+                                where(recv.rank, recv.step, to), " receives a ", dst.rows, " x ", dst.cols, " ",
+                                weave::internal::order_name(to.buffer(dst).order), " one"));
     }
     if (ss.batch != rs.batch)
       m.errors.push_back(str(where(send.rank, send.step, from), " is in batch ", ss.batch, " but its receive ",

@@ -28,6 +28,7 @@ program fortran_binding_test
   call test_gemm_ar_real32()
   call test_gemm_rs_float8()
   call test_ag_gemm_real64_descriptors()
+  call test_gemm_block_cyclic_complex128()
   call test_execute_errors()
 
   call MPI_Allreduce(failures, all_failures, 1, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, ierror)
@@ -483,6 +484,84 @@ contains
   end subroutine test_ag_gemm_real64_descriptors
 
   ! Arguments execute checks, reported through stat on every rank.
+  ! WEAVE_GEMM of complex(8) block-cyclic matrices (blocks of 2 rows dealt
+  ! round the grid rows of an nranks x 1 grid from grid row 1 mod nranks),
+  ! C = alpha A B^H + beta C with complex alpha and beta, against a product
+  ! computed here.
+  subroutine test_gemm_block_cyclic_complex128()
+    integer, parameter :: m = 7, n = 5, k = 6, mb = 2
+    type(weave_grid_t) :: grid
+    type(weave_matrix_t) :: a, b, c
+    type(weave_plan_t) :: plan
+    integer :: stat, rsrc, i, j, l, gi
+    integer(int64) :: local_rows, local_cols, ld
+    complex(real64), allocatable :: a_local(:, :), b_local(:, :), c_local(:, :)
+    complex(real64) :: expected
+    complex(real64), parameter :: alpha = (0.5_real64, -1.0_real64), beta = (0.25_real64, 0.75_real64)
+
+    rsrc = mod(1, nranks)
+    call weave_grid_create(MPI_COMM_WORLD, nranks, 1, grid, stat)
+    call weave_matrix_create(grid, m, k, WEAVE_COMPLEX128, WEAVE_DIST_BLOCK_CYCLIC, a, stat, mb=mb, nb=k, rsrc=rsrc)
+    call check_status(stat, WEAVE_SUCCESS, "block-cyclic complex A")
+    call weave_matrix_create(grid, n, k, WEAVE_COMPLEX128, WEAVE_DIST_BLOCK_CYCLIC, b, stat, mb=mb, nb=k)
+    call weave_matrix_create(grid, m, n, WEAVE_COMPLEX128, WEAVE_DIST_BLOCK_CYCLIC, c, stat, mb=mb, nb=n, rsrc=rsrc)
+    call check_status(stat, WEAVE_SUCCESS, "block-cyclic complex C")
+    call weave_plan_create(grid, WEAVE_GEMM, a, b, c, plan, stat, op_b=WEAVE_OP_C)
+    call check_status(stat, WEAVE_SUCCESS, "WEAVE_GEMM plan, op_b = WEAVE_OP_C")
+
+    call weave_matrix_local_shape(a, local_rows, local_cols)
+    allocate(a_local(max(1_int64, local_rows), k))
+    do j = 1, k
+      do i = 1, int(local_rows)
+        gi = global_row(i, rsrc)
+        a_local(i, j) = cmplx(entry(6, gi, j - 1), entry(7, gi, j - 1), real64)
+      end do
+    end do
+    call weave_matrix_local_shape(b, local_rows, local_cols)
+    allocate(b_local(max(1_int64, local_rows), k))
+    do j = 1, k
+      do i = 1, int(local_rows)
+        gi = global_row(i, 0)
+        b_local(i, j) = cmplx(entry(8, gi, j - 1), entry(9, gi, j - 1), real64)
+      end do
+    end do
+    call weave_matrix_local_shape(c, local_rows, local_cols)
+    call weave_matrix_ld(c, ld)
+    allocate(c_local(max(1_int64, ld), n))
+    do j = 1, n
+      do i = 1, int(local_rows)
+        c_local(i, j) = cmplx(entry(10, global_row(i, rsrc), j - 1), 0.5_real64, real64)
+      end do
+    end do
+    call weave_execute(plan, alpha, a_local, b_local, beta, c_local, stat)
+    call check_status(stat, WEAVE_SUCCESS, "execute complex(8)")
+    do j = 1, n
+      do i = 1, int(local_rows)
+        gi = global_row(i, rsrc)
+        expected = 0
+        do l = 1, k
+          expected = expected + cmplx(entry(6, gi, l - 1), entry(7, gi, l - 1), real64) * &
+                     conjg(cmplx(entry(8, j - 1, l - 1), entry(9, j - 1, l - 1), real64))
+        end do
+        expected = alpha * expected + beta * cmplx(entry(10, gi, j - 1), 0.5_real64, real64)
+        call check(abs(c_local(i, j) - expected) <= 16 * k * epsilon(1.0_real64), "WEAVE_GEMM complex(8) result")
+      end do
+    end do
+    call weave_plan_destroy(plan)
+    call weave_matrix_destroy(a)
+    call weave_matrix_destroy(b)
+    call weave_matrix_destroy(c)
+    call weave_grid_destroy(grid)
+  end subroutine test_gemm_block_cyclic_complex128
+
+  ! The global row (0-based) of local row i of a block-cyclic matrix in
+  ! blocks of 2 rows dealt round the nranks grid rows from grid row `source`.
+  integer function global_row(i, source)
+    integer, intent(in) :: i, source
+    integer, parameter :: mb = 2
+    global_row = ((i - 1) / mb * nranks + mod(nranks + rank - source, nranks)) * mb + mod(i - 1, mb)
+  end function global_row
+
   subroutine test_execute_errors()
     type(weave_grid_t) :: grid
     type(weave_matrix_t) :: a, b, c, bias

@@ -46,11 +46,13 @@ cudaDataType_t cuda_type(DType t) {
     case DType::E4M3: return CUDA_R_8F_E4M3;
     case DType::E5M2: return CUDA_R_8F_E5M2;
     case DType::UE8M0: return CUDA_R_8F_UE8M0;
+    case DType::C64: return CUDA_C_32F;
+    case DType::C128: return CUDA_C_64F;
   }
   fail(WEAVE_ERROR_INTERNAL, "unknown element type ", static_cast<int>(t));
 }
 
-cublasOperation_t cublas_op(Op op) { return op == Op::N ? CUBLAS_OP_N : CUBLAS_OP_T; }
+cublasOperation_t cublas_op(Op op) { return op == Op::N ? CUBLAS_OP_N : op == Op::T ? CUBLAS_OP_T : CUBLAS_OP_C; }
 
 // The preference object of one heuristic query, freed on every path.
 struct Preference {
@@ -93,8 +95,7 @@ CublasLtGemm::CublasLtGemm(cublasLtHandle_t handle, const plan::Schedule& schedu
   const bool supported = scaled      ? is_scaled(a.dtype) && is_scaled(b.dtype) &&
                                       (out == DType::BF16 || out == DType::F16 || out == DType::F32)
                          : a.dtype != b.dtype ? false
-                         : in == DType::F64   ? out == DType::F64
-                         : in == DType::F32   ? out == DType::F32
+                         : in == DType::F64 || in == DType::F32 || is_complex(in) ? out == in
                                               : (out == in || out == DType::F32);
   if (!supported)
     fail(WEAVE_ERROR_UNSUPPORTED_TYPE, "the CUDA backend cannot multiply ", dtype_name(a.dtype), " by ",
@@ -103,10 +104,13 @@ CublasLtGemm::CublasLtGemm(cublasLtHandle_t handle, const plan::Schedule& schedu
   // tensor cores for f32 only when the plan allows them).
   cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
   cudaDataType_t scale = CUDA_R_32F;
-  if (in == DType::F64) {
+  // Complex: computed in its component type, with complex scalars.
+  if (in == DType::F64 || in == DType::C128) {
     compute = CUBLAS_COMPUTE_64F;
-    scale = CUDA_R_64F;
+    scale = in == DType::C128 ? CUDA_C_64F : CUDA_R_64F;
     double_scalars_ = true;
+  } else if (in == DType::C64) {
+    scale = CUDA_C_32F;
   } else if (in == DType::F32 && allow_tf32) {
     compute = CUBLAS_COMPUTE_32F_FAST_TF32;
   }
@@ -304,10 +308,14 @@ void CublasLtGemm::enqueue(const exec::Bindings& bindings, const exec::Scalars& 
   if (right_scale.scaled())
     set_pointer(CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, bindings.resolve(right_scale.region).data);
   if (bias_) set_pointer(CUBLASLT_MATMUL_DESC_BIAS_POINTER, bindings.resolve(bias_->bias).data);
-  const double alpha = scalars.value(op_.alpha), beta = scalars.value(op_.beta);
-  const float alpha_f = static_cast<float>(alpha), beta_f = static_cast<float>(beta);
-  const void* alpha_ptr = double_scalars_ ? static_cast<const void*>(&alpha) : static_cast<const void*>(&alpha_f);
-  const void* beta_ptr = double_scalars_ ? static_cast<const void*>(&beta) : static_cast<const void*>(&beta_f);
+  // Scalars in the scale type: (real, imaginary) for complex types, of
+  // which cuBLASLt reads the first part alone for real ones.
+  const exec::ScalarValue a_value = scalars.complex_value(op_.alpha), b_value = scalars.complex_value(op_.beta);
+  const double alpha[2] = {a_value.re, a_value.im}, beta[2] = {b_value.re, b_value.im};
+  const float alpha_f[2] = {static_cast<float>(a_value.re), static_cast<float>(a_value.im)};
+  const float beta_f[2] = {static_cast<float>(b_value.re), static_cast<float>(b_value.im)};
+  const void* alpha_ptr = double_scalars_ ? static_cast<const void*>(alpha) : static_cast<const void*>(alpha_f);
+  const void* beta_ptr = double_scalars_ ? static_cast<const void*>(beta) : static_cast<const void*>(beta_f);
   WEAVE_CUBLAS_CHECK(cublasLtMatmul(handle_, desc_, alpha_ptr, g.left, layouts_[kLeft], g.right, layouts_[kRight],
                                     beta_ptr, g.out, layouts_[kOut], g.out, layouts_[kOut], &algorithm.algo,
                                     workspace, workspace_bytes_, stream));

@@ -8,6 +8,7 @@
 #include "backends/cuda/epilogue_launcher.hpp"
 #include "backends/cuda/kokkos_lanes.hpp"
 #include "backends/cuda/quantize_launcher.hpp"
+#include "kernels/rearrange.hpp"
 #include "core/error.hpp"
 
 namespace weave::internal::cuda {
@@ -110,6 +111,12 @@ void CudaBackend::prepare_steps() {
         fail(WEAVE_ERROR_UNSUPPORTED_TYPE, "step '", step.label, "' converts ", dtype_name(src), " to ",
              dtype_name(dst), ", which the CUDA backend has no kernel for");
       kernels.insert({dst, src});
+    } else if (step.kind() == plan::StepKind::Rearrange) {
+      const DType t = schedule_.buffer(std::get<plan::RearrangeOp>(step.op).dst).dtype;
+      if (!epilogue_supported(t, t))
+        fail(WEAVE_ERROR_UNSUPPORTED_TYPE, "step '", step.label, "' copies ", dtype_name(t),
+             ", which the CUDA backend has no kernel for");
+      kernels.insert({t, t});
     }
   }
   for (const auto& [dst, src] : kernels) prepare_epilogue(dst, src);
@@ -282,8 +289,12 @@ void CudaBackend::epilogue(const plan::EpilogueOp& op, int lane, const exec::Bin
     launch.bias = bias.data;
     launch.bias_stride = bias.column_stride();
   }
-  launch.src_scale = scalars.value(op.src_scale);
-  launch.dst_scale = scalars.value(op.dst_scale);
+  const exec::ScalarValue src_scale = scalars.complex_value(op.src_scale), dst_scale = scalars.complex_value(op.dst_scale);
+  launch.src_scale = src_scale.re;
+  launch.src_scale_imag = src_scale.im;
+  launch.dst_scale = dst_scale.re;
+  launch.dst_scale_imag = dst_scale.im;
+  launch.conjugate_src = op.conjugate_src;
   launch.rows = dst.rows;
   launch.cols = dst.cols;
   if (kokkos_lanes_)
@@ -310,6 +321,31 @@ void CudaBackend::quantize(const plan::QuantizeOp& op, int lane, const exec::Bin
   launch.rows = op.op == Op::N ? src.rows : src.cols;
   launch.cols = op.op == Op::N ? src.cols : src.rows;
   launch_quantize(launch, stream(lane));
+}
+
+// One launch of the element-wise kernel per rectangle: rearrangements move
+// operands between layouts once per execute, in as few rectangles as the
+// layouts allow.
+void CudaBackend::rearrange(const plan::RearrangeOp& op, int lane, const exec::Bindings& bindings) {
+  DeviceGuard guard(device_);
+  kernels::for_each_rectangle(op, bindings, [&](const exec::MatrixRef& dst, const exec::MatrixRef& src) {
+    EpilogueLaunch launch;
+    launch.dst_type = dst.dtype;
+    launch.dst = dst.data;
+    launch.dst_ld = dst.ld;
+    launch.dst_row_major = dst.order == Order::RowMajor;
+    launch.src_type = src.dtype;
+    launch.src = src.data;
+    launch.src_ld = src.ld;
+    launch.src_row_major = src.order == Order::RowMajor;
+    launch.rows = dst.rows;
+    launch.cols = dst.cols;
+    launch.conjugate_src = op.src_op == Op::C;
+    if (kokkos_lanes_)
+      kokkos_lanes_->launch(launch, stream(lane));
+    else
+      launch_epilogue(launch, stream(lane));
+  });
 }
 
 void CudaBackend::record(int event, int lane) {

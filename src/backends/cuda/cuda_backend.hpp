@@ -42,6 +42,7 @@ class CudaBackend final : public exec::ComputeBackend {
   void epilogue(const plan::EpilogueOp& op, int lane, const exec::Bindings& bindings,
                 const exec::Scalars& scalars) override;
   void quantize(const plan::QuantizeOp& op, int lane, const exec::Bindings& bindings) override;
+  void rearrange(const plan::RearrangeOp& op, int lane, const exec::Bindings& bindings) override;
   void record(int event, int lane) override;
   void wait(int lane, int event) override;
   bool query(int event) override;

@@ -123,6 +123,7 @@ bool visit_word(std::size_t bytes, Visit&& visit) {
     case 2: visit(uint16_t{}); return true;
     case 4: visit(uint32_t{}); return true;
     case 8: visit(uint64_t{}); return true;
+    case 16: visit(kernels::Word16{}); return true;
   }
   return false;
 }

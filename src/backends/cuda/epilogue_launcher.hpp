@@ -32,6 +32,9 @@ struct EpilogueLaunch {
   int64_t bias_stride = 1;
   double src_scale = 1.0;
   double dst_scale = 0.0;       // dst is not read when zero
+  double src_scale_imag = 0.0;  // complex types: the scales' imaginary parts
+  double dst_scale_imag = 0.0;
+  bool conjugate_src = false;   // complex types: the sources' sum conjugated (a copy of op(X) with op C)
   int64_t rows = 0, cols = 0;
 };
 
@@ -51,8 +54,9 @@ kernels::EpilogueFunctor<Dst, Src> make_epilogue_functor(const EpilogueLaunch& l
   for (int q = 0; q < launch.more_count; ++q) functor.more[q] = static_cast<const Src*>(launch.more[q]);
   functor.bias = static_cast<const Dst*>(launch.bias);
   functor.bias_stride = launch.bias_stride;
-  functor.src_scale = static_cast<Acc>(launch.src_scale);
-  functor.dst_scale = static_cast<Acc>(launch.dst_scale);
+  functor.src_scale = kernels::ScalarOf<Acc>::make(launch.src_scale, launch.src_scale_imag);
+  functor.dst_scale = kernels::ScalarOf<Acc>::make(launch.dst_scale, launch.dst_scale_imag);
+  functor.conjugate_src = launch.conjugate_src;
   functor.rows = launch.rows;
   functor.cols = launch.cols;
   return functor;

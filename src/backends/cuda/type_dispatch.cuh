@@ -7,6 +7,7 @@
 #include <cuda_fp16.h>
 
 #include "core/dtype.hpp"
+#include "kernels/numeric.hpp"
 
 namespace weave::internal::cuda {
 
@@ -28,11 +29,24 @@ bool visit_same_type(DType type, Visit&& visit) {
   }
 }
 
+// visit(TypePair<T, T>{}) for the complex types (kernels::Complex, laid
+// out as cuComplex); false for the others. Apart from visit_same_type, so
+// kernels that sum only real types (the SM transport's) are not made for
+// complex ones.
+template <class Visit>
+bool visit_complex_type(DType type, Visit&& visit) {
+  switch (type) {
+    case DType::C64: visit(TypePair<kernels::Complex<float>, kernels::Complex<float>>{}); return true;
+    case DType::C128: visit(TypePair<kernels::Complex<double>, kernels::Complex<double>>{}); return true;
+    default: return false;
+  }
+}
+
 // Calls visit(TypePair<Dst, Src>{}) for a pair the element-wise step
 // converts between (epilogue_launcher.hpp lists them); false otherwise.
 template <class Visit>
 bool visit_epilogue_types(DType dst, DType src, Visit&& visit) {
-  if (dst == src) return visit_same_type(dst, visit);
+  if (dst == src) return visit_same_type(dst, visit) || visit_complex_type(dst, visit);
   if (src == DType::F32 && dst == DType::F16) {
     visit(TypePair<__half, float>{});
     return true;

@@ -26,4 +26,14 @@ void dgemm_(const char* transa, const char* transb, const weave::internal::host:
             const weave::internal::host::blas_int* k, const double* alpha, const double* a, const weave::internal::host::blas_int* lda,
             const double* b, const weave::internal::host::blas_int* ldb, const double* beta, double* c,
             const weave::internal::host::blas_int* ldc, std::size_t transa_len, std::size_t transb_len);
+// Complex: scalars and elements are (real, imaginary) pairs, passed as
+// pointers to their first component.
+void cgemm_(const char* transa, const char* transb, const weave::internal::host::blas_int* m, const weave::internal::host::blas_int* n,
+            const weave::internal::host::blas_int* k, const float* alpha, const float* a, const weave::internal::host::blas_int* lda,
+            const float* b, const weave::internal::host::blas_int* ldb, const float* beta, float* c,
+            const weave::internal::host::blas_int* ldc, std::size_t transa_len, std::size_t transb_len);
+void zgemm_(const char* transa, const char* transb, const weave::internal::host::blas_int* m, const weave::internal::host::blas_int* n,
+            const weave::internal::host::blas_int* k, const double* alpha, const double* a, const weave::internal::host::blas_int* lda,
+            const double* b, const weave::internal::host::blas_int* ldb, const double* beta, double* c,
+            const weave::internal::host::blas_int* ldc, std::size_t transa_len, std::size_t transb_len);
 }

@@ -16,6 +16,7 @@
 #include "kernels/epilogue.hpp"
 #include "kernels/gemm_layout.hpp"
 #include "kernels/quantize.hpp"
+#include "kernels/rearrange.hpp"
 
 namespace weave::internal::host {
 
@@ -37,7 +38,9 @@ bool visit_host_type(DType type, Visit&& visit) {
     case DType::BF16: visit(Tag<kernels::BFloat16Bits>{}); return true;
     case DType::E4M3: visit(Tag<kernels::Float8E4M3>{}); return true;
     case DType::E5M2: visit(Tag<kernels::Float8E5M2>{}); return true;
-    case DType::UE8M0: return false;
+    case DType::UE8M0:
+    case DType::C64:
+    case DType::C128: return false;
   }
   return false;
 }
@@ -58,41 +61,61 @@ blas_int to_blas_int(int64_t value, const char* what) {
   return static_cast<blas_int>(value);
 }
 
-template <class T>
-void call_gemm(const kernels::ColumnMajorGemm& g, T alpha, T beta) {
-  const char ta = g.op_left == Op::N ? 'N' : 'T', tb = g.op_right == Op::N ? 'N' : 'T';
+char blas_op(Op op) { return op == Op::N ? 'N' : op == Op::T ? 'T' : 'C'; }
+
+// One BLAS GEMM in real type R, on real (components 1) or complex
+// (components 2: cgemm, zgemm) elements; alpha and beta as (real, imaginary).
+template <class R, int components>
+void call_gemm(const kernels::ColumnMajorGemm& g, exec::ScalarValue alpha, exec::ScalarValue beta) {
+  const char ta = blas_op(g.op_left), tb = blas_op(g.op_right);
   const blas_int m = to_blas_int(g.m, "m"), n = to_blas_int(g.n, "n"), k = to_blas_int(g.k, "k");
   const blas_int lda = to_blas_int(g.ld_left, "lda"), ldb = to_blas_int(g.ld_right, "ldb"),
                  ldc = to_blas_int(g.ld_out, "ldc");
-  const T* a = static_cast<const T*>(g.left);
-  const T* b = static_cast<const T*>(g.right);
-  T* c = static_cast<T*>(g.out);
-  if constexpr (std::is_same_v<T, float>)
-    sgemm_(&ta, &tb, &m, &n, &k, &alpha, a, &lda, b, &ldb, &beta, c, &ldc, 1, 1);
+  const R* a = static_cast<const R*>(g.left);
+  const R* b = static_cast<const R*>(g.right);
+  R* c = static_cast<R*>(g.out);
+  const R alpha_v[2] = {static_cast<R>(alpha.re), static_cast<R>(alpha.im)};
+  const R beta_v[2] = {static_cast<R>(beta.re), static_cast<R>(beta.im)};
+  if constexpr (std::is_same_v<R, float> && components == 1)
+    sgemm_(&ta, &tb, &m, &n, &k, alpha_v, a, &lda, b, &ldb, beta_v, c, &ldc, 1, 1);
+  else if constexpr (std::is_same_v<R, double> && components == 1)
+    dgemm_(&ta, &tb, &m, &n, &k, alpha_v, a, &lda, b, &ldb, beta_v, c, &ldc, 1, 1);
+  else if constexpr (std::is_same_v<R, float>)
+    cgemm_(&ta, &tb, &m, &n, &k, alpha_v, a, &lda, b, &ldb, beta_v, c, &ldc, 1, 1);
   else
-    dgemm_(&ta, &tb, &m, &n, &k, &alpha, a, &lda, b, &ldb, &beta, c, &ldc, 1, 1);
+    zgemm_(&ta, &tb, &m, &n, &k, alpha_v, a, &lda, b, &ldb, beta_v, c, &ldc, 1, 1);
 }
 
-// C = alpha op(A) op(B) + beta C in BLAS (A, B and C all float32 or all
-// float64), cut into column tiles with `progress` called between them.
+// C = alpha op(A) op(B) + beta C in BLAS (A, B and C all f32, f64, c64 or
+// c128). Tiles of C when someone wants to be called between them: column
+// tiles (of C and op(B)), or row tiles (of C and op(A)) where C is taller
+// than wide, so that a tall, narrow product is called back as often.
 void blas_gemm(const exec::MatrixRef& a, Op op_a, const exec::MatrixRef& b, Op op_b, const exec::MatrixRef& c,
-               double alpha, double beta, double tile_flops, const exec::ProgressHook& progress) {
+               exec::ScalarValue alpha, exec::ScalarValue beta, const HostBackendOptions& options,
+               const exec::ProgressHook& progress) {
   const int64_t k = op_a == Op::N ? a.cols : a.rows;
   int64_t tiles = 1;
+  const bool row_tiles = c.rows > c.cols;
   if (progress) {
     const double flops = 2.0 * static_cast<double>(c.rows) * static_cast<double>(c.cols) * static_cast<double>(k);
-    tiles = std::clamp<int64_t>(static_cast<int64_t>(flops / tile_flops), 1, std::max<int64_t>(1, c.cols / 32));
+    tiles = std::clamp<int64_t>(static_cast<int64_t>(flops / options.tile_flops), 1,
+                                std::max<int64_t>(1, (row_tiles ? c.rows : c.cols) / options.min_tile));
   }
   for (int64_t t = 0; t < tiles; ++t) {
-    const int64_t col0 = c.cols * t / tiles, cols = c.cols * (t + 1) / tiles - col0;
-    const exec::MatrixRef c_tile = kernels::op_columns(c, Op::N, col0, cols);
-    const exec::MatrixRef b_tile = kernels::op_columns(b, op_b, col0, cols);
-    const kernels::ColumnMajorGemm g = kernels::to_column_major(a, op_a, b_tile, op_b, c_tile);
+    const int64_t extent = row_tiles ? c.rows : c.cols;
+    const int64_t first = extent * t / tiles, count = extent * (t + 1) / tiles - first;
+    const exec::MatrixRef c_tile =
+        row_tiles ? kernels::op_rows(c, Op::N, first, count) : kernels::op_columns(c, Op::N, first, count);
+    const exec::MatrixRef a_tile = row_tiles ? kernels::op_rows(a, op_a, first, count) : a;
+    const exec::MatrixRef b_tile = row_tiles ? b : kernels::op_columns(b, op_b, first, count);
+    const kernels::ColumnMajorGemm g = kernels::to_column_major(a_tile, op_a, b_tile, op_b, c_tile);
     switch (c.dtype) {
-      case DType::F32: call_gemm<float>(g, static_cast<float>(alpha), static_cast<float>(beta)); break;
-      case DType::F64: call_gemm<double>(g, alpha, beta); break;
+      case DType::F32: call_gemm<float, 1>(g, alpha, beta); break;
+      case DType::F64: call_gemm<double, 1>(g, alpha, beta); break;
+      case DType::C64: call_gemm<float, 2>(g, alpha, beta); break;
+      case DType::C128: call_gemm<double, 2>(g, alpha, beta); break;
       default:
-        fail(WEAVE_ERROR_INTERNAL, "BLAS multiplies f32 and f64, not ", dtype_name(c.dtype));
+        fail(WEAVE_ERROR_INTERNAL, "BLAS multiplies f32, f64, c64 and c128, not ", dtype_name(c.dtype));
     }
     if (progress && t + 1 < tiles) progress();
   }
@@ -106,7 +129,8 @@ struct MoreSources {
 
 template <class Dst, class Src>
 void launch_epilogue(const exec::MatrixRef& dst, const exec::MatrixRef* src, const MoreSources& more,
-                     const exec::MatrixRef* bias, double src_scale, double dst_scale) {
+                     const exec::MatrixRef* bias, exec::ScalarValue src_scale, exec::ScalarValue dst_scale,
+                     bool conjugate_src = false) {
   kernels::EpilogueFunctor<Dst, Src> f;
   f.more_count = more.count;
   for (int q = 0; q < more.count; ++q) f.more[q] = static_cast<const Src*>(more.data[static_cast<std::size_t>(q)]);
@@ -122,16 +146,21 @@ void launch_epilogue(const exec::MatrixRef& dst, const exec::MatrixRef* src, con
     f.bias = static_cast<const Dst*>(bias->data);
     f.bias_stride = bias->column_stride();
   }
-  f.src_scale = static_cast<typename decltype(f)::Acc>(src_scale);
-  f.dst_scale = static_cast<typename decltype(f)::Acc>(dst_scale);
+  using Acc = typename decltype(f)::Acc;
+  f.src_scale = kernels::ScalarOf<Acc>::make(src_scale.re, src_scale.im);
+  f.dst_scale = kernels::ScalarOf<Acc>::make(dst_scale.re, dst_scale.im);
+  f.conjugate_src = conjugate_src;
   f.rows = dst.rows;
   f.cols = dst.cols;
   run_on_host("weave::internal::epilogue", f);
 }
 
+constexpr exec::ScalarValue kOne{1.0, 0.0}, kZero{0.0, 0.0};
+
 // The (dst, src) type pairs of the arithmetic element-wise steps: a type
 // with itself, and float32 with float64 and with the 16-bit types either
-// way (FP8 values are only ever copied, decoded or quantized).
+// way (FP8 values are only ever copied, decoded or quantized; complex values
+// only meet their own type).
 template <class Visit>
 bool visit_epilogue_pair(DType dst, DType src, Visit&& visit) {
   using kernels::BFloat16Bits;
@@ -142,6 +171,8 @@ bool visit_epilogue_pair(DType dst, DType src, Visit&& visit) {
       case DType::F32: visit(Tag<float>{}, Tag<float>{}); return true;
       case DType::F16: visit(Tag<Float16Bits>{}, Tag<Float16Bits>{}); return true;
       case DType::BF16: visit(Tag<BFloat16Bits>{}, Tag<BFloat16Bits>{}); return true;
+      case DType::C64: visit(Tag<kernels::Complex<float>>{}, Tag<kernels::Complex<float>>{}); return true;
+      case DType::C128: visit(Tag<kernels::Complex<double>>{}, Tag<kernels::Complex<double>>{}); return true;
       default: return false;
     }
   }
@@ -185,6 +216,7 @@ void copy_bits(const exec::MatrixRef& dst, const exec::MatrixRef& src) {
     case 2: copy_words<uint16_t>(dst, src); return;
     case 4: copy_words<uint32_t>(dst, src); return;
     case 8: copy_words<uint64_t>(dst, src); return;
+    case 16: copy_words<kernels::Word16>(dst, src); return;
   }
   fail(WEAVE_ERROR_INTERNAL, "no copy for ", dtype_size(dst.dtype), "-byte elements");
 }
@@ -232,7 +264,8 @@ exec::MatrixRef float_matrix(float* data, int64_t rows, int64_t cols) {
 
 bool HostBackend::native(const plan::Schedule& schedule, const plan::GemmOp& op) {
   const DType a = schedule.buffer(op.a).dtype, b = schedule.buffer(op.b).dtype, c = schedule.buffer(op.c).dtype;
-  return !op.a_scale.scaled() && !op.b_scale.scaled() && a == b && a == c && (c == DType::F32 || c == DType::F64);
+  return !op.a_scale.scaled() && !op.b_scale.scaled() && a == b && a == c &&
+         (c == DType::F32 || c == DType::F64 || c == DType::C64 || c == DType::C128);
 }
 
 HostBackend::HostBackend(const plan::Schedule& schedule, HostBackendOptions options) : options_(options) {
@@ -292,7 +325,8 @@ void HostBackend::gemm(const plan::GemmOp& op, int, const exec::Bindings& bindin
   }
   const exec::MatrixRef a = bindings.resolve(op.a), b = bindings.resolve(op.b), c = bindings.resolve(op.c);
   if (c.rows == 0 || c.cols == 0) return;
-  blas_gemm(a, op.op_a, b, op.op_b, c, scalars.value(op.alpha), scalars.value(op.beta), options_.tile_flops, progress);
+  blas_gemm(a, op.op_a, b, op.op_b, c, scalars.complex_value(op.alpha), scalars.complex_value(op.beta), options_,
+            progress);
 }
 
 void HostBackend::emulated_gemm(const plan::GemmOp& op, const exec::Bindings& bindings, const exec::Scalars& scalars,
@@ -304,9 +338,10 @@ void HostBackend::emulated_gemm(const plan::GemmOp& op, const exec::Bindings& bi
   const exec::MatrixRef b_hat = float_matrix(scratch_ + m * k, k, n);
   dequantize(a, op.op_a, m, k, op.a_scale, bindings, true, scratch_);
   dequantize(b, op.op_b, k, n, op.b_scale, bindings, false, scratch_ + m * k);
-  const double alpha = scalars.value(op.alpha), beta = scalars.value(op.beta);
+  // Emulated types are real: alpha and beta have no imaginary part.
+  const exec::ScalarValue alpha{scalars.value(op.alpha), 0.0}, beta{scalars.value(op.beta), 0.0};
   if (c.dtype == DType::F32) {
-    blas_gemm(a_hat, Op::N, b_hat, Op::N, c, alpha, beta, options_.tile_flops, progress);
+    blas_gemm(a_hat, Op::N, b_hat, Op::N, c, alpha, beta, options_, progress);
     return;
   }
   // Another C: the product in float32, C rounded from it once.
@@ -315,9 +350,9 @@ void HostBackend::emulated_gemm(const plan::GemmOp& op, const exec::Bindings& bi
   const bool known = visit_epilogue_pair(c.dtype, DType::F32, [&](auto d, auto s) {
     using C = typename decltype(d)::type;
     using F = typename decltype(s)::type;
-    if (beta != 0.0) launch_epilogue<F, C>(c_hat, &c, none, nullptr, 1.0, 0.0);  // C is not read when beta == 0
-    blas_gemm(a_hat, Op::N, b_hat, Op::N, c_hat, alpha, beta, options_.tile_flops, progress);
-    launch_epilogue<C, F>(c, &c_hat, none, nullptr, 1.0, 0.0);
+    if (beta.re != 0.0) launch_epilogue<F, C>(c_hat, &c, none, nullptr, kOne, kZero);  // C is not read when beta == 0
+    blas_gemm(a_hat, Op::N, b_hat, Op::N, c_hat, alpha, beta, options_, progress);
+    launch_epilogue<C, F>(c, &c_hat, none, nullptr, kOne, kZero);
   });
   if (!known) fail(WEAVE_ERROR_UNSUPPORTED_TYPE, "the host backend cannot store a product as ", dtype_name(c.dtype));
 }
@@ -338,11 +373,12 @@ void HostBackend::epilogue(const plan::EpilogueOp& op, int, const exec::Bindings
   for (const plan::Region& r : op.more_src)
     more.data.at(static_cast<std::size_t>(more.count++)) = bindings.resolve(r).data;
   const exec::MatrixRef* bias_ptr = op.has_bias ? &bias : nullptr;
-  const double src_scale = scalars.value(op.src_scale), dst_scale = scalars.value(op.dst_scale);
+  const exec::ScalarValue src_scale = scalars.complex_value(op.src_scale),
+                          dst_scale = scalars.complex_value(op.dst_scale);
   const DType src_type = op.has_src ? src.dtype : dst.dtype;
   const bool known = visit_epilogue_pair(dst.dtype, src_type, [&](auto d, auto s) {
     launch_epilogue<typename decltype(d)::type, typename decltype(s)::type>(dst, src_ptr, more, bias_ptr, src_scale,
-                                                                            dst_scale);
+                                                                            dst_scale, op.conjugate_src);
   });
   if (!known)
     fail(WEAVE_ERROR_UNSUPPORTED_TYPE, "the host backend has no element-wise kernel writing ", dtype_name(dst.dtype),
@@ -387,6 +423,23 @@ void HostBackend::quantize(const plan::QuantizeOp& op, int, const exec::Bindings
   if (!known)
     fail(WEAVE_ERROR_UNSUPPORTED_TYPE, "the host backend cannot quantize ", dtype_name(src.dtype), " into ",
          dtype_name(dst.dtype));
+}
+
+void HostBackend::rearrange(const plan::RearrangeOp& op, int, const exec::Bindings& bindings) {
+  const MoreSources none;
+  const bool conjugate = op.src_op == Op::C;
+  kernels::for_each_rectangle(op, bindings, [&](const exec::MatrixRef& dst, const exec::MatrixRef& src) {
+    if (dst.dtype != src.dtype) fail(WEAVE_ERROR_INTERNAL, "a rearrangement converts between element types");
+    if (!conjugate && src.order == dst.order) {  // the bits as they are, for every type (FP8 too)
+      copy_bits(dst, src);
+      return;
+    }
+    if (!visit_epilogue_pair(dst.dtype, dst.dtype, [&](auto d, auto s) {
+          launch_epilogue<typename decltype(d)::type, typename decltype(s)::type>(dst, &src, none, nullptr, kOne,
+                                                                                  kZero, conjugate);
+        }))
+      copy_bits(dst, src);  // no arithmetic type (FP8): a transposing copy of the bits
+  });
 }
 
 }  // namespace weave::internal::host

@@ -19,9 +19,16 @@
 namespace weave::internal::host {
 
 struct HostBackendOptions {
-  // A GEMM is cut into column tiles of roughly this many flops when the
-  // executor wants progress calls between tiles.
+  // A GEMM is cut into tiles (of columns, or of rows where C is taller than
+  // wide) of roughly this many flops when the executor wants progress calls
+  // between tiles.
   double tile_flops = 4.0e7;
+  // ... and at least this many rows or columns wide: BLAS packs the other
+  // operand again for every tile, which cost a 1024 x 1024 x 2048 f64 GEMM
+  // cut into 32-wide tiles half its time again (4 ranks on 2 cores); 128
+  // brought it within noise of the uncut GEMM and left the 1-D operations'
+  // host benchmark where it was.
+  int64_t min_tile = 128;
 };
 
 class HostBackend final : public exec::ComputeBackend {
@@ -43,6 +50,7 @@ class HostBackend final : public exec::ComputeBackend {
 
   // Whether a GEMM step of these types runs in BLAS as it is (else emulated).
   static bool native(const plan::Schedule& schedule, const plan::GemmOp& op);
+  void rearrange(const plan::RearrangeOp& op, int lane, const exec::Bindings& bindings) override;
 
  private:
   void emulated_gemm(const plan::GemmOp& op, const exec::Bindings& bindings, const exec::Scalars& scalars,

@@ -98,9 +98,10 @@ int MpiTransport::post(const plan::Step& step, const exec::Bindings& bindings) {
     case plan::StepKind::Collective: {
       const auto& op = std::get<plan::CollectiveOp>(step.op);
       const exec::MatrixRef send = bindings.resolve(op.send), recv = bindings.resolve(op.recv);
-      const DType type = s.buffer(op.recv).dtype;
+      // Complex elements travel and are summed as pairs of their component type.
+      const DType type = component_type(s.buffer(op.recv).dtype);
       const MPI_Datatype mt = type == DType::F64 || type == DType::F32 ? mpi_type(type) : MPI_BYTE;
-      const int64_t scale = mt == MPI_BYTE ? static_cast<int64_t>(dtype_size(type)) : 1;
+      const int64_t scale = mt == MPI_BYTE ? static_cast<int64_t>(dtype_size(type)) : components(s.buffer(op.recv).dtype);
       std::vector<int> counts, displs;
       int64_t offset = 0;
       for (int64_t c : op.counts) {
@@ -124,7 +125,9 @@ int MpiTransport::post(const plan::Step& step, const exec::Bindings& bindings) {
           WEAVE_MPI_CHECK(MPI_Ireduce_scatter(send.data, recv.data, counts.data(), mpi_type(type), MPI_SUM, comm_->get(), &r));
           break;
         case plan::CollectiveKind::AllReduce:
-          WEAVE_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, recv.data, to_int(op.counts.at(0), "all-reduce count"),
+          WEAVE_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, recv.data,
+                                         to_int(checked_mul(op.counts.at(0), scale, "an all-reduce count"),
+                                                "all-reduce count"),
                                          mpi_type(type), MPI_SUM, comm_->get(), &r));
           break;
       }

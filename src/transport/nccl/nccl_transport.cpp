@@ -13,8 +13,10 @@ namespace weave::internal::transport {
 
 namespace {
 
+// The type NCCL reduces: a complex element is two of its component type,
+// summed component by component (reduced_count counts them).
 ncclDataType_t nccl_type(DType t) {
-  switch (t) {
+  switch (component_type(t)) {
     case DType::F64: return ncclFloat64;
     case DType::F32: return ncclFloat32;
     case DType::F16: return ncclFloat16;
@@ -22,6 +24,10 @@ ncclDataType_t nccl_type(DType t) {
     default: break;  // FP8 values are gathered as bytes, never summed
   }
   fail(WEAVE_ERROR_INTERNAL, "NCCL does not sum ", dtype_name(t));
+}
+
+std::size_t reduced_count(int64_t elements, DType t) {
+  return static_cast<std::size_t>(elements) * static_cast<std::size_t>(components(t));
 }
 
 // Element offsets of each rank's part in a collective's larger region.
@@ -116,8 +122,8 @@ void NcclTransport::enqueue_step(const plan::Step& step, const exec::Bindings& b
           const int64_t count = op.counts.at(0);
           if (count == 0) return;
           void* data = bindings.resolve(op.recv).data;
-          WEAVE_NCCL_CHECK(ncclAllReduce(data, data, static_cast<std::size_t>(count),
-                                         nccl_type(schedule.buffer(op.recv).dtype), ncclSum, comm_, stream),
+          const DType t = schedule.buffer(op.recv).dtype;
+          WEAVE_NCCL_CHECK(ncclAllReduce(data, data, reduced_count(count, t), nccl_type(t), ncclSum, comm_, stream),
                            comm_);
           return;
         }
@@ -175,8 +181,8 @@ void NcclTransport::reduce_scatter(const plan::CollectiveOp& op, const exec::Bin
   if (all_equal(op.counts)) {
     const int64_t count = op.counts.at(0);
     if (count == 0) return;
-    WEAVE_NCCL_CHECK(ncclReduceScatter(send.data, recv.data, static_cast<std::size_t>(count), nccl_type(t), ncclSum,
-                                       comm_, stream),
+    WEAVE_NCCL_CHECK(ncclReduceScatter(send.data, recv.data, reduced_count(count, t), nccl_type(t), ncclSum, comm_,
+                                       stream),
                      comm_);
     return;
   }
@@ -187,8 +193,7 @@ void NcclTransport::reduce_scatter(const plan::CollectiveOp& op, const exec::Bin
     char* block = bytes_at(send.data, displs[static_cast<std::size_t>(q)], t);
     // Only the root's receive buffer is written; the others pass their block.
     void* destination = q == me ? recv.data : block;
-    WEAVE_NCCL_CHECK(ncclReduce(block, destination, static_cast<std::size_t>(count), nccl_type(t), ncclSum, q, comm_,
-                                stream),
+    WEAVE_NCCL_CHECK(ncclReduce(block, destination, reduced_count(count, t), nccl_type(t), ncclSum, q, comm_, stream),
                      comm_);
   }
 }

@@ -128,9 +128,11 @@ void UcxCollective::sum_my_part(char* source_base, char* destination) {
     else
       parts.push_back(reinterpret_cast<const char*>(scratch_) + (q < rank_ ? q : q - 1) * my_bytes);
   }
-  switch (dtype_) {
-    case DType::F32: sum_parts<float>(parts, destination, mine.count); break;
-    case DType::F64: sum_parts<double>(parts, destination, mine.count); break;
+  // Complex elements are summed component by component.
+  const int64_t values = mine.count * components(dtype_);
+  switch (component_type(dtype_)) {
+    case DType::F32: sum_parts<float>(parts, destination, values); break;
+    case DType::F64: sum_parts<double>(parts, destination, values); break;
     default:
       fail(WEAVE_ERROR_UNSUPPORTED_TYPE, "the ucx transport sums f32 and f64 partial sums, not ", dtype_name(dtype_));
   }

@@ -73,7 +73,7 @@ void check_ucx_schedule(const plan::Schedule& schedule, int group_size, bool dev
            "and sums in host memory, but this plan's matrices live in device memory; use the ring algorithm "
            "(WEAVE_ALGORITHM_RING) with ucx, or the nccl transport");
     const auto& op = std::get<plan::CollectiveOp>(s.op);
-    const DType type = schedule.buffer(op.recv).dtype;
+    const DType type = component_type(schedule.buffer(op.recv).dtype);
     if (op.kind != plan::CollectiveKind::AllGather && type != DType::F32 && type != DType::F64)
       fail(WEAVE_ERROR_UNSUPPORTED_TYPE, "the ucx transport sums f32 and f64 partial sums, not ", dtype_name(type),
            "; leave WEAVE_FLAG_REDUCE_IN_OUTPUT_TYPE off so they travel as f32");

@@ -34,6 +34,11 @@ class Weave(CMakePackage, CudaPackage):
     variant("fortran", default=True, description="Build the Fortran module (use weave)")
     variant("nccl", default=False, description="NCCL transport between GPUs (needs +cuda)")
     variant("ucx", default=False, description="UCX transport")
+    variant(
+        "scalapack",
+        default=False,
+        description="pdgemm-compatible entry points weave_p?gemm (library weave_pblas, needs ScaLAPACK's BLACS)",
+    )
     variant("tests", default=False, description="Build the unit and MPI tests (ctest)")
     # One GPU architecture: the CUDA Kokkos that Weave's element-wise
     # kernels run on is built for exactly one (Kokkos' own cuda_arch is
@@ -73,6 +78,7 @@ class Weave(CMakePackage, CudaPackage):
         depends_on(f"nccl cuda_arch={arch}", when=f"+nccl cuda_arch={arch}")
     depends_on("nccl", when="+nccl")
     depends_on("ucx@1.10:", when="+ucx")
+    depends_on("scalapack", when="+scalapack")
     depends_on("ucx+cuda", when="+ucx+cuda")
     # GoogleTest for the unit tests: built with +tests, or when Spack is asked
     # to run them (spack install --test=root).
@@ -90,6 +96,7 @@ class Weave(CMakePackage, CudaPackage):
             self.define_from_variant("WEAVE_ENABLE_NCCL", "nccl"),
             self.define_from_variant("WEAVE_ENABLE_UCX", "ucx"),
             self.define_from_variant("WEAVE_ENABLE_FORTRAN", "fortran"),
+            self.define_from_variant("WEAVE_ENABLE_SCALAPACK", "scalapack"),
             self.define("WEAVE_BUILD_TESTS", self._build_tests()),
             # The examples are installed; the stand-alone tests run them.
             self.define("WEAVE_BUILD_EXAMPLES", True),
@@ -112,6 +119,8 @@ class Weave(CMakePackage, CudaPackage):
             args.append(self.define("CMAKE_CXX_COMPILER", self["kokkos"].kokkos_cxx))
         if spec.satisfies("+nccl"):
             args.append(self.define("NCCL_HOME", spec["nccl"].prefix))
+        if spec.satisfies("+scalapack"):
+            args.append(self.define("WEAVE_SCALAPACK_LIBRARIES", spec["scalapack"].libs.joined(";")))
         return args
 
     # Open MPI refuses to run as root (containers, CI) and to start more ranks

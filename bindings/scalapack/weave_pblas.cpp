@@ -1,0 +1,450 @@
+// ScaLAPACK's p?gemm over WEAVE_GEMM (weave_pblas.h), written on the public
+// C API. A call: the BLACS context's grid as a Weave grid (made once per
+// context), ScaLAPACK's argument checks, one agreement between the grid's
+// processes (on errors and on whether the cached plan fits), the plan
+// (made once per set of arguments), the execute.
+#include "weave/weave_pblas.h"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <iterator>
+#include <list>
+#include <map>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+// BLACS, from the ScaLAPACK library this binding is linked with.
+extern "C" {
+void Cblacs_get(int context, int what, int* value);
+void Cblacs_gridinfo(int context, int* nprow, int* npcol, int* myrow, int* mycol);
+MPI_Comm Cblacs2sys_handle(int system_context);
+}
+
+namespace {
+
+// ScaLAPACK's descriptor entries (0-based).
+enum : int { kDtype = 0, kCtxt, kM, kN, kMb, kNb, kRsrc, kCsrc, kLld, kDescriptorLength };
+// BLACS_GET's "what" for the system context a grid was made from.
+constexpr int kSystemContextOfGrid = 10;
+// Plans kept: a code cycles through a few shapes; the oldest beyond this goes.
+constexpr std::size_t kCachedPlans = 32;
+
+thread_local std::string t_message;
+
+// ScaLAPACK's NUMROC.
+int64_t numroc(int64_t n, int64_t nb, int p, int source, int procs) {
+  const int distance = (procs + p - source) % procs;
+  int64_t count = n / nb / procs * nb;
+  const int64_t extra = n / nb % procs;
+  if (distance < extra) count += nb;
+  if (distance == extra) count += n % nb;
+  return count;
+}
+
+// A BLACS context's grid as a Weave grid: the processes of the context's
+// system communicator ordered as the grid orders them (row-major, as
+// Weave's grids are).
+struct ContextGrid {
+  weave_grid_t grid = nullptr;
+  MPI_Comm comm = MPI_COMM_NULL;  // the grid's processes, in Weave's rank order
+  int nprow = 0, npcol = 0;
+};
+
+std::map<int, ContextGrid> g_grids;
+
+struct Plan {
+  weave_matrix_t a = nullptr, b = nullptr, c = nullptr;
+  weave_plan_t plan = nullptr;
+};
+
+// Everything a plan depends on: the context's grid, the element type, the
+// transposes, the sizes, offsets and the three descriptors (LLD_ included:
+// it may differ between processes, which agree on the cache below).
+using PlanKey = std::tuple<int, weave_dtype_t, char, char, std::array<int, 9>, std::array<int, 27>>;
+std::list<std::pair<PlanKey, Plan>> g_plans;  // most recently used first
+
+void destroy(Plan& p) {
+  weave_plan_destroy(p.plan);
+  weave_matrix_destroy(p.a);
+  weave_matrix_destroy(p.b);
+  weave_matrix_destroy(p.c);
+  p = Plan{};
+}
+
+void release_all() {
+  for (auto& entry : g_plans) destroy(entry.second);
+  g_plans.clear();
+  for (auto& [context, g] : g_grids) {
+    weave_grid_destroy(g.grid);
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized && g.comm != MPI_COMM_NULL) MPI_Comm_free(&g.comm);
+  }
+  g_grids.clear();
+}
+
+// Releases everything when MPI is finalized (an attribute of MPI_COMM_SELF
+// is deleted first thing in MPI_Finalize), while MPI still works.
+int release_at_finalize(MPI_Comm, int, void*, void*) {
+  release_all();
+  return MPI_SUCCESS;
+}
+
+void release_at_finalize_once() {
+  static bool registered = false;
+  if (registered) return;
+  int keyval = MPI_KEYVAL_INVALID;
+  MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, release_at_finalize, &keyval, nullptr);
+  MPI_Comm_set_attr(MPI_COMM_SELF, keyval, nullptr);
+  registered = true;
+}
+
+// The checks ScaLAPACK makes of the arguments of p?gemm (its PB_Cchkmat),
+// on this process: "" when they hold, else what is wrong.
+std::string check_matrix(const char* name, int number, int rows, int cols, int i, int j, const int* desc, int context,
+                         int nprow, int npcol, int myrow, int mycol) {
+  std::ostringstream out;
+  out << "argument " << number << " (DESC" << name << "): ";
+  if (desc[kDtype] != 1) {
+    out << "DESC" << name << "(DTYPE_) = " << desc[kDtype] << ": only block-cyclic descriptors (1) are supported";
+    return out.str();
+  }
+  if (desc[kCtxt] != context) {
+    out << "DESC" << name << "(CTXT_) = " << desc[kCtxt] << " but DESCA(CTXT_) = " << context
+        << ": the three matrices must lie on one BLACS grid";
+    return out.str();
+  }
+  const char* n = name;
+  auto field = [&](const char* f, int value, const char* rule) {
+    out << "DESC" << n << "(" << f << ") = " << value << " " << rule;
+    return out.str();
+  };
+  if (desc[kM] < 0) return field("M_", desc[kM], "is negative");
+  if (desc[kN] < 0) return field("N_", desc[kN], "is negative");
+  if (desc[kMb] < 1) return field("MB_", desc[kMb], "must be at least 1");
+  if (desc[kNb] < 1) return field("NB_", desc[kNb], "must be at least 1");
+  if (desc[kRsrc] < 0 || desc[kRsrc] >= nprow)
+    return field("RSRC_", desc[kRsrc], ("is not a process row of the " + std::to_string(nprow) + " x " +
+                                        std::to_string(npcol) + " grid").c_str());
+  if (desc[kCsrc] < 0 || desc[kCsrc] >= npcol)
+    return field("CSRC_", desc[kCsrc], ("is not a process column of the " + std::to_string(nprow) + " x " +
+                                        std::to_string(npcol) + " grid").c_str());
+  const int64_t local_rows = numroc(desc[kM], desc[kMb], myrow, desc[kRsrc], nprow);
+  if (desc[kLld] < std::max<int64_t>(1, local_rows))
+    return field("LLD_", desc[kLld],
+                 ("is smaller than this process's " + std::to_string(local_rows) + " local rows (process (" +
+                  std::to_string(myrow) + ", " + std::to_string(mycol) + "))").c_str());
+  if (i < 1 || j < 1) {
+    out << "I" << name << ", J" << name << " = " << i << ", " << j << ": submatrix positions start at 1";
+    return out.str();
+  }
+  if (rows > 0 && cols > 0 &&
+      (static_cast<int64_t>(i) + rows - 1 > desc[kM] || static_cast<int64_t>(j) + cols - 1 > desc[kN])) {
+    out << "sub(" << name << ") = " << name << "(" << i << ":" << static_cast<int64_t>(i) + rows - 1 << ", " << j
+        << ":" << static_cast<int64_t>(j) + cols - 1 << ") lies outside the " << desc[kM] << " x " << desc[kN]
+        << " matrix " << name;
+    return out.str();
+  }
+  return "";
+}
+
+bool valid_trans(char t) { return t == 'N' || t == 'T' || t == 'C'; }
+
+weave_op_t op_of(char t) { return t == 'N' ? WEAVE_OP_N : t == 'T' ? WEAVE_OP_T : WEAVE_OP_C; }
+
+// The Weave grid of a BLACS context, made (collectively over the grid) on
+// first use. `fresh` drops the cached one (the context id may have been
+// reused for another grid).
+weave_status_t grid_of(int context, int nprow, int npcol, int myrow, int mycol, bool fresh, ContextGrid** out,
+                       std::string* why) {
+  auto found = g_grids.find(context);
+  if (found != g_grids.end() && !fresh) {
+    *out = &found->second;
+    return WEAVE_SUCCESS;
+  }
+  if (found != g_grids.end()) {
+    for (auto it = g_plans.begin(); it != g_plans.end();)
+      if (std::get<0>(it->first) == context) {
+        destroy(it->second);
+        it = g_plans.erase(it);
+      } else {
+        ++it;
+      }
+    weave_grid_destroy(found->second.grid);
+    MPI_Comm_free(&found->second.comm);
+    g_grids.erase(found);
+  }
+  int system = 0;
+  Cblacs_get(context, kSystemContextOfGrid, &system);
+  MPI_Comm all = Cblacs2sys_handle(system);
+  int size = 0;
+  MPI_Comm_size(all, &size);
+  if (size != nprow * npcol) {
+    *why = "the BLACS grid of context " + std::to_string(context) + " (" + std::to_string(nprow) + " x " +
+           std::to_string(npcol) + ") does not span the " + std::to_string(size) +
+           " processes of its system context; weave_p?gemm needs a grid over all of them";
+    return WEAVE_ERROR_UNSUPPORTED;
+  }
+  ContextGrid g;
+  g.nprow = nprow;
+  g.npcol = npcol;
+  MPI_Comm_split(all, 0, myrow * npcol + mycol, &g.comm);
+  const weave_status_t status = weave_grid_create(g.comm, nprow, npcol, &g.grid);
+  if (status != WEAVE_SUCCESS) {
+    *why = weave_last_error();
+    MPI_Comm_free(&g.comm);
+    return status;
+  }
+  release_at_finalize_once();
+  *out = &(g_grids[context] = g);
+  return WEAVE_SUCCESS;
+}
+
+// One p?gemm. `dtype` says what a, b, c, alpha and beta point to.
+template <class Scalar>
+weave_status_t gemm(const char* name, weave_dtype_t dtype, const char* transa, const char* transb, const int* m,
+                    const int* n, const int* k, const Scalar* alpha, const void* a, const int* ia, const int* ja,
+                    const int* desca, const void* b, const int* ib, const int* jb, const int* descb,
+                    const Scalar* beta, void* c, const int* ic, const int* jc, const int* descc) {
+  t_message.clear();
+  if (!transa || !transb || !m || !n || !k || !alpha || !ia || !ja || !desca || !ib || !jb || !descb || !beta ||
+      !ic || !jc || !descc) {
+    t_message = std::string(name) + ": an argument is NULL";
+    std::fprintf(stderr, "%s\n", t_message.c_str());
+    return WEAVE_ERROR_NULL_ARGUMENT;
+  }
+  const int context = desca[kCtxt];
+  int nprow = -1, npcol = -1, myrow = -1, mycol = -1;
+  Cblacs_gridinfo(context, &nprow, &npcol, &myrow, &mycol);
+  if (myrow < 0 || mycol < 0 || myrow >= nprow || mycol >= npcol) return WEAVE_SUCCESS;  // not in the grid
+
+  // The local checks, in ScaLAPACK's argument order.
+  const char ta = static_cast<char>(std::toupper(static_cast<unsigned char>(*transa)));
+  const char tb = static_cast<char>(std::toupper(static_cast<unsigned char>(*transb)));
+  std::string wrong;
+  weave_status_t status = WEAVE_SUCCESS;
+  const bool a_t = ta != 'N', b_t = tb != 'N';
+  if (!valid_trans(ta))
+    wrong = std::string("argument 1 (TRANSA) = '") + *transa + "' is not 'N', 'T' or 'C'";
+  else if (!valid_trans(tb))
+    wrong = std::string("argument 2 (TRANSB) = '") + *transb + "' is not 'N', 'T' or 'C'";
+  else if (*m < 0 || *n < 0 || *k < 0)
+    wrong = "M, N, K = " + std::to_string(*m) + ", " + std::to_string(*n) + ", " + std::to_string(*k) +
+            ": sizes must not be negative";
+  if (wrong.empty())
+    wrong = check_matrix("A", 10, a_t ? *k : *m, a_t ? *m : *k, *ia, *ja, desca, context, nprow, npcol, myrow, mycol);
+  if (wrong.empty())
+    wrong = check_matrix("B", 14, b_t ? *n : *k, b_t ? *k : *n, *ib, *jb, descb, context, nprow, npcol, myrow, mycol);
+  if (wrong.empty())
+    wrong = check_matrix("C", 19, *m, *n, *ic, *jc, descc, context, nprow, npcol, myrow, mycol);
+  if (!wrong.empty()) status = WEAVE_ERROR_INVALID_VALUE;
+
+  // The Weave grid (collective on first use; every process of the grid
+  // gets here with the same context).
+  ContextGrid* g = nullptr;
+  std::string why;
+  auto grid_failed = [&](weave_status_t s) {
+    // Every process of the grid finds the same.
+    t_message = std::string(name) + ": " + why;
+    if (myrow == 0 && mycol == 0) std::fprintf(stderr, "%s\n", t_message.c_str());
+    return s;
+  };
+  weave_status_t grid_status = grid_of(context, nprow, npcol, myrow, mycol, false, &g, &why);
+  if (grid_status != WEAVE_SUCCESS) return grid_failed(grid_status);
+  // A context id BLACS reused for another grid: some process's place moved.
+  int row = -1, col = -1;
+  weave_grid_coords(g->grid, &row, &col);
+  const bool moved = row != myrow || col != mycol || g->nprow != nprow || g->npcol != npcol;
+
+  const PlanKey key{context,
+                    dtype,
+                    ta,
+                    tb,
+                    {*m, *n, *k, *ia, *ja, *ib, *jb, *ic, *jc},
+                    {desca[0], desca[1], desca[2], desca[3], desca[4], desca[5], desca[6], desca[7], desca[8],
+                     descb[0], descb[1], descb[2], descb[3], descb[4], descb[5], descb[6], descb[7], descb[8],
+                     descc[0], descc[1], descc[2], descc[3], descc[4], descc[5], descc[6], descc[7], descc[8]}};
+  auto cached = std::find_if(g_plans.begin(), g_plans.end(), [&](const auto& e) { return e.first == key; });
+
+  // One agreement: the worst status, whether every process has the plan,
+  // and whether any process's place in the grid moved (the same processes:
+  // the grid spans its system communicator).
+  int mine[3] = {static_cast<int>(status), cached == g_plans.end() ? 1 : 0, moved ? 1 : 0}, all[3] = {0, 0, 0};
+  MPI_Allreduce(mine, all, 3, MPI_INT, MPI_MAX, g->comm);
+  if (all[2]) {
+    grid_status = grid_of(context, nprow, npcol, myrow, mycol, true, &g, &why);
+    if (grid_status != WEAVE_SUCCESS) return grid_failed(grid_status);
+    cached = g_plans.end();  // the context's plans went with its grid
+    all[1] = 1;
+  }
+  if (all[0] != WEAVE_SUCCESS) {
+    // The message of the lowest process that found something wrong.
+    int rank = 0, first = 0;
+    MPI_Comm_rank(g->comm, &rank);
+    const int erring = status != WEAVE_SUCCESS ? rank : INT32_MAX;
+    MPI_Allreduce(&erring, &first, 1, MPI_INT, MPI_MIN, g->comm);
+    char text[1024] = {};
+    if (rank == first) std::snprintf(text, sizeof text, "%s", wrong.c_str());
+    MPI_Bcast(text, sizeof text, MPI_CHAR, first, g->comm);
+    t_message = std::string(name) + ": " + text;
+    if (first != rank) t_message += " (on process " + std::to_string(first) + " of the grid)";
+    if (rank == 0) std::fprintf(stderr, "%s; nothing was computed\n", t_message.c_str());
+    return static_cast<weave_status_t>(all[0]);
+  }
+  // ScaLAPACK's quick return: nothing to compute.
+  if (*m == 0 || *n == 0) return WEAVE_SUCCESS;
+
+  if (all[1]) {
+    // Some process lacks the plan: all make it anew.
+    if (cached != g_plans.end()) {
+      destroy(cached->second);
+      g_plans.erase(cached);
+    }
+    Plan p;
+    auto matrix = [&](int rows, int cols, int i, int j, const int* desc, weave_matrix_t* out) {
+      weave_matrix_desc_t d = WEAVE_MATRIX_DESC_INIT;
+      d.rows = rows;
+      d.cols = cols;
+      d.dtype = dtype;
+      d.distribution = WEAVE_DIST_BLOCK_CYCLIC;
+      d.mb = desc[kMb];
+      d.nb = desc[kNb];
+      d.rsrc = desc[kRsrc];
+      d.csrc = desc[kCsrc];
+      d.row_start = i - 1;
+      d.col_start = j - 1;
+      d.ld = desc[kLld];
+      return weave_matrix_create(g->grid, &d, out);
+    };
+    status = matrix(a_t ? *k : *m, a_t ? *m : *k, *ia, *ja, desca, &p.a);
+    if (status == WEAVE_SUCCESS) status = matrix(b_t ? *n : *k, b_t ? *k : *n, *ib, *jb, descb, &p.b);
+    if (status == WEAVE_SUCCESS) status = matrix(*m, *n, *ic, *jc, descc, &p.c);
+    if (status == WEAVE_SUCCESS) {
+      weave_plan_desc_t pd = WEAVE_PLAN_DESC_INIT;
+      pd.operation = WEAVE_GEMM;
+      pd.op_a = op_of(ta);
+      pd.op_b = op_of(tb);
+      pd.a = p.a;
+      pd.b = p.b;
+      pd.c = p.c;
+      status = weave_plan_create(g->grid, &pd, &p.plan);
+    }
+    if (status != WEAVE_SUCCESS) {
+      t_message = std::string(name) + ": " + weave_last_error();
+      if (myrow == 0 && mycol == 0) std::fprintf(stderr, "%s; nothing was computed\n", t_message.c_str());
+      destroy(p);
+      return status;
+    }
+    g_plans.emplace_front(key, p);
+    if (g_plans.size() > kCachedPlans) {
+      destroy(g_plans.back().second);
+      g_plans.pop_back();
+    }
+    cached = g_plans.begin();
+  } else if (cached != g_plans.begin()) {
+    g_plans.splice(g_plans.begin(), g_plans, cached);
+    cached = g_plans.begin();
+  }
+
+  weave_execute_args_t args = WEAVE_EXECUTE_ARGS_INIT;
+  args.alpha = static_cast<double>(alpha[0]);
+  args.beta = static_cast<double>(beta[0]);
+  if (dtype == WEAVE_COMPLEX64 || dtype == WEAVE_COMPLEX128) {  // (real, imaginary) pairs
+    args.alpha_imag = static_cast<double>(alpha[1]);
+    args.beta_imag = static_cast<double>(beta[1]);
+  }
+  args.a = a;
+  args.b = b;
+  args.c = c;
+  status = weave_execute_ex(cached->second.plan, &args);
+  if (status != WEAVE_SUCCESS) {
+    t_message = std::string(name) + ": " + weave_last_error();
+    if (myrow == 0 && mycol == 0) std::fprintf(stderr, "%s\n", t_message.c_str());
+  }
+  return status;
+}
+
+}  // namespace
+
+extern "C" {
+
+weave_status_t weave_pdgemm(const char* transa, const char* transb, const int* m, const int* n, const int* k,
+                            const double* alpha, const double* a, const int* ia, const int* ja, const int* desca,
+                            const double* b, const int* ib, const int* jb, const int* descb, const double* beta,
+                            double* c, const int* ic, const int* jc, const int* descc) {
+  return gemm("weave_pdgemm", WEAVE_FLOAT64, transa, transb, m, n, k, alpha, a, ia, ja, desca, b, ib, jb, descb,
+              beta, c, ic, jc, descc);
+}
+
+weave_status_t weave_psgemm(const char* transa, const char* transb, const int* m, const int* n, const int* k,
+                            const float* alpha, const float* a, const int* ia, const int* ja, const int* desca,
+                            const float* b, const int* ib, const int* jb, const int* descb, const float* beta,
+                            float* c, const int* ic, const int* jc, const int* descc) {
+  return gemm("weave_psgemm", WEAVE_FLOAT32, transa, transb, m, n, k, alpha, a, ia, ja, desca, b, ib, jb, descb,
+              beta, c, ic, jc, descc);
+}
+
+weave_status_t weave_pzgemm(const char* transa, const char* transb, const int* m, const int* n, const int* k,
+                            const double* alpha, const void* a, const int* ia, const int* ja, const int* desca,
+                            const void* b, const int* ib, const int* jb, const int* descb, const double* beta, void* c,
+                            const int* ic, const int* jc, const int* descc) {
+  return gemm("weave_pzgemm", WEAVE_COMPLEX128, transa, transb, m, n, k, alpha, a, ia, ja, desca, b, ib, jb, descb,
+              beta, c, ic, jc, descc);
+}
+
+weave_status_t weave_pcgemm(const char* transa, const char* transb, const int* m, const int* n, const int* k,
+                            const float* alpha, const void* a, const int* ia, const int* ja, const int* desca,
+                            const void* b, const int* ib, const int* jb, const int* descb, const float* beta, void* c,
+                            const int* ic, const int* jc, const int* descc) {
+  return gemm("weave_pcgemm", WEAVE_COMPLEX64, transa, transb, m, n, k, alpha, a, ia, ja, desca, b, ib, jb, descb,
+              beta, c, ic, jc, descc);
+}
+
+const char* weave_pblas_last_error(void) { return t_message.c_str(); }
+
+void weave_pblas_release(void) { release_all(); }
+
+// The Fortran subroutines (gfortran's names: lower case and an underscore;
+// the lengths of the two character arguments follow the others). Not in the
+// C header, but exported as it exports the C functions.
+#define WEAVE_PBLAS_EXPORT __attribute__((visibility("default")))
+
+WEAVE_PBLAS_EXPORT void weave_pdgemm_(const char* transa, const char* transb, const int* m, const int* n, const int* k,
+                   const double* alpha, const double* a, const int* ia, const int* ja, const int* desca,
+                   const double* b, const int* ib, const int* jb, const int* descb, const double* beta, double* c,
+                   const int* ic, const int* jc, const int* descc, std::size_t, std::size_t) {
+  weave_pdgemm(transa, transb, m, n, k, alpha, a, ia, ja, desca, b, ib, jb, descb, beta, c, ic, jc, descc);
+}
+
+WEAVE_PBLAS_EXPORT void weave_pzgemm_(const char* transa, const char* transb, const int* m, const int* n,
+                                       const int* k, const double* alpha, const void* a, const int* ia, const int* ja,
+                                       const int* desca, const void* b, const int* ib, const int* jb,
+                                       const int* descb, const double* beta, void* c, const int* ic, const int* jc,
+                                       const int* descc, std::size_t, std::size_t) {
+  weave_pzgemm(transa, transb, m, n, k, alpha, a, ia, ja, desca, b, ib, jb, descb, beta, c, ic, jc, descc);
+}
+
+WEAVE_PBLAS_EXPORT void weave_pcgemm_(const char* transa, const char* transb, const int* m, const int* n,
+                                       const int* k, const float* alpha, const void* a, const int* ia, const int* ja,
+                                       const int* desca, const void* b, const int* ib, const int* jb,
+                                       const int* descb, const float* beta, void* c, const int* ic, const int* jc,
+                                       const int* descc, std::size_t, std::size_t) {
+  weave_pcgemm(transa, transb, m, n, k, alpha, a, ia, ja, desca, b, ib, jb, descb, beta, c, ic, jc, descc);
+}
+
+WEAVE_PBLAS_EXPORT void weave_psgemm_(const char* transa, const char* transb, const int* m, const int* n, const int* k,
+                   const float* alpha, const float* a, const int* ia, const int* ja, const int* desca,
+                   const float* b, const int* ib, const int* jb, const int* descb, const float* beta, float* c,
+                   const int* ic, const int* jc, const int* descc, std::size_t, std::size_t) {
+  weave_psgemm(transa, transb, m, n, k, alpha, a, ia, ja, desca, b, ib, jb, descb, beta, c, ic, jc, descc);
+}
+
+}  // extern "C"

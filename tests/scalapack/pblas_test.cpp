@@ -1,0 +1,383 @@
+// weave_p?gemm (d, s, z, c) against ScaLAPACK's own p?gemm:
+// the same random problems through both, on BLACS grids of every shape of
+// the world in both process orders, with block sizes 1 to whole-matrix
+// differing between A, B and C, sources off (0, 0), submatrices anywhere in
+// their matrices, every transpose pair ('C' too), beta zero (C holding NaN)
+// or not. Every element of sub(C) agrees within twice the oracle bound
+// (each result is within k * eps of the exact one; the bound's magnitudes
+// come from pdgemm on |A|, |B|, |C|); every other element of the local
+// arrays, the inputs and guards around every array are left alone.
+// Then arguments ScaLAPACK refuses, each an error on every process with
+// nothing written.
+// Usage: weave_pblas_test [--seed S] [--cases N]
+#include <mpi.h>
+
+#include <cmath>
+#include <complex>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "blacs_grid.hpp"
+#include "weave/weave_pblas.h"
+
+namespace {
+
+using weave_test::BlacsGrid;
+using weave_test::local_count;
+
+int g_rank = 0, g_size = 1, g_failed = 0;
+
+// The real type of an element type (its own, or a complex one's parts).
+template <class T>
+struct Real {
+  using type = T;
+};
+template <class R>
+struct Real<std::complex<R>> {
+  using type = R;
+};
+template <class T>
+constexpr bool is_complex_v = !std::is_same_v<T, typename Real<T>::type>;
+constexpr int kGuard = 8;
+constexpr double kGuardValue = -7777.0;
+
+bool all_ranks(bool mine) {
+  int ok = mine ? 1 : 0, all = 0;
+  MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  return all != 0;
+}
+
+// One distributed matrix: its descriptor and this process's local array
+// (with guards on both sides), filled from a global matrix.
+template <class T>
+struct Distributed {
+  int rows = 0, cols = 0;
+  int desc[9] = {};
+  int local_rows = 0, local_cols = 0;
+  std::vector<T> storage;  // kGuard + lld * local_cols + kGuard
+  T* data() { return storage.data() + kGuard; }
+  const T* data() const { return storage.data() + kGuard; }
+
+  void make(const BlacsGrid& grid, int m, int n, int mb, int nb, int rsrc, int csrc, int pad) {
+    rows = m;
+    cols = n;
+    local_rows = local_count(m, mb, grid.myrow(), rsrc, grid.nprow());
+    local_cols = local_count(n, nb, grid.mycol(), csrc, grid.npcol());
+    const int lld = std::max(1, local_rows) + pad;
+    const int d[9] = {1, grid.context(), m, n, mb, nb, rsrc, csrc, lld};
+    std::memcpy(desc, d, sizeof desc);
+    storage.assign(static_cast<size_t>(2 * kGuard + lld * std::max(local_cols, 1)), static_cast<T>(kGuardValue));
+  }
+  // The global row (column) of local row (column) l.
+  int global_row(const BlacsGrid& g, int l) const {
+    return (l / desc[4] * g.nprow() + (g.nprow() + g.myrow() - desc[6]) % g.nprow()) * desc[4] + l % desc[4];
+  }
+  int global_col(const BlacsGrid& g, int l) const {
+    return (l / desc[5] * g.npcol() + (g.npcol() + g.mycol() - desc[7]) % g.npcol()) * desc[5] + l % desc[5];
+  }
+  T& at(int i, int j) { return data()[i + j * desc[8]]; }
+  template <class V>
+  void fill(const BlacsGrid& g, const std::vector<V>& global) {
+    for (int j = 0; j < local_cols; ++j)
+      for (int i = 0; i < local_rows; ++i)
+        at(i, j) = static_cast<T>(global[static_cast<size_t>(global_row(g, i) + global_col(g, j) * rows)]);
+  }
+};
+
+struct Problem {
+  char ta = 'N', tb = 'N';
+  int m = 0, n = 0, k = 0, ia = 1, ja = 1, ib = 1, jb = 1, ic = 1, jc = 1;
+  double alpha = 1, beta = 0;
+};
+
+std::string describe(const Problem& p, const BlacsGrid& g, const char* order, const int* da, const int* db,
+                     const int* dc) {
+  char text[512];
+  std::snprintf(text, sizeof text,
+                "%dx%d(%s) %c%c m=%d n=%d k=%d alpha=%g beta=%g A %dx%d blocks %dx%d@%d,%d at (%d,%d); B %dx%d "
+                "blocks %dx%d@%d,%d at (%d,%d); C %dx%d blocks %dx%d@%d,%d at (%d,%d)",
+                g.nprow(), g.npcol(), order, p.ta, p.tb, p.m, p.n, p.k, p.alpha, p.beta, da[2], da[3], da[4], da[5],
+                da[6], da[7], p.ia, p.ja, db[2], db[3], db[4], db[5], db[6], db[7], p.ib, p.jb, dc[2], dc[3], dc[4],
+                dc[5], dc[6], dc[7], p.ic, p.jc);
+  return text;
+}
+
+template <class T>
+void scalapack_gemm(const Problem& p, const T* alpha, const Distributed<T>& a, const Distributed<T>& b, const T* beta,
+                    Distributed<T>& c) {
+  if constexpr (std::is_same_v<T, double>)
+    pdgemm_(&p.ta, &p.tb, &p.m, &p.n, &p.k, alpha, a.data(), &p.ia, &p.ja, a.desc, b.data(), &p.ib, &p.jb, b.desc,
+            beta, c.data(), &p.ic, &p.jc, c.desc);
+  else if constexpr (std::is_same_v<T, float>)
+    psgemm_(&p.ta, &p.tb, &p.m, &p.n, &p.k, alpha, a.data(), &p.ia, &p.ja, a.desc, b.data(), &p.ib, &p.jb, b.desc,
+            beta, c.data(), &p.ic, &p.jc, c.desc);
+  else if constexpr (std::is_same_v<T, std::complex<double>>)
+    pzgemm_(&p.ta, &p.tb, &p.m, &p.n, &p.k, alpha, a.data(), &p.ia, &p.ja, a.desc, b.data(), &p.ib, &p.jb, b.desc,
+            beta, c.data(), &p.ic, &p.jc, c.desc);
+  else
+    pcgemm_(&p.ta, &p.tb, &p.m, &p.n, &p.k, alpha, a.data(), &p.ia, &p.ja, a.desc, b.data(), &p.ib, &p.jb, b.desc,
+            beta, c.data(), &p.ic, &p.jc, c.desc);
+}
+
+template <class T>
+weave_status_t weave_gemm(const Problem& p, const T* alpha, const Distributed<T>& a, const Distributed<T>& b,
+                          const T* beta, Distributed<T>& c) {
+  if constexpr (std::is_same_v<T, double>)
+    return weave_pdgemm(&p.ta, &p.tb, &p.m, &p.n, &p.k, alpha, a.data(), &p.ia, &p.ja, a.desc, b.data(), &p.ib,
+                        &p.jb, b.desc, beta, c.data(), &p.ic, &p.jc, c.desc);
+  else if constexpr (std::is_same_v<T, float>)
+    return weave_psgemm(&p.ta, &p.tb, &p.m, &p.n, &p.k, alpha, a.data(), &p.ia, &p.ja, a.desc, b.data(), &p.ib,
+                        &p.jb, b.desc, beta, c.data(), &p.ic, &p.jc, c.desc);
+  else if constexpr (std::is_same_v<T, std::complex<double>>)
+    return weave_pzgemm(&p.ta, &p.tb, &p.m, &p.n, &p.k, reinterpret_cast<const double*>(alpha), a.data(), &p.ia,
+                        &p.ja, a.desc, b.data(), &p.ib, &p.jb, b.desc, reinterpret_cast<const double*>(beta),
+                        c.data(), &p.ic, &p.jc, c.desc);
+  else
+    return weave_pcgemm(&p.ta, &p.tb, &p.m, &p.n, &p.k, reinterpret_cast<const float*>(alpha), a.data(), &p.ia,
+                        &p.ja, a.desc, b.data(), &p.ib, &p.jb, b.desc, reinterpret_cast<const float*>(beta), c.data(),
+                        &p.ic, &p.jc, c.desc);
+}
+
+// One random problem on one grid; true when it agreed on this process.
+template <class T>
+bool crosscheck(const BlacsGrid& g, const char* order, std::mt19937_64& rng, int repeats) {
+  auto uniform = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  const int blocks[] = {1, 2, 3, 7, 32, 100};
+  Problem p;
+  const char trans[] = {'N', 'T', 'C'};
+  p.ta = trans[uniform(0, 2)];
+  p.tb = trans[uniform(0, 2)];
+  p.m = uniform(0, 37);
+  p.n = uniform(0, 29);
+  p.k = uniform(0, 41);
+  p.alpha = uniform(0, 3) == 0 ? 1.0 : std::uniform_real_distribution<double>(-2, 2)(rng);
+  p.beta = uniform(0, 2) == 0 ? 0.0 : std::uniform_real_distribution<double>(-2, 2)(rng);
+  const bool at = p.ta != 'N', bt = p.tb != 'N';
+  // Each matrix a little larger than its submatrix, which starts anywhere it fits.
+  auto place = [&](int rows, int cols, int* i, int* j, int* mr, int* mc) {
+    *mr = rows + uniform(0, 9);
+    *mc = cols + uniform(0, 9);
+    *i = 1 + uniform(0, *mr - rows);
+    *j = 1 + uniform(0, *mc - cols);
+  };
+  int am, an, bm, bn, cm, cn;
+  place(at ? p.k : p.m, at ? p.m : p.k, &p.ia, &p.ja, &am, &an);
+  place(bt ? p.n : p.k, bt ? p.k : p.n, &p.ib, &p.jb, &bm, &bn);
+  place(p.m, p.n, &p.ic, &p.jc, &cm, &cn);
+  using R = typename Real<T>::type;
+  Distributed<T> a, b, c, c_weave;
+  Distributed<R> mag_a, mag_b, mag_c;  // moduli, for the error bound
+  auto layout = [&](Distributed<T>& x, Distributed<R>& mag, int rows, int cols) {
+    x.make(g, rows, cols, blocks[uniform(0, 5)], blocks[uniform(0, 5)], uniform(0, g.nprow() - 1),
+           uniform(0, g.npcol() - 1), uniform(0, 2));
+    mag.make(g, rows, cols, x.desc[4], x.desc[5], x.desc[6], x.desc[7], x.desc[8] - std::max(1, x.local_rows));
+  };
+  layout(a, mag_a, am, an);
+  layout(b, mag_b, bm, bn);
+  layout(c, mag_c, cm, cn);
+  std::uniform_real_distribution<double> value(-1, 1);
+  auto random_global = [&](int rows, int cols) {
+    std::vector<std::complex<double>> v(static_cast<size_t>(rows) * static_cast<size_t>(cols));
+    for (auto& x : v) x = is_complex_v<T> ? std::complex<double>(value(rng), value(rng)) : value(rng);
+    return v;
+  };
+  auto element = [](std::complex<double> z) {
+    if constexpr (is_complex_v<T>)
+      return T(static_cast<R>(z.real()), static_cast<R>(z.imag()));
+    else
+      return static_cast<T>(z.real());
+  };
+  auto as_elements = [&](const std::vector<std::complex<double>>& v) {
+    std::vector<T> out;
+    for (const auto& z : v) out.push_back(element(z));
+    return out;
+  };
+  auto moduli = [](const std::vector<std::complex<double>>& v) {
+    std::vector<R> out;
+    for (const auto& z : v) out.push_back(static_cast<R>(std::abs(z)));
+    return out;
+  };
+  const auto ga = random_global(am, an), gb = random_global(bm, bn), gc = random_global(cm, cn);
+  a.fill(g, as_elements(ga));
+  b.fill(g, as_elements(gb));
+  c.fill(g, as_elements(gc));
+  mag_a.fill(g, moduli(ga));
+  mag_b.fill(g, moduli(gb));
+  mag_c.fill(g, moduli(gc));
+  // beta == 0: C need not be set, so it holds NaN inside sub(C).
+  auto in_sub_c = [&](const Distributed<T>& x, int i, int j) {
+    const int gi = x.global_row(g, i), gj = x.global_col(g, j);
+    return gi >= p.ic - 1 && gi < p.ic - 1 + p.m && gj >= p.jc - 1 && gj < p.jc - 1 + p.n;
+  };
+  const std::complex<double> alpha_z = is_complex_v<T> ? std::complex<double>(p.alpha, 0.5 * p.beta) : p.alpha;
+  const std::complex<double> beta_z = is_complex_v<T> ? std::complex<double>(p.beta, -0.25 * p.beta) : p.beta;
+  if (p.beta == 0.0)
+    for (int j = 0; j < c.local_cols; ++j)
+      for (int i = 0; i < c.local_rows; ++i)
+        if (in_sub_c(c, i, j)) c.at(i, j) = element(std::numeric_limits<double>::quiet_NaN());
+  const Distributed<T> c_initial = c, a_before = a, b_before = b;
+  const T alpha = element(alpha_z), beta = element(beta_z);
+  const R abs_alpha = static_cast<R>(std::abs(alpha_z)), abs_beta = static_cast<R>(std::abs(beta_z));
+
+  scalapack_gemm(p, &alpha, a, b, &beta, c);
+  // |op(A)| |op(B)|, with a real GEMM of the moduli: no transpose needs conjugating.
+  Problem real_p = p;
+  if (real_p.ta == 'C') real_p.ta = 'T';
+  if (real_p.tb == 'C') real_p.tb = 'T';
+  scalapack_gemm(real_p, &abs_alpha, mag_a, mag_b, &abs_beta, mag_c);
+  const std::string what = describe(p, g, order, a.desc, b.desc, c.desc) + (is_complex_v<T> ? " complex" : "");
+  bool ok = true;
+  // A second run reuses the cached plan.
+  for (int repeat = 0; repeat < repeats; ++repeat) {
+    c_weave = c_initial;
+    const weave_status_t status = weave_gemm(p, &alpha, a, b, &beta, c_weave);
+    if (status != WEAVE_SUCCESS) {
+      std::fprintf(stderr, "rank %d: %s: %s\n", g_rank, what.c_str(), weave_pblas_last_error());
+      return false;
+    }
+    // Complex products: twice the roundoff of their parts.
+    const double eps = std::numeric_limits<R>::epsilon() / 2 * (is_complex_v<T> ? 2 : 1);
+    const double gamma = 4.0 * (p.k + 3) * eps;
+    int reported = 0;
+    for (std::size_t x = 0; x < c.storage.size(); ++x) {
+      const T want = c.storage[x], got = c_weave.storage[x];
+      const std::ptrdiff_t at = static_cast<std::ptrdiff_t>(x) - kGuard;
+      const int lld = c.desc[8];
+      const int i = at >= 0 ? static_cast<int>(at % lld) : -1, j = at >= 0 ? static_cast<int>(at / lld) : -1;
+      const bool inside = at >= 0 && i < c.local_rows && j < c.local_cols && in_sub_c(c, i, j);
+      bool good;
+      if (inside) {
+        const double bound = 2 * gamma * static_cast<double>(mag_c.storage[x]) + 4 * std::numeric_limits<R>::min();
+        good = std::abs(got - want) <= bound;
+      } else {
+        const bool both_nan = std::isnan(std::abs(got)) && std::isnan(std::abs(want));
+        good = std::memcmp(&got, &want, sizeof got) == 0 || both_nan;
+      }
+      if (!good) {
+        if (reported++ < 3)
+          std::fprintf(stderr, "rank %d: %s: local C element %td: weave %.17g, ScaLAPACK %.17g%s\n", g_rank,
+                       what.c_str(), at, static_cast<double>(std::abs(got)), static_cast<double>(std::abs(want)),
+                       inside ? "" : " (outside sub(C))");
+        ok = false;
+      }
+    }
+    if (a.storage != a_before.storage || b.storage != b_before.storage) {
+      std::fprintf(stderr, "rank %d: %s: an input changed\n", g_rank, what.c_str());
+      ok = false;
+    }
+  }
+  return ok;
+}
+
+void check(const char* name, bool ok) {
+  const bool all = all_ranks(ok);
+  if (!all) ++g_failed;
+  if (g_rank == 0) std::printf("%s %s\n", all ? "PASS" : "FAIL", name);
+}
+
+// Arguments ScaLAPACK refuses: an error on every process, nothing written.
+void refused_arguments(const BlacsGrid& g) {
+  Distributed<double> a, b, c;
+  a.make(g, 8, 6, 2, 2, 0, 0, 0);
+  b.make(g, 6, 7, 2, 2, 0, 0, 0);
+  c.make(g, 8, 7, 2, 2, 0, 0, 0);
+  for (double& x : a.storage) x = 1;
+  for (double& x : b.storage) x = 1;
+  const std::vector<double> c_before(c.storage);
+  const double one = 1, zero = 0;
+  struct Bad {
+    const char* what;
+    const char* words;
+    void (*spoil)(Problem&, int*, int*, int*);
+  };
+  const Bad bad[] = {
+      {"descriptor type 2", "DTYPE_", [](Problem&, int* da, int*, int*) { da[0] = 2; }},
+      {"another context in DESCB", "CTXT_", [](Problem&, int*, int* db, int*) { db[1] += 1000; }},
+      {"block size 0", "MB_", [](Problem&, int*, int*, int* dc) { dc[4] = 0; }},
+      {"source row outside the grid", "RSRC_", [](Problem&, int* da, int*, int*) { da[6] = 99; }},
+      {"source column -1", "CSRC_", [](Problem&, int*, int* db, int*) { db[7] = -1; }},
+      {"LLD too small", "LLD_", [](Problem&, int*, int*, int* dc) { dc[8] = 0; }},
+      {"IA past the matrix", "outside", [](Problem& p, int*, int*, int*) { p.ia = 4; }},
+      {"JC 0", "start at 1", [](Problem& p, int*, int*, int*) { p.jc = 0; }},
+      {"TRANSA 'X'", "TRANSA", [](Problem& p, int*, int*, int*) { p.ta = 'X'; }},
+      {"negative K", "negative", [](Problem& p, int*, int*, int*) { p.k = -1; }},
+  };
+  for (const Bad& x : bad) {
+    Problem p;
+    p.m = 8;
+    p.n = 7;
+    p.k = 6;
+    int da[9], db[9], dc[9];
+    std::memcpy(da, a.desc, sizeof da);
+    std::memcpy(db, b.desc, sizeof db);
+    std::memcpy(dc, c.desc, sizeof dc);
+    x.spoil(p, da, db, dc);
+    // Only the last process makes the mistake where it can be local.
+    const bool local = std::string(x.what) == "LLD too small";
+    if (local && g_rank != g_size - 1) std::memcpy(dc, c.desc, sizeof dc);
+    const weave_status_t status =
+        weave_pdgemm(&p.ta, &p.tb, &p.m, &p.n, &p.k, &one, a.data(), &p.ia, &p.ja, da, b.data(), &p.ib, &p.jb, db,
+                     &zero, c.data(), &p.ic, &p.jc, dc);
+    const std::string message = weave_pblas_last_error();
+    bool ok = status == WEAVE_ERROR_INVALID_VALUE && message.find(x.words) != std::string::npos &&
+              c.storage == c_before;
+    if (!ok)
+      std::fprintf(stderr, "rank %d: %s: status %s, message \"%s\"\n", g_rank, x.what, weave_status_string(status),
+                   message.c_str());
+    check((std::string("refused: ") + x.what).c_str(), ok);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &g_size);
+  unsigned long long seed = 0;
+  int cases = 12;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (std::string(argv[i]) == "--seed") seed = std::strtoull(argv[i + 1], nullptr, 10);
+    if (std::string(argv[i]) == "--cases") cases = std::atoi(argv[i + 1]);
+  }
+  if (seed == 0) seed = (static_cast<unsigned long long>(std::random_device{}()) << 32) ^ std::random_device{}();
+  MPI_Bcast(&seed, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD);
+  if (g_rank == 0) std::printf("weave_pblas_test on %d processes, seed %llu\n", g_size, seed);
+  std::mt19937_64 rng(seed);
+  for (int rows = 1; rows <= g_size; ++rows) {
+    if (g_size % rows) continue;
+    for (const char* order : {"R", "C"}) {
+      BlacsGrid grid(rows, g_size / rows, order);
+      int passed = 0;
+      for (int i = 0; i < cases; ++i) {
+        const int repeats = 1 + i % 3 / 2;
+        bool ok = false;
+        switch (i % 6) {
+          case 1:
+          case 4: ok = crosscheck<std::complex<double>>(grid, order, rng, repeats); break;
+          case 5: ok = crosscheck<std::complex<float>>(grid, order, rng, repeats); break;
+          case 3: ok = crosscheck<float>(grid, order, rng, repeats); break;
+          default: ok = crosscheck<double>(grid, order, rng, repeats); break;
+        }
+        passed += all_ranks(ok) ? 1 : 0;
+      }
+      const std::string name = "weave_p?gemm agrees with ScaLAPACK on a " + std::to_string(rows) + " x " +
+                               std::to_string(g_size / rows) + " grid (" + order + "), " + std::to_string(cases) +
+                               " problems";
+      check(name.c_str(), passed == cases);
+    }
+  }
+  {
+    BlacsGrid grid(g_size % 2 == 0 ? 2 : 1, g_size % 2 == 0 ? g_size / 2 : g_size, "R");
+    refused_arguments(grid);
+  }
+  weave_pblas_release();
+  if (g_rank == 0) std::printf("%s (seed %llu)\n", g_failed ? "FAILED" : "PASSED", seed);
+  MPI_Finalize();
+  return g_failed ? 1 : 0;
+}

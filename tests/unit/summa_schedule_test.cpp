@@ -1,0 +1,307 @@
+// WEAVE_GEMM's schedules (SUMMA and its sequential variant) for whole grids
+// of 1 to 6 ranks: structural checks (schedule_checks.hpp), then every rank
+// simulated on real data in random orders that respect only what the
+// schedules promise (schedule_simulator.hpp), compared with the oracle, with
+// beta * C and bias counted into every element of C exactly once and the
+// local arrays outside the matrices (before a submatrix's start, in ld
+// gaps) untouched. Block-cyclic layouts of every block size, sources and
+// starts, blocks of A and B that do not line up, transposes (moved into
+// SUMMA's layout first), one block per process, replicated operands, and
+// K = 0. Also the panels themselves and the redistribution pieces.
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "group_problem.hpp"
+#include "group_schedules.hpp"
+#include "plan/grid_redistribution.hpp"
+#include "plan/summa_panels.hpp"
+#include "schedule_checks.hpp"
+#include "schedule_simulator.hpp"
+
+namespace weave_test {
+namespace {
+
+using weave::internal::AxisLayout;
+using weave::internal::DType;
+using weave::internal::Op;
+using weave::internal::Order;
+using weave::internal::plan::Algorithm;
+using weave::internal::plan::Panel;
+using weave::internal::plan::ScheduleOptions;
+
+struct SummaCase {
+  GridCase grid;
+  ScheduleOptions options;
+  double alpha = 1.0, beta = 0.0;
+  std::string name() const {
+    std::ostringstream out;
+    out << grid.name() << " | " << weave::internal::plan::algorithm_name(options.algorithm)
+        << " width=" << options.panel_width << " slots=" << options.panel_slots << " lanes=" << options.compute_lanes
+        << " alpha=" << alpha << " beta=" << beta;
+    return out.str();
+  }
+};
+
+enum class Model { DepsOnly, Host, StreamOrdered };
+
+// "" when every check and simulation passed, else the first failure.
+std::string run_summa_case(const SummaCase& c, int seeds, int* simulations) {
+  const std::vector<weave::internal::Problem> problems = make_grid_problems(c.grid);
+  std::vector<weave::internal::plan::Schedule> schedules;
+  try {
+    schedules = build_group_schedules(problems, c.options);
+  } catch (const std::exception& e) {
+    return "building the schedules threw: " + std::string(e.what());
+  }
+  const std::vector<std::string> structure = check_schedules(problems, schedules);
+  if (!structure.empty()) {
+    std::string out = "structural check failed:\n";
+    for (std::size_t i = 0; i < structure.size() && i < 10; ++i) out += "  " + structure[i] + "\n";
+    return out + weave::internal::plan::format_schedule(schedules[0]);
+  }
+  for (Model model : {Model::DepsOnly, Model::Host, Model::StreamOrdered})
+    for (int seed = 1; seed <= seeds; ++seed) {
+      SimulationOptions o;
+      o.data_seed = 77 + seed;
+      o.order_seed = seed;
+      o.delay_events = seed % 2 == 0;
+      o.alpha = c.alpha;
+      o.beta = c.beta;
+      o.lane_order = model != Model::DepsOnly;
+      o.stream_ordered_comm = model == Model::StreamOrdered;
+      const SimulationReport report = simulate(problems, schedules, o);
+      ++*simulations;
+      if (!report.ok()) {
+        std::ostringstream out;
+        out << "simulation (model " << static_cast<int>(model) << ", seed " << seed << ") failed:\n"
+            << report.summary();
+        for (const auto& s : schedules) out << weave::internal::plan::format_schedule(s);
+        return out.str();
+      }
+    }
+  return "";
+}
+
+void run_summa_cases(const std::vector<SummaCase>& cases, int seeds) {
+  int simulations = 0, failures = 0;
+  for (const SummaCase& c : cases) {
+    const std::string failure = run_summa_case(c, seeds, &simulations);
+    if (failure.empty()) continue;
+    if (++failures <= 3) ADD_FAILURE() << c.name() << "\n" << failure.substr(0, 20000);
+  }
+  EXPECT_EQ(failures, 0) << failures << " of " << cases.size() << " cases failed";
+  std::printf("[ summa ] %zu cases, %d simulations\n", cases.size(), simulations);
+}
+
+GridMatrix cyclic(int64_t mb, int64_t nb, int rsrc = 0, int csrc = 0) {
+  GridMatrix x;
+  x.mb = mb;
+  x.nb = nb;
+  x.rsrc = rsrc;
+  x.csrc = csrc;
+  return x;
+}
+
+struct Shape {
+  int prows, pcols;
+};
+const Shape kGrids[] = {{1, 1}, {1, 3}, {3, 1}, {2, 2}, {2, 3}, {3, 2}, {1, 2}, {2, 1}};
+
+struct Sizes {
+  int64_t m, n, k;
+};
+const Sizes kSizes[] = {{13, 11, 9}, {7, 5, 3}, {20, 3, 37}, {9, 6, 0}, {1, 1, 1}, {5, 9, 17}};
+
+// Block layouts of A, B, C: equal block sizes, mixed ones (blocks of A and B
+// that do not line up), sources off 0, one block per process.
+std::vector<std::array<GridMatrix, 3>> layouts(const Shape& g) {
+  const int lr = g.prows - 1, lc = g.pcols - 1;
+  return {{cyclic(1, 1), cyclic(1, 1), cyclic(1, 1)},
+          {cyclic(2, 2), cyclic(2, 2), cyclic(2, 2)},
+          {cyclic(7, 7, lr, lc), cyclic(7, 7, lr, lc), cyclic(7, 7, lr, lc)},
+          {cyclic(32, 32), cyclic(32, 32), cyclic(32, 32)},
+          {cyclic(2, 3), cyclic(5, 2, lr, 0), cyclic(2, 2, 0, lc)},
+          {cyclic(3, 2), cyclic(2, 3), cyclic(3, 3)},
+          {GridMatrix{}, GridMatrix{}, GridMatrix{}},
+          {cyclic(4, 4), GridMatrix{}, cyclic(4, 3, lr, 0)}};
+}
+
+std::vector<SummaCase> sweep() {
+  std::vector<SummaCase> cases;
+  int counter = 0;
+  for (const Shape& g : kGrids)
+    for (const auto& l : layouts(g))
+      for (int ops = 0; ops < 4; ++ops) {
+        SummaCase c;
+        GridCase& x = c.grid;
+        x.prows = g.prows;
+        x.pcols = g.pcols;
+        const Sizes& z = kSizes[counter % 6];
+        x.m = z.m;
+        x.n = z.n;
+        x.k = z.k;
+        x.op_a = ops % 2 ? Op::T : Op::N;
+        x.op_b = ops / 2 ? Op::T : Op::N;
+        x.a = l[0];
+        x.b = l[1];
+        x.c = l[2];
+        x.a.order = counter % 5 == 2 ? Order::RowMajor : Order::ColMajor;
+        x.c.order = counter % 7 == 3 ? Order::RowMajor : Order::ColMajor;
+        x.c.ld_padding = counter % 3 == 1 ? 2 : 0;
+        x.b.ld_padding = counter % 4 == 2 ? 1 : 0;
+        x.dtype = counter % 4 == 3 ? DType::F32 : DType::F64;
+        // Bias: in C's column layout on every grid row, or laid out otherwise (moved).
+        const int bias_kind = counter % 4;
+        x.has_bias = bias_kind != 0;
+        if (bias_kind == 1) {
+          x.bias = x.c.mb == 0 ? GridMatrix{} : cyclic(1, x.c.nb, -1, x.c.csrc);
+          if (x.c.mb == 0) x.bias.rsrc = -1;  // counts along the columns, every grid row
+        } else if (bias_kind == 2) {
+          x.bias = cyclic(1, 3, 0, 0);  // one grid row holds it, other blocks
+        } else if (bias_kind == 3) {
+          x.bias = cyclic(1, 1, -1, -1);  // replicated
+        }
+        c.options.algorithm = counter % 5 == 4 ? Algorithm::Sequential : Algorithm::Summa;
+        c.options.panel_width = counter % 3 == 0 ? 4 : 256;
+        c.options.panel_slots = 2 + counter % 2;
+        c.options.compute_lanes = 1 + (counter / 2) % 2;
+        c.alpha = counter % 3 == 0 ? 1.0 : -1.5;
+        c.beta = counter % 2 ? 0.0 : 0.75;
+        ++counter;
+        cases.push_back(c);
+      }
+  return cases;
+}
+
+TEST(SummaSchedules, EveryGridLayoutAndTranspose) { run_summa_cases(sweep(), 2); }
+
+TEST(SummaSchedules, SubmatricesOfOffsetLocalArrays) {
+  // pdgemm's IA, JA: A, B, C start inside their block-cyclic arrays, at
+  // different places, so rows align with C's only relatively (or not at all).
+  std::vector<SummaCase> cases;
+  int counter = 0;
+  for (const Shape& g : kGrids)
+    for (int variant = 0; variant < 4; ++variant) {
+      SummaCase c;
+      GridCase& x = c.grid;
+      x.prows = g.prows;
+      x.pcols = g.pcols;
+      x.m = 11;
+      x.n = 10;
+      x.k = 13;
+      x.a = cyclic(3, 3);
+      x.b = cyclic(3, 3);
+      x.c = cyclic(3, 3);
+      x.a.row_start = variant == 1 ? 3 * g.prows : 1;
+      x.a.col_start = 2;
+      x.b.row_start = 4;
+      x.b.col_start = variant == 2 ? 3 * g.pcols : 5;
+      x.c.row_start = variant == 1 ? 0 : 1;
+      x.c.col_start = variant == 2 ? 0 : 5;
+      x.op_a = variant == 3 ? Op::T : Op::N;
+      x.has_bias = true;
+      x.bias = cyclic(1, 3, -1, 0);
+      x.bias.col_start = x.c.col_start;
+      c.options.algorithm = variant == 0 ? Algorithm::Sequential : Algorithm::Summa;
+      c.options.panel_width = 2 + counter % 3;
+      c.beta = 0.5;
+      ++counter;
+      cases.push_back(c);
+    }
+  run_summa_cases(cases, 2);
+}
+
+TEST(SummaSchedules, ManyPanelsInFewSlots) {
+  // K = 100 in panels of 1 to 3 through two slots: every slot is rewritten
+  // many times, so a receive or pack that does not wait for the slot's last
+  // reader shows.
+  std::vector<SummaCase> cases;
+  for (const Shape& g : {Shape{2, 2}, Shape{2, 3}, Shape{1, 4}})
+    for (int64_t width : {1, 3}) {
+      SummaCase c;
+      c.grid.prows = g.prows;
+      c.grid.pcols = g.pcols;
+      c.grid.m = 6;
+      c.grid.n = 5;
+      c.grid.k = 100;
+      c.grid.a = cyclic(2, width);
+      c.grid.b = cyclic(width, 2);
+      c.grid.c = cyclic(2, 2);
+      c.grid.a.ld_padding = 1;  // packed before it is sent
+      c.options.algorithm = Algorithm::Summa;
+      c.options.panel_width = width;
+      c.options.panel_slots = 2;
+      c.beta = 1.0;
+      cases.push_back(c);
+    }
+  run_summa_cases(cases, 3);
+}
+
+TEST(SummaPanels, CommonRefinementOfBlocksThatDoNotLineUp) {
+  // A's K in blocks of 3 over 2 grid columns, B's in blocks of 2 over 3 grid
+  // rows: panels break wherever either block ends.
+  const AxisLayout a_k = AxisLayout::cyclic(12, 3, 0, 2), b_k = AxisLayout::cyclic(12, 2, 0, 3);
+  const std::vector<Panel> panels = weave::internal::plan::summa_panels(a_k, b_k, 100);
+  int64_t covered = 0;
+  for (const Panel& p : panels) {
+    for (int64_t t = 0; t < p.width; ++t) {
+      // Every index of the panel sits where both owners hold it, consecutively.
+      const int64_t g = a_k.global_index(p.a_owner, p.a_local + t);
+      EXPECT_EQ(a_k.owner(g), p.a_owner);
+      EXPECT_EQ(b_k.owner(g), p.b_owner);
+      EXPECT_EQ(b_k.local_index(g), p.b_local + t);
+    }
+    covered += p.width;
+  }
+  EXPECT_EQ(covered, 12);
+  // Blocks 0-2 | 3-5 of A against 0-1 | 2-3 | 4-5 of B: pieces 2, 1, 1, 2, ...
+  ASSERT_GE(panels.size(), 4u);
+  EXPECT_EQ(panels[0].width, 2);
+  EXPECT_EQ(panels[1].width, 1);
+}
+
+TEST(SummaPanels, SameBlocksOnASquareGridJoinUpToTheWidth) {
+  // Blocks of 4 over 2 x 2: blocks 0, 2, 4 of owner pair (0, 0) lie next to
+  // each other on both owners and join into panels of up to 8.
+  const AxisLayout a_k = AxisLayout::cyclic(32, 4, 0, 2), b_k = AxisLayout::cyclic(32, 4, 0, 2);
+  const std::vector<Panel> panels = weave::internal::plan::summa_panels(a_k, b_k, 8);
+  ASSERT_EQ(panels.size(), 4u);
+  for (const Panel& p : panels) EXPECT_EQ(p.width, 8);
+  EXPECT_EQ(panels[0].a_owner, 0);
+  EXPECT_EQ(panels[1].a_owner, 1);
+}
+
+TEST(GridRedistribution, PiecesCoverTheTargetExactlyOnce) {
+  // Transposing a 9 x 7 block-cyclic matrix (blocks 2 x 3) into blocks of
+  // 3 x 2 from other sources on a 2 x 3 grid: every target element comes
+  // from one source, the one holding it.
+  weave::internal::GridOperands grid;
+  grid.prows = 2;
+  grid.pcols = 3;
+  const weave::internal::GridLayout from{AxisLayout::cyclic(9, 2, 1, 2), AxisLayout::cyclic(7, 3, 0, 3)};
+  const weave::internal::GridLayout to{AxisLayout::cyclic(7, 3, 0, 2), AxisLayout::cyclic(9, 2, 2, 3)};
+  for (int target = 0; target < 6; ++target) {
+    const int tr = grid.row_of(target), tc = grid.col_of(target);
+    std::vector<int> hits(static_cast<size_t>(to.rows.count(tr) * to.cols.count(tc)), 0);
+    for (const auto& piece : weave::internal::plan::redistribution_pieces(from, Op::T, to, grid, target)) {
+      if (piece.target != target) continue;
+      for (const auto& r : piece.rows)
+        for (const auto& c : piece.cols)
+          for (int64_t s = 0; s < r.length; ++s)
+            for (int64_t t = 0; t < c.length; ++t) {
+              const int64_t i = to.rows.global_index(tr, r.dst + s), j = to.cols.global_index(tc, c.dst + t);
+              // op(X)(i, j) = X(j, i): on X's row owner of j, column owner of i.
+              EXPECT_EQ(piece.source, grid.rank_at(from.rows.owner(j), from.cols.owner(i)));
+              EXPECT_EQ(from.rows.local_index(j), c.src + t);
+              EXPECT_EQ(from.cols.local_index(i), r.src + s);
+              hits[static_cast<size_t>((r.dst + s - to.rows.local_begin(tr)) +
+                                       (c.dst + t - to.cols.local_begin(tc)) * to.rows.count(tr))]++;
+            }
+    }
+    for (int h : hits) EXPECT_EQ(h, 1);
+  }
+}
+
+}  // namespace
+}  // namespace weave_test
