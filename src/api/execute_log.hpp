@@ -71,7 +71,7 @@ class ExecuteLog {
   std::mutex mutex_;
   std::map<int, PlanLog> plans_;
   int next_plan_ = 0;
-  const exec::Trace clock_;  // its origin is the log's time zero
+  const exec::Trace clock_{};  // its origin is the log's time zero (braces: clang needs a const member initialised)
 };
 
 }  // namespace weave::internal
