@@ -14,6 +14,7 @@
 #include "core/enum_value.hpp"
 #include "core/error.hpp"
 #include "core/mpi_check.hpp"
+#include "plan/wire.hpp"
 #include "transport/registry.hpp"
 #include "weave_features.h"
 
@@ -205,9 +206,11 @@ std::string Plan::describe() const {
   std::string algorithm = str(plan::algorithm_name(s.algorithm));
   const std::string chunks = str(s.chunks_per_shard, " chunk", s.chunks_per_shard > 1 ? "s" : "", "/shard");
   if (s.algorithm == plan::Algorithm::Ring) algorithm += str(" ", plan::direction_name(s.direction), ", ", chunks);
-  if (s.algorithm == plan::Algorithm::Direct)
-    algorithm += str(", ", chunks, ", products travel as ", dtype_name(p.dtype), ", summed in ",
-                     dtype_name(accumulation_type(p.dtype)));
+  if (s.algorithm == plan::Algorithm::Direct || s.algorithm == plan::Algorithm::Pipelined)
+    algorithm += str(", ", chunks);
+  // What a reduction moves (plan/wire.hpp).
+  if (p.operation != Operation::AgGemm && p.group_size > 1)
+    algorithm += str(", ", plan::describe_wire(plan::reduction_wire(p, r.schedule, s.algorithm)));
   std::string splits;
   if (p.operation == Operation::AgGemm)
     splits = str("M counts ", format_counts(p.m_split.counts()), ", N counts ", format_counts(p.n_split.counts()));

@@ -14,7 +14,16 @@
 namespace weave::internal::exec {
 
 // Called between GEMM tiles on the host so communication keeps moving.
-using ProgressHook = std::function<void()>;
+struct ProgressHook {
+  std::function<void()> call;  // empty: no calls, one GEMM
+  // Transfers are in flight and move only when called: tiles of the
+  // backend's tile size. Otherwise the calls only keep this rank's peers
+  // told that it is working (arrival notices), and far coarser tiles keep
+  // the GEMM as fast as one call.
+  bool transfers_in_flight = true;
+  explicit operator bool() const { return static_cast<bool>(call); }
+  void operator()() const { call(); }
+};
 
 class ComputeBackend {
  public:

@@ -80,12 +80,14 @@ double local_flops(const Problem& p) {
   return 2.0 * static_cast<double>(p.m) * static_cast<double>(p.n) * static_cast<double>(p.k) / P;
 }
 
-// Chunks per shard when the caller leaves it to Weave. AG-GEMM: one chunk
+// Chunks per shard when the caller leaves it to Weave. Pipelined
+// collectives: kPipelinedChunks. AG-GEMM: one chunk
 // (whole shards; more chunks made measured device AG-GEMMs slower). Direct
 // reductions: the direct chunk rule of their transfers (transfer_choice.hpp).
 // Host ring reductions: two. Device ring reductions: two, or four when a
 // chunk's partial sums would exceed kDeviceReductionChunkBytes.
 int default_chunks(const Problem& p, Backend backend, Algorithm algorithm, bool peer_sums) {
+  if (algorithm == Algorithm::Pipelined) return kPipelinedChunks;
   if (p.operation == Operation::AgGemm) return 1;
   if (algorithm == Algorithm::Direct) return direct_chunks(p, peer_sums ? kPeerSumDirectChunks : kCopyEngineDirectChunks);
   if (backend != Backend::Cuda) return 2;  // host reductions: two chunks pipeline best (doc/performance.md)
@@ -165,8 +167,11 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
   std::string& notes = r.notes;
   r.flags = desc.flags;
   const int known_flags = WEAVE_FLAG_ALLOW_TF32 | WEAVE_FLAG_GATHERED_OUTPUT | WEAVE_FLAG_REDUCE_IN_OUTPUT_TYPE |
-                          WEAVE_FLAG_TRACE | WEAVE_FLAG_NO_EXECUTE_CHECK;
+                          WEAVE_FLAG_TRACE | WEAVE_FLAG_NO_EXECUTE_CHECK | WEAVE_FLAG_REDUCE_IN_ACCUMULATION_TYPE;
   if (desc.flags & ~known_flags) fail(WEAVE_ERROR_INVALID_VALUE, "flags = ", desc.flags, " has unknown bits");
+  if ((desc.flags & WEAVE_FLAG_REDUCE_IN_OUTPUT_TYPE) && (desc.flags & WEAVE_FLAG_REDUCE_IN_ACCUMULATION_TYPE))
+    fail(WEAVE_ERROR_INVALID_VALUE, "flags ask for both WEAVE_FLAG_REDUCE_IN_OUTPUT_TYPE and "
+         "WEAVE_FLAG_REDUCE_IN_ACCUMULATION_TYPE; a reduction moves one type");
   if ((desc.flags & WEAVE_FLAG_GATHERED_OUTPUT) && problem.operation != Operation::AgGemm)
     fail(WEAVE_ERROR_INVALID_VALUE, "WEAVE_FLAG_GATHERED_OUTPUT is for AG-GEMM plans only");
 
@@ -222,7 +227,8 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
     if (env_choice<weave_algorithm_t>(env, "WEAVE_ALGORITHM",
                                       {{"ring", WEAVE_ALGORITHM_RING},
                                        {"sequential", WEAVE_ALGORITHM_SEQUENTIAL},
-                                       {"direct", WEAVE_ALGORITHM_DIRECT}},
+                                       {"direct", WEAVE_ALGORITHM_DIRECT},
+                                       {"pipelined", WEAVE_ALGORITHM_PIPELINED}},
                                       &from_env)) {
       algorithm = from_env;
       notes += " algorithm from WEAVE_ALGORITHM;";
@@ -260,7 +266,7 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
     }
   }
   if (algorithm != WEAVE_ALGORITHM_RING && algorithm != WEAVE_ALGORITHM_SEQUENTIAL &&
-      algorithm != WEAVE_ALGORITHM_DIRECT)
+      algorithm != WEAVE_ALGORITHM_DIRECT && algorithm != WEAVE_ALGORITHM_PIPELINED)
     fail(WEAVE_ERROR_INVALID_VALUE, "algorithm = ", algorithm, " is not a weave_algorithm_t");
   if (algorithm == WEAVE_ALGORITHM_DIRECT && !reduction)
     fail(WEAVE_ERROR_UNSUPPORTED, "WEAVE_ALGORITHM_DIRECT is for GEMM-RS and GEMM-AR; AG-GEMM runs the ring or "
@@ -270,14 +276,15 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
     r.schedule.algorithm = Algorithm::Sequential;
     notes += " one rank: local GEMM, nothing to communicate;";
   }
-  // The sequential algorithm's collectives, where the transport hands them
-  // to NCCL, need NCCL in the build.
-  if (r.schedule.algorithm == Algorithm::Sequential && P > 1 && transport->collectives == Collectives::Nccl) {
+  // The sequential and pipelined algorithms' collectives, where the
+  // transport hands them to NCCL, need NCCL in the build.
+  const bool collectives = r.schedule.algorithm == Algorithm::Sequential || r.schedule.algorithm == Algorithm::Pipelined;
+  if (collectives && P > 1 && transport->collectives == Collectives::Nccl) {
     const TransportDescription* nccl = find_transport(caps, Transport::Nccl);
     if (!nccl || !nccl->compiled)
-      fail(WEAVE_ERROR_NOT_COMPILED, "the sequential algorithm over the ", transport->title, " transport runs its "
-           "collectives over NCCL, which is not compiled into this Weave; rebuild with -DWEAVE_ENABLE_NCCL=ON, or "
-           "use an overlapped algorithm (ring, direct)");
+      fail(WEAVE_ERROR_NOT_COMPILED, "the ", algorithm_name(r.schedule.algorithm), " algorithm over the ",
+           transport->title, " transport runs its collectives over NCCL, which is not compiled into this Weave; "
+           "rebuild with -DWEAVE_ENABLE_NCCL=ON, or use an algorithm of point-to-point transfers (ring, direct)");
   }
 
   // Direction and chunks.
@@ -302,11 +309,12 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
   if (direction < WEAVE_DIRECTION_FORWARD || direction > WEAVE_DIRECTION_BIDIRECTIONAL)
     fail(WEAVE_ERROR_INVALID_VALUE, "direction = ", asked_direction, " is not a weave_direction_t");
   r.schedule.direction = static_cast<Direction>(direction);
-  if (r.schedule.algorithm == Algorithm::Direct) {
-    // Step s sends to rank r+s and receives from r-s: there is no ring to turn.
+  if (r.schedule.algorithm == Algorithm::Direct || r.schedule.algorithm == Algorithm::Pipelined) {
+    // There is no ring to turn: the direct algorithm's step s sends to rank
+    // r+s and receives from r-s, the pipelined one runs collectives.
     if (asked_direction != WEAVE_DIRECTION_AUTO && asked_direction != WEAVE_DIRECTION_FORWARD)
-      fail(WEAVE_ERROR_UNSUPPORTED, "direction = ", asked_direction,
-           " is for rings; the direct algorithm sends to every rank at once (leave direction automatic)");
+      fail(WEAVE_ERROR_UNSUPPORTED, "direction = ", asked_direction, " is for rings; the ",
+           algorithm_name(r.schedule.algorithm), " algorithm has no direction (leave direction automatic)");
     r.schedule.direction = Direction::Forward;
   }
 
@@ -314,8 +322,17 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
   // products where they were made, in the pass that finishes C (PeerSum
   // steps); GEMM-AR then gathers the finished rows the same way, or, over
   // few ranks, reads every rank's whole product at once (one-shot).
-  const bool peer_sums = transport->reads_peer_memory && r.schedule.algorithm == Algorithm::Direct;
+  // Peer sums read products in C's type; float32 products asked for
+  // (WEAVE_FLAG_REDUCE_IN_ACCUMULATION_TYPE, 16-bit C) travel as messages.
+  const bool wider_products = (desc.flags & WEAVE_FLAG_REDUCE_IN_ACCUMULATION_TYPE) &&
+                              dtype_size(accumulation_type(problem.dtype)) > dtype_size(problem.dtype);
+  const bool peer_sums =
+      transport->reads_peer_memory && r.schedule.algorithm == Algorithm::Direct && !wider_products;
   r.schedule.peer_sums = peer_sums;
+  if (transport->reads_peer_memory && r.schedule.algorithm == Algorithm::Direct && wider_products && reduction)
+    notes += str(" products not summed where they were made: the ", transport->title, " transport reads them in ",
+                 dtype_name(problem.dtype), " and WEAVE_FLAG_REDUCE_IN_ACCUMULATION_TYPE asks for ",
+                 dtype_name(accumulation_type(problem.dtype)), ", so they travel as messages;");
   bool one_shot = P <= kOneShotAllReduceMaxRanks;
   const bool shots_asked =
       env_choice<bool>(env, "WEAVE_ALL_REDUCE", {{"one_shot", true}, {"two_shot", false}}, &one_shot);
@@ -414,6 +431,7 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
 
   r.schedule.gathered_output = (desc.flags & WEAVE_FLAG_GATHERED_OUTPUT) != 0;
   r.schedule.reduce_in_output_type = (desc.flags & WEAVE_FLAG_REDUCE_IN_OUTPUT_TYPE) != 0;
+  r.schedule.reduce_in_accumulation_type = (desc.flags & WEAVE_FLAG_REDUCE_IN_ACCUMULATION_TYPE) != 0;
 
   // Host progress.
   int progress = enum_value(desc.progress);

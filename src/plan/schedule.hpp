@@ -178,7 +178,9 @@ struct Step {
 enum class Algorithm : int {
   Ring = WEAVE_ALGORITHM_RING,
   Sequential = WEAVE_ALGORITHM_SEQUENTIAL,
-  Direct = WEAVE_ALGORITHM_DIRECT
+  Direct = WEAVE_ALGORITHM_DIRECT,
+  Pipelined = WEAVE_ALGORITHM_PIPELINED,
+  Hierarchical = WEAVE_ALGORITHM_HIERARCHICAL
 };
 enum class Direction : int {
   Forward = WEAVE_DIRECTION_FORWARD,
@@ -196,6 +198,9 @@ struct ScheduleOptions {
   int compute_lanes = 1;      // GEMMs alternate between lanes
   bool gathered_output = false;
   bool reduce_in_output_type = false;  // 16-bit partial sums travel in C's type
+  // 16-bit reductions of the algorithms that move products in C's type
+  // (direct, pipelined, hierarchical) move them in the accumulation type.
+  bool reduce_in_accumulation_type = false;
   int slot_window = 3;        // reused partial-sum slots per chunk chain
   // Direct algorithm over a transport that reads peers' memory: each owner
   // sums the products where they were made (PeerSum steps) instead of
@@ -204,6 +209,9 @@ struct ScheduleOptions {
   // With peer_sums, GEMM-AR in one pass: every rank makes its whole product,
   // and every rank sums every rank's product into all of C.
   bool all_reduce_one_shot = false;
+  // The node of each group rank (hierarchical plans), numbered from 0 in
+  // the order nodes first appear among the group's ranks; empty: one node.
+  std::vector<int> node_of_rank;
 };
 
 struct Schedule {

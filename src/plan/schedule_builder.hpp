@@ -45,6 +45,14 @@ class ScheduleBuilder {
   EpilogueOp finish(const Region& dst, const Region& src) const;
   // dst += bias on the columns of dst (no-op description if no bias).
   EpilogueOp add_bias(const Region& dst) const;
+  // Emits `last` (dst, scales and bias set) reading the sum of `sources`
+  // (regions laid out alike: one buffer type, order and leading dimension),
+  // summed in the accumulation type: in one element-wise pass while they
+  // fit one (1 + kMaxMoreSources), else groups of them into an
+  // accumulation-type sum first, which `last` then reads. Returns the step
+  // of `last`.
+  int add_sum(EpilogueOp last, const std::vector<Region>& sources, const std::vector<int>& deps, int lane,
+              const std::string& label);
   // The bias columns that line up with `c_region`'s columns of C.
   Region bias_for(const Region& c_region) const;
 
@@ -60,6 +68,14 @@ class ScheduleBuilder {
   int lane_counter_ = 0;
 };
 
+// The type a reduction's products travel in where an algorithm moves
+// products rather than partial sums (direct, pipelined, hierarchical): C's
+// type, each product rounded once, or the accumulation type when asked for
+// (ScheduleOptions::reduce_in_accumulation_type).
+inline DType product_type(const Problem& p, const ScheduleOptions& o) {
+  return o.reduce_in_accumulation_type ? accumulation_type(p.dtype) : p.dtype;
+}
+
 // Which chunks of a shard travel which way: the first half forward, the rest
 // backward for a bidirectional ring.
 struct DirectionChunks {
@@ -74,5 +90,7 @@ void build_reduction_ring(ScheduleBuilder& b);    // GEMM-RS and GEMM-AR
 void build_reduction_direct(ScheduleBuilder& b);  // GEMM-RS and GEMM-AR
 void build_reduction_peer_sums(ScheduleBuilder& b);  // the direct algorithm, sums read from peers' memory
 void build_sequential(ScheduleBuilder& b);
+void build_pipelined(ScheduleBuilder& b);     // all three operations
+void build_hierarchical(ScheduleBuilder& b);  // all three operations
 
 }  // namespace weave::internal::plan

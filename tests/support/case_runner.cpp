@@ -30,7 +30,7 @@ const char* grid_kind_name(GridKind g) {
 
 std::string Case::name() const {
   static const char* ops[] = {"", "AG-GEMM", "GEMM-RS", "GEMM-AR"};
-  static const char* algs[] = {"auto", "ring", "seq", "direct"};
+  static const char* algs[] = {"auto", "ring", "seq", "direct", "pipelined", "hierarchical"};
   static const char* dirs[] = {"auto", "fwd", "bwd", "bidir"};
   // bias=0, or bias=<order>+<ld padding>: C+1 is column-major with ld 2.
   char bias_text[32] = "0";
@@ -38,14 +38,15 @@ std::string Case::name() const {
   char text[400];
   std::snprintf(text, sizeof text,
                 "%s %s op=%c%c order=%c%c%c %s M=%lld N=%lld K=%lld bias=%s beta=%g alpha=%g pad=%d chunks=%d "
-                "dir=%s alg=%s progress=%s grid=%s gathered=%d repeats=%d%s%s%s",
+                "dir=%s alg=%s progress=%s grid=%s gathered=%d repeats=%d%s%s%s%s",
                 ops[operation], dtype_short_name(dtype), op_a == WEAVE_OP_N ? 'N' : 'T', op_b == WEAVE_OP_N ? 'N' : 'T',
                 order_a ? 'R' : 'C', order_b ? 'R' : 'C', order_c ? 'R' : 'C', shards_name(shards),
                 static_cast<long long>(m), static_cast<long long>(n), static_cast<long long>(k), bias_text, beta,
                 alpha, padded ? 1 : 0, chunks, dirs[direction], algs[algorithm],
                 progress == WEAVE_PROGRESS_THREAD ? "thread" : progress == WEAVE_PROGRESS_TILES ? "tiles" : "auto",
                 grid_kind_name(grid), gathered ? 1 : 0, repeats, fresh_inputs ? " fresh-inputs" : "",
-                allow_tf32 ? " tf32" : "", memory == WEAVE_MEMORY_DEVICE ? " memory=device" : "");
+                allow_tf32 ? " tf32" : "", memory == WEAVE_MEMORY_DEVICE ? " memory=device" : "",
+                reduce_in_accumulation_type ? " reduce-in-accumulation-type" : "");
   return text;
 }
 
@@ -397,7 +398,8 @@ bool run_case_unguarded(const Case& cs, uint64_t seed) {
   pd.chunks_per_shard = cs.chunks;
   pd.progress = cs.progress;
   pd.timeout_ms = 120000;
-  pd.flags = (cs.gathered ? WEAVE_FLAG_GATHERED_OUTPUT : 0) | (cs.allow_tf32 ? WEAVE_FLAG_ALLOW_TF32 : 0);
+  pd.flags = (cs.gathered ? WEAVE_FLAG_GATHERED_OUTPUT : 0) | (cs.allow_tf32 ? WEAVE_FLAG_ALLOW_TF32 : 0) |
+             (cs.reduce_in_accumulation_type ? WEAVE_FLAG_REDUCE_IN_ACCUMULATION_TYPE : 0);
   weave_plan_t plan = nullptr;
   CHECK_WEAVE(weave_plan_create(g.grid, &pd, &plan));
   // Tell the device memory first (it may hold a graph of this plan), then destroy.
@@ -447,10 +449,18 @@ bool run_case_unguarded(const Case& cs, uint64_t seed) {
       generate(seed + 0x9E3779B97F4A7C15ULL * static_cast<uint64_t>(repeat));
       // A 16-bit C is rounded once: by the step that finishes a reduction
       // (partial sums stay float32), or by AG-GEMM's GEMM, and once more
-      // where AG-GEMM adds the bias afterwards. The direct algorithm rounds
-      // each rank's product to C's type before it travels: one more.
-      const bool direct = info.algorithm == WEAVE_ALGORITHM_DIRECT;
-      const int roundings = (ag && cs.bias) || direct ? 2 : 1;
+      // where AG-GEMM adds the bias afterwards. The algorithms that move
+      // products (direct; pipelined for 16-bit C) round each rank's product
+      // to C's type before it travels: one more, unless they move the
+      // accumulation type; the hierarchical one rounds each node's partial
+      // sum once more before it leaves the node.
+      const bool sixteen_bit = t == WEAVE_FLOAT16 || t == WEAVE_BFLOAT16;
+      const bool products = !ag && !cs.reduce_in_accumulation_type &&
+                            (info.algorithm == WEAVE_ALGORITHM_DIRECT || info.algorithm == WEAVE_ALGORITHM_HIERARCHICAL ||
+                             (info.algorithm == WEAVE_ALGORITHM_PIPELINED && sixteen_bit));
+      const int roundings = info.algorithm == WEAVE_ALGORITHM_HIERARCHICAL && products ? 3
+                            : (ag && cs.bias) || products                                ? 2
+                                                                                         : 1;
       ref = reference_product(op_a, op_b, c0, cs.bias ? &bias : nullptr, cs.alpha, cs.beta,
                               accumulation_roundoff(t, cs.allow_tf32), roundings * output_roundoff(t),
                               roundings * output_underflow(t));

@@ -171,6 +171,9 @@ int main(int argc, char** argv) {
 
     weave::internal::host::HostBackendOptions backend_options;
     backend_options.tile_flops = 2.0e6;  // about 16 tiles per chunk GEMM
+    // Every GEMM in those tiles, even one that runs when nothing is in
+    // flight (which the executor otherwise cuts coarser): property 1.
+    backend_options.idle_tile_factor = 1;
     weave::internal::host::HostBackend backend(static_cast<std::size_t>(schedule.workspace_bytes), backend_options);
     Trace trace;
     RecordingTransport transport(

@@ -149,5 +149,55 @@ TEST(HostBackendEpilogue, HonoursTheBiasOrderAndLd) {
   }
 }
 
+// The host backend cuts a GEMM into column tiles with a progress call
+// between them: tiles of tile_flops while transfers are in flight, tiles
+// idle_tile_factor times coarser when the calls only send arrival notices,
+// none without a hook; the product is the same every way.
+TEST(HostBackendGemm, TilesFollowTheProgressHook) {
+  const int64_t m = 16, n = 256, k = 8;  // 65536 flops
+  plan::Schedule s = caller_buffers(m, n, Order::ColMajor, 1);
+  s.buffers[plan::kBufferA].rows = m;
+  s.buffers[plan::kBufferA].cols = k;
+  s.buffers[plan::kBufferA].ld = m;
+  s.buffers[plan::kBufferB].rows = k;
+  s.buffers[plan::kBufferB].cols = n;
+  s.buffers[plan::kBufferB].ld = k;
+  std::vector<double> a(static_cast<std::size_t>(m * k)), b(static_cast<std::size_t>(k * n));
+  for (std::size_t x = 0; x < a.size(); ++x) a[x] = 0.25 * static_cast<double>(x % 7);
+  for (std::size_t x = 0; x < b.size(); ++x) b[x] = 0.5 * static_cast<double>(x % 5);
+  plan::GemmOp op;
+  op.a = plan::Region{plan::kBufferA, 0, 0, m, k};
+  op.b = plan::Region{plan::kBufferB, 0, 0, k, n};
+  op.c = plan::Region{plan::kBufferC, 0, 0, m, n};
+  op.alpha = plan::Scalar::One;
+  host::HostBackendOptions options;
+  options.tile_flops = 4096;   // 16 tiles (at most n / 32 = 8: the backend's narrowest tile)
+  options.idle_tile_factor = 4;  // 4 tiles
+  host::HostBackend backend(0, options);
+  std::vector<double> reference;
+  struct Way {
+    bool hook, in_flight;
+    int calls;
+  };
+  for (const Way& way : {Way{false, false, 0}, Way{true, true, 7}, Way{true, false, 3}}) {
+    std::vector<double> c(static_cast<std::size_t>(m * n), 0.0);
+    exec::Bindings bindings;
+    bindings.schedule = &s;
+    bindings.user[plan::kBufferA] = a.data();
+    bindings.user[plan::kBufferB] = b.data();
+    bindings.user[plan::kBufferC] = c.data();
+    int calls = 0;
+    exec::ProgressHook hook;
+    if (way.hook) hook.call = [&] { ++calls; };
+    hook.transfers_in_flight = way.in_flight;
+    backend.gemm(op, 0, bindings, exec::Scalars{}, hook);
+    EXPECT_EQ(calls, way.calls) << "hook " << way.hook << ", transfers in flight " << way.in_flight;
+    if (reference.empty())
+      reference = c;
+    else
+      EXPECT_EQ(c, reference);
+  }
+}
+
 }  // namespace
 }  // namespace weave_test

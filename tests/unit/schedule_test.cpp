@@ -37,7 +37,7 @@ struct ScheduleCase {
         << weave::internal::plan::direction_name(options.direction) << " chunks=" << options.chunks_per_shard
         << " lanes=" << options.compute_lanes << " window=" << options.slot_window
         << " gathered=" << options.gathered_output << " reduce_in_output=" << options.reduce_in_output_type
-        << " peer_sums=" << options.peer_sums << " one_shot=" << options.all_reduce_one_shot
+        << " reduce_in_accumulation=" << options.reduce_in_accumulation_type << " peer_sums=" << options.peer_sums << " one_shot=" << options.all_reduce_one_shot
         << " alpha=" << alpha << " beta=" << beta;
     return out.str();
   }
@@ -153,7 +153,8 @@ std::vector<ScheduleCase> sweep_cases() {
                               {Algorithm::Ring, Direction::Forward},
                               {Algorithm::Ring, Direction::Backward},
                               {Algorithm::Ring, Direction::Bidirectional},
-                              {Algorithm::Direct, Direction::Forward}};
+                              {Algorithm::Direct, Direction::Forward},
+                              {Algorithm::Pipelined, Direction::Forward}};
   const Shards patterns[] = {Shards::Balanced, Shards::Uneven, Shards::WithEmpty};
   std::vector<ScheduleCase> cases;
   int counter = 0;
@@ -179,6 +180,8 @@ std::vector<ScheduleCase> sweep_cases() {
             c.options.slot_window = 2 + counter % 3;
             c.options.gathered_output = op == Operation::AgGemm && counter % 3 != 0;
             c.options.reduce_in_output_type = g.dtype != DType::F64 && counter % 2 == 0;
+            // The algorithms that move products may move them as float32.
+            c.options.reduce_in_accumulation_type = !c.options.reduce_in_output_type && counter % 3 == 1;
             c.alpha = counter % 3 == 0 ? 1.0 : -1.25;
             c.beta = counter % 2 == 0 ? 0.0 : (counter % 4 == 1 ? 1.0 : 0.5);
             c.gathered_ld_padding = counter % 5 == 1 ? 3 : 0;
@@ -207,7 +210,7 @@ TEST(Schedules, SweepHostAndStreamOrder) {
 TEST(Schedules, EveryTransposeAndOrder) {
   std::vector<ScheduleCase> cases;
   for (Operation op : {Operation::AgGemm, Operation::GemmRs, Operation::GemmAr})
-    for (Algorithm alg : {Algorithm::Ring, Algorithm::Sequential, Algorithm::Direct})
+    for (Algorithm alg : {Algorithm::Ring, Algorithm::Sequential, Algorithm::Direct, Algorithm::Pipelined})
       for (int bits = 0; bits < 64; ++bits) {
         if (alg == Algorithm::Direct && op == Operation::AgGemm) continue;
         ScheduleCase c;
@@ -230,24 +233,26 @@ TEST(Schedules, EveryTransposeAndOrder) {
         c.beta = 0.75;
         cases.push_back(c);
       }
-  run_cases(cases, {Model::DepsOnly}, 2, 512);
+  run_cases(cases, {Model::DepsOnly}, 2, 704);
 }
 
 // Shapes at the edges: K = 0 (C = beta C + bias), fewer rows than ranks and
 // chunks, a single column, every rank but one empty: rings in each
-// direction, and the direct algorithm for the reductions.
+// direction, the pipelined collectives, and the direct algorithm for the
+// reductions.
 TEST(Schedules, DegenerateShapes) {
   const std::array<Sizes, 5> sizes = {{{6, 4, 0}, {2, 3, 5}, {1, 1, 1}, {9, 1, 4}, {3, 8, 2}}};
   std::vector<ScheduleCase> cases;
   for (Operation op : {Operation::AgGemm, Operation::GemmRs, Operation::GemmAr})
     for (const Sizes& z : sizes)
-      for (int variant = 0; variant < 4; ++variant)
+      for (int variant = 0; variant < 5; ++variant)
         for (int P : {2, 3, 5}) {
-          const bool direct = variant == 3;
+          const bool direct = variant == 3, pipelined = variant == 4;
           if (direct && op == Operation::AgGemm) continue;
-          const Direction d = direct ? Direction::Forward : static_cast<Direction>(WEAVE_DIRECTION_FORWARD + variant);
+          const Direction d = direct || pipelined ? Direction::Forward
+                                                  : static_cast<Direction>(WEAVE_DIRECTION_FORWARD + variant);
           ScheduleCase c;
-          c.options.algorithm = direct ? Algorithm::Direct : Algorithm::Ring;
+          c.options.algorithm = direct ? Algorithm::Direct : pipelined ? Algorithm::Pipelined : Algorithm::Ring;
           c.group.operation = op;
           c.group.ranks = P;
           c.group.shards = Shards::WithEmpty;
@@ -261,7 +266,7 @@ TEST(Schedules, DegenerateShapes) {
           c.beta = -0.5;
           cases.push_back(c);
         }
-  run_cases(cases, {Model::DepsOnly, Model::StreamOrdered}, 2, 165);
+  run_cases(cases, {Model::DepsOnly, Model::StreamOrdered}, 2, 210);
 }
 
 // The counting interpretation on its own terms: with beta == 0 C starts as
@@ -270,7 +275,7 @@ TEST(Schedules, DegenerateShapes) {
 TEST(Schedules, BetaZeroWritesEveryElementOnce) {
   std::vector<ScheduleCase> cases;
   for (Operation op : {Operation::AgGemm, Operation::GemmRs, Operation::GemmAr})
-    for (Algorithm alg : {Algorithm::Ring, Algorithm::Direct})
+    for (Algorithm alg : {Algorithm::Ring, Algorithm::Direct, Algorithm::Pipelined})
       for (int P : {1, 2, 3, 4, 5})
         for (int chunks : {1, 2, 3}) {
           if (alg == Algorithm::Direct && op == Operation::AgGemm) continue;
@@ -287,7 +292,7 @@ TEST(Schedules, BetaZeroWritesEveryElementOnce) {
           c.beta = 0.0;
           cases.push_back(c);
         }
-  run_cases(cases, {Model::DepsOnly}, 4, 75);
+  run_cases(cases, {Model::DepsOnly}, 4, 120);
 }
 
 // The direct algorithm sums at most 1 + kMaxMoreSources products in one
@@ -504,6 +509,114 @@ TEST(Schedules, DirectMakesProductsForOthersBeforeItsOwn) {
           EXPECT_LT(last_sent, first_own) << "P=" << P << " chunks=" << chunks << " rank " << p.group_rank;
         }
       }
+}
+
+// What the pipelined reductions move (plan/wire.hpp): a 16-bit C's products
+// in C's type, point to point, summed by their owner; float32 partial sums
+// through the collective library when asked for; an f32 or f64 C's partial
+// sums through the collective library. AG-GEMM: one all-gather per chunk.
+TEST(Schedules, PipelinedWire) {
+  using weave::internal::plan::CollectiveKind;
+  using weave::internal::plan::CollectiveOp;
+  using weave::internal::plan::SendOp;
+  using weave::internal::plan::StepKind;
+  struct Expect {
+    Operation op;
+    DType dtype;
+    bool accumulation;
+    DType travels;
+    bool point_to_point;
+  };
+  const Expect cases[] = {{Operation::GemmRs, DType::F16, false, DType::F16, true},
+                          {Operation::GemmAr, DType::F16, false, DType::F16, true},
+                          {Operation::GemmRs, DType::F16, true, DType::F32, false},
+                          {Operation::GemmAr, DType::F16, true, DType::F32, false},
+                          {Operation::GemmRs, DType::F64, false, DType::F64, false},
+                          {Operation::GemmAr, DType::F32, false, DType::F32, false}};
+  for (const Expect& e : cases) {
+    GroupCase g = whole_tiles(e.op, 3, 2);
+    g.dtype = e.dtype;
+    ScheduleOptions o;
+    o.algorithm = Algorithm::Pipelined;
+    o.chunks_per_shard = 2;
+    o.reduce_in_accumulation_type = e.accumulation;
+    for (const weave::internal::Problem& p : make_group_problems(g)) {
+      const weave::internal::plan::Schedule s = weave::internal::plan::build_schedule(p, o);
+      int sends = 0, reductions = 0, gathers = 0;
+      for (const auto& step : s.steps) {
+        if (const auto* send = std::get_if<SendOp>(&step.op)) {
+          ++sends;
+          EXPECT_EQ(s.buffer(send->src).dtype, e.travels) << step.label;
+        } else if (const auto* coll = std::get_if<CollectiveOp>(&step.op)) {
+          if (coll->kind == CollectiveKind::AllGather) {
+            ++gathers;  // GEMM-AR's finished rows, in C's type
+            EXPECT_EQ(s.buffer(coll->recv).dtype, e.dtype) << step.label;
+          } else {
+            ++reductions;
+            EXPECT_EQ(s.buffer(coll->recv).dtype, e.travels) << step.label;
+          }
+        }
+      }
+      EXPECT_EQ(sends, e.point_to_point ? 2 * 2 : 0) << "rank " << p.group_rank;  // 2 peers x 2 chunks
+      EXPECT_EQ(reductions, e.point_to_point ? 0 : 2);
+      EXPECT_EQ(gathers, e.op == Operation::GemmAr && e.point_to_point ? 2 : 0);
+    }
+  }
+  GroupCase g = whole_tiles(Operation::AgGemm, 3, 3);
+  ScheduleOptions o;
+  o.algorithm = Algorithm::Pipelined;
+  o.chunks_per_shard = 3;
+  const weave::internal::plan::Schedule s = weave::internal::plan::build_schedule(make_group_problems(g)[1], o);
+  int gathers = 0;
+  for (const auto& step : s.steps) gathers += step.kind() == StepKind::Collective;
+  EXPECT_EQ(gathers, 3);
+}
+
+// A host thread runs compute steps in schedule order: the pipelined
+// reductions emit the pass that finishes chunk j (which waits for chunk j's
+// reduction) after the GEMMs of chunk j + 1, so those run while chunk j
+// travels; AG-GEMM multiplies its own rows before any gathered one.
+TEST(Schedules, PipelinedOrdersComputeForOverlap) {
+  using weave::internal::plan::StepKind;
+  for (Operation op : {Operation::GemmRs, Operation::GemmAr, Operation::AgGemm})
+    for (DType t : {DType::F32, DType::F16}) {
+      GroupCase g = whole_tiles(op, 3, 3);
+      g.dtype = t;
+      ScheduleOptions o;
+      o.algorithm = Algorithm::Pipelined;
+      o.chunks_per_shard = 3;
+      for (const weave::internal::Problem& p : make_group_problems(g)) {
+        const weave::internal::plan::Schedule s = weave::internal::plan::build_schedule(p, o);
+        if (op == Operation::AgGemm) {
+          bool seen_gathered = false;
+          for (const auto& step : s.steps) {
+            if (step.kind() != StepKind::Gemm) continue;
+            const bool from_a = std::get<weave::internal::plan::GemmOp>(step.op).a.buffer == weave::internal::plan::kBufferA;
+            EXPECT_FALSE(from_a && seen_gathered) << step.label;
+            seen_gathered = seen_gathered || !from_a;
+          }
+          continue;
+        }
+        // The n-th epilogue that writes C must come after the GEMMs of chunk n + 1.
+        std::vector<int> last_gemm_of_chunk(3, -1), first_finish_of_chunk(3, 1 << 30);
+        for (int i = 0; i < static_cast<int>(s.steps.size()); ++i) {
+          const auto& step = s.steps[static_cast<std::size_t>(i)];
+          for (int j = 0; j < 3; ++j) {
+            const std::string tag = "chunk " + std::to_string(j);
+            if (step.label.find(tag) == std::string::npos) continue;
+            if (step.kind() == StepKind::Gemm) last_gemm_of_chunk[j] = i;
+            const auto* e = std::get_if<weave::internal::plan::EpilogueOp>(&step.op);
+            if (e && e->dst.buffer == weave::internal::plan::kBufferC)
+              first_finish_of_chunk[j] = std::min(first_finish_of_chunk[j], i);
+          }
+        }
+        for (int j = 0; j + 1 < 3; ++j)
+          EXPECT_GE(last_gemm_of_chunk[j + 1], 0) << "no GEMM of chunk " << j + 1;
+        for (int j = 0; j + 1 < 3; ++j)
+          EXPECT_LT(last_gemm_of_chunk[j + 1], first_finish_of_chunk[j])
+              << operation_name(op) << " " << dtype_name(t) << " rank " << p.group_rank << " chunk " << j;
+      }
+    }
 }
 
 // With one partial-sum slot per chain, a reduction ring's receive of step

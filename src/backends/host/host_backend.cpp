@@ -103,7 +103,8 @@ void HostBackend::gemm(const plan::GemmOp& op, int, const exec::Bindings& bindin
   int64_t tiles = 1;
   if (progress) {
     const double flops = 2.0 * static_cast<double>(c.rows) * static_cast<double>(c.cols) * static_cast<double>(k);
-    tiles = std::clamp<int64_t>(static_cast<int64_t>(flops / options_.tile_flops), 1, std::max<int64_t>(1, c.cols / 32));
+    const double tile_flops = options_.tile_flops * (progress.transfers_in_flight ? 1.0 : options_.idle_tile_factor);
+    tiles = std::clamp<int64_t>(static_cast<int64_t>(flops / tile_flops), 1, std::max<int64_t>(1, c.cols / 32));
   }
   for (int64_t t = 0; t < tiles; ++t) {
     const int64_t col0 = c.cols * t / tiles, cols = c.cols * (t + 1) / tiles - col0;

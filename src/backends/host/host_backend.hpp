@@ -15,6 +15,9 @@ struct HostBackendOptions {
   // A GEMM is cut into column tiles of roughly this many flops when the
   // executor wants progress calls between tiles.
   double tile_flops = 4.0e7;
+  // Tiles this many times larger when no transfer is in flight (the calls
+  // between them then only send arrival notices).
+  double idle_tile_factor = 64;
 };
 
 class HostBackend final : public exec::ComputeBackend {
