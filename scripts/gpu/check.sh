@@ -53,6 +53,24 @@
 #                    PyTorch environment's, else .deps/peers/nvshmem-host.tar.xz
 #                    (lib/libnvshmem_host.so.3 and lib/nvshmem_bootstrap_uid.so.3).
 #
+#   EMULATE_NODES    network, host-staged or both: also run as 2 emulated nodes
+#                    (scripts/emulate-nodes.sh; 1 GPU each on 2 GPUs, 2 each
+#                    where 4 GPUs or more exist): the gpu-emulated tests (the
+#                    quick device matrix over NCCL) and weave-bench (bf16,
+#                    --preset tp) with the ring and pipelined plans as
+#                    variants, then
+#                    bench/emulated_targets.py on its JSON. "network": NCCL
+#                    over sockets between the nodes; "host-staged":
+#                    NCCL_P2P_DISABLE=1. Outputs ctest-emulated-<flavour>.log,
+#                    bench-<N>gpu-emulated-<flavour>.{txt,json}. GPU_TESTS=0
+#                    GPU_BENCH=0 leave only this.
+#   EMULATED_TESTS   0 to skip the gpu-emulated tests (default 1)
+#   EMULATED_BENCH   0 to skip the emulated benchmark (default 1)
+#   EMULATED_BENCH_ARGS  its weave-bench arguments (default
+#                    "--preset tp --iterations 5 --warmup 2")
+#   EMULATED_VARIANTS    its variants (default nccl/auto/0/ring,nccl/auto/0/pipelined)
+#   EMULATED_TIMEOUT seconds each emulated benchmark may take (default 240)
+#
 # Exit status: 0 when every gpu test passed; 1 when a step or a test failed;
 # 2 when tests were skipped although GPUs are present (the skip reason is in
 # the log).
@@ -272,6 +290,58 @@ else
   : >"$OUT/ctest.log"
 fi
 if [ "${GPU_BENCH:-1}" = 1 ]; then run_bench; fi
+
+# --- Emulated nodes ----------------------------------------------------------------
+# Two emulated nodes on this host (scripts/emulate-nodes.sh): the gpu-emulated
+# tests and the benchmark, per network flavour.
+EMULATED_RC=0
+EMULATED_SUMMARY=""
+run_emulated() {
+  local network=$1 ranks=2
+  if [ "$GPUS" -lt 2 ]; then
+    say "EMULATE_NODES: 2 emulated nodes need 2 GPUs, $GPUS present"
+    return
+  fi
+  if [ "$GPUS" -ge 4 ]; then ranks=4; fi
+  export WEAVE_EMULATED_NODES=2 WEAVE_EMULATED_NETWORK=$network
+  say "2 emulated nodes of $((ranks / 2)) GPU(s) each, $network"
+  if [ "${EMULATED_TESTS:-1}" = 1 ]; then
+    local log="$OUT/ctest-emulated-$network.log" rc=0
+    (cd "$BUILD_DIR" && ctest -L "^gpu-emulated$" -R "^emulated_${network}_.*\.np${ranks}$" -j 1 --output-on-failure) \
+      >"$log" 2>&1 || rc=$?
+    [ "$rc" -eq 0 ] || EMULATED_RC=1
+    EMULATED_SUMMARY="$EMULATED_SUMMARY
+emulated $network: $(grep -E "tests passed|tests failed" "$log" | tail -n 1) (log: $log)"
+  fi
+  if [ "${EMULATED_BENCH:-1}" = 1 ]; then
+    local variants=${EMULATED_VARIANTS:-nccl/auto/0/ring,nccl/auto/0/pipelined}
+    local launcher=(mpirun -np "$ranks" --allow-run-as-root --oversubscribe --bind-to none)
+    for variable in "${FORWARDED[@]}" WEAVE_EMULATED_NODES WEAVE_EMULATED_NETWORK; do launcher+=(-x "$variable"); done
+    local name="bench-${ranks}gpu-emulated-$network"
+    # shellcheck disable=SC2086
+    timeout "${EMULATED_TIMEOUT:-240}" "${launcher[@]}" sh "$ROOT/scripts/emulate-nodes.sh" "$BUILD_DIR/bench/weave-bench" \
+      --backend cuda --dtype bf16 ${EMULATED_BENCH_ARGS:---preset tp --iterations 5 --warmup 2} \
+      --variants "$variants" --json "$OUT/$name.json" 2>&1 | tee "$OUT/$name.txt" ||
+      say "emulated weave-bench ($network) failed or ran out of time"
+    if [ -f "$OUT/$name.json" ]; then
+      local staged=()
+      if [ "$network" = host-staged ]; then staged=(--host-staged); fi
+      python3 "$ROOT/bench/emulated_targets.py" "$OUT/$name.json" "${staged[@]}" | tee "$OUT/$name-targets.txt" || true
+      EMULATED_SUMMARY="$EMULATED_SUMMARY
+emulated $network benchmark: $(tail -n 1 "$OUT/$name-targets.txt") ($OUT/$name-targets.txt)"
+    fi
+  fi
+  unset WEAVE_EMULATED_NODES WEAVE_EMULATED_NETWORK
+}
+case "${EMULATE_NODES:-}" in
+  "") ;;
+  network | host-staged) run_emulated "$EMULATE_NODES" ;;
+  both)
+    run_emulated network
+    run_emulated host-staged
+    ;;
+  *) say "EMULATE_NODES=$EMULATE_NODES is not network, host-staged or both: nothing emulated" ;;
+esac
 # Every test's full output (passed ones too), for the record.
 cp "$BUILD_DIR/Testing/Temporary/LastTest.log" "$OUT/LastTest.log" 2>/dev/null || true
 
@@ -329,10 +399,13 @@ elif [ "$PASSED" -eq 0 ]; then
 else
   echo "all gpu tests passed" >>"$SUMMARY"
 fi
+if [ -n "$EMULATED_SUMMARY" ]; then
+  echo "$EMULATED_SUMMARY" >>"$SUMMARY"
+fi
 echo
 cat "$SUMMARY"
 
-if [ "$CTEST_RC" -ne 0 ]; then exit 1; fi
+if [ "$CTEST_RC" -ne 0 ] || [ "$EMULATED_RC" -ne 0 ]; then exit 1; fi
 if [ "${GPU_TESTS:-1}" != 1 ]; then exit 0; fi
 if [ "$SKIPPED_TESTS" -gt 0 ]; then exit 2; fi
 if [ "$PASSED" -eq 0 ]; then exit 1; fi

@@ -123,6 +123,13 @@ std::unique_ptr<Plan> Plan::create(const std::shared_ptr<GridState>& grid, const
     caps.cores_per_rank = *std::static_pointer_cast<double>(
         grid->cached("cores per rank", [&] { return std::make_shared<double>(cores_per_rank(grid->comm())); }));
   });
+  // Which node each rank of the group is on, found once per grid and group
+  // (WEAVE_NODE is read then).
+  agree_on_errors(grid->channel(), [&] {
+    caps.nodes = *std::static_pointer_cast<NodeLayout>(
+        grid->cached(str("nodes of group ", enum_value(desc.group)),
+                     [&] { return std::make_shared<NodeLayout>(node_layout(plan->group_.comm)); }));
+  });
   // The transports that reach only the GPUs of one node share one probe,
   // run when a device plan leaves its transport to Weave and such a
   // transport is built and could be chosen.

@@ -7,6 +7,7 @@
 #include <map>
 #include <string>
 
+#include "core/nodes.hpp"
 #include "core/problem.hpp"
 #include "plan/schedule.hpp"
 #include "plan/transfer_choice.hpp"
@@ -62,6 +63,8 @@ struct Capabilities {
   // for device plans that leave the transport automatic.
   bool peer_access = false;
   std::string peer_access_why_not;
+  // Which node each rank of the group is on (core/nodes.hpp).
+  NodeLayout nodes;
   // Where SM-driven transfers beat the copy engines on this machine.
   std::vector<SmTransferRule> sm_transfer_rules = default_sm_transfer_rules();
 };
