@@ -9,7 +9,8 @@
 # node r / (P / N) (P must be a multiple of N). Each rank gets
 #   WEAVE_NODE=emulated-<node>   Weave's notion of its node (core/nodes.hpp):
 #                                ranks of different nodes get no copy-engine
-#                                or SM transport between them;
+#                                or SM transport between them, and
+#                                hierarchical plans split the group there;
 # and, for NCCL (GPU plans and the benchmark's collectives), by
 # WEAVE_EMULATED_NETWORK:
 #   network      NCCL_HOSTID=weave-emulated-<node> and NCCL_IB_DISABLE=1:

@@ -57,8 +57,8 @@
 #                    (scripts/emulate-nodes.sh; 1 GPU each on 2 GPUs, 2 each
 #                    where 4 GPUs or more exist): the gpu-emulated tests (the
 #                    quick device matrix over NCCL) and weave-bench (bf16,
-#                    --preset tp) with the ring and pipelined plans as
-#                    variants, then
+#                    --preset tp) with the ring and pipelined (on 2 x 2 also
+#                    the hierarchical) plans as variants, then
 #                    bench/emulated_targets.py on its JSON. "network": NCCL
 #                    over sockets between the nodes; "host-staged":
 #                    NCCL_P2P_DISABLE=1. Outputs ctest-emulated-<flavour>.log,
@@ -68,7 +68,8 @@
 #   EMULATED_BENCH   0 to skip the emulated benchmark (default 1)
 #   EMULATED_BENCH_ARGS  its weave-bench arguments (default
 #                    "--preset tp --iterations 5 --warmup 2")
-#   EMULATED_VARIANTS    its variants (default nccl/auto/0/ring,nccl/auto/0/pipelined)
+#   EMULATED_VARIANTS    its variants (default nccl/auto/0/ring,nccl/auto/0/pipelined,
+#                    and nccl/auto/0/hierarchical on 2 x 2)
 #   EMULATED_TIMEOUT seconds each emulated benchmark may take (default 240)
 #
 # Exit status: 0 when every gpu test passed; 1 when a step or a test failed;
@@ -315,6 +316,7 @@ emulated $network: $(grep -E "tests passed|tests failed" "$log" | tail -n 1) (lo
   fi
   if [ "${EMULATED_BENCH:-1}" = 1 ]; then
     local variants=${EMULATED_VARIANTS:-nccl/auto/0/ring,nccl/auto/0/pipelined}
+    if [ -z "${EMULATED_VARIANTS:-}" ] && [ "$ranks" -ge 4 ]; then variants="$variants,nccl/auto/0/hierarchical"; fi
     local launcher=(mpirun -np "$ranks" --allow-run-as-root --oversubscribe --bind-to none)
     for variable in "${FORWARDED[@]}" WEAVE_EMULATED_NODES WEAVE_EMULATED_NETWORK; do launcher+=(-x "$variable"); done
     local name="bench-${ranks}gpu-emulated-$network"

@@ -215,8 +215,10 @@ std::string Plan::describe() const {
   if (s.algorithm == plan::Algorithm::Ring) algorithm += str(" ", plan::direction_name(s.direction), ", ", chunks);
   if (s.algorithm == plan::Algorithm::Direct || s.algorithm == plan::Algorithm::Pipelined)
     algorithm += str(", ", chunks);
+  if (s.algorithm == plan::Algorithm::Hierarchical)
+    algorithm += str(", ", chunks, ", ", plan::describe_hierarchical(p, r.schedule));
   // What a reduction moves (plan/wire.hpp).
-  if (p.operation != Operation::AgGemm && p.group_size > 1)
+  else if (p.operation != Operation::AgGemm && p.group_size > 1)
     algorithm += str(", ", plan::describe_wire(plan::reduction_wire(p, r.schedule, s.algorithm)));
   std::string splits;
   if (p.operation == Operation::AgGemm)

@@ -22,7 +22,7 @@ constexpr int kMaxNodeNameLength = 63;
 
 struct NodeLayout {
   // node_of_rank[q]: the node of rank q, numbered from 0 in the order nodes
-  // first appear among the ranks.
+  // first appear among the ranks (empty: not found out).
   std::vector<int> node_of_rank;
   int nodes = 1;
   // Whether any rank's node came from WEAVE_NODE (for messages).

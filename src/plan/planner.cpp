@@ -81,13 +81,13 @@ double local_flops(const Problem& p) {
 }
 
 // Chunks per shard when the caller leaves it to Weave. Pipelined
-// collectives: kPipelinedChunks. AG-GEMM: one chunk
+// collectives and hierarchical plans: kPipelinedChunks. AG-GEMM: one chunk
 // (whole shards; more chunks made measured device AG-GEMMs slower). Direct
 // reductions: the direct chunk rule of their transfers (transfer_choice.hpp).
 // Host ring reductions: two. Device ring reductions: two, or four when a
 // chunk's partial sums would exceed kDeviceReductionChunkBytes.
 int default_chunks(const Problem& p, Backend backend, Algorithm algorithm, bool peer_sums) {
-  if (algorithm == Algorithm::Pipelined) return kPipelinedChunks;
+  if (algorithm == Algorithm::Pipelined || algorithm == Algorithm::Hierarchical) return kPipelinedChunks;
   if (p.operation == Operation::AgGemm) return 1;
   if (algorithm == Algorithm::Direct) return direct_chunks(p, peer_sums ? kPeerSumDirectChunks : kCopyEngineDirectChunks);
   if (backend != Backend::Cuda) return 2;  // host reductions: two chunks pipeline best (doc/performance.md)
@@ -228,7 +228,8 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
                                       {{"ring", WEAVE_ALGORITHM_RING},
                                        {"sequential", WEAVE_ALGORITHM_SEQUENTIAL},
                                        {"direct", WEAVE_ALGORITHM_DIRECT},
-                                       {"pipelined", WEAVE_ALGORITHM_PIPELINED}},
+                                       {"pipelined", WEAVE_ALGORITHM_PIPELINED},
+                                       {"hierarchical", WEAVE_ALGORITHM_HIERARCHICAL}},
                                       &from_env)) {
       algorithm = from_env;
       notes += " algorithm from WEAVE_ALGORITHM;";
@@ -266,12 +267,25 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
     }
   }
   if (algorithm != WEAVE_ALGORITHM_RING && algorithm != WEAVE_ALGORITHM_SEQUENTIAL &&
-      algorithm != WEAVE_ALGORITHM_DIRECT && algorithm != WEAVE_ALGORITHM_PIPELINED)
+      algorithm != WEAVE_ALGORITHM_DIRECT && algorithm != WEAVE_ALGORITHM_PIPELINED &&
+      algorithm != WEAVE_ALGORITHM_HIERARCHICAL)
     fail(WEAVE_ERROR_INVALID_VALUE, "algorithm = ", algorithm, " is not a weave_algorithm_t");
   if (algorithm == WEAVE_ALGORITHM_DIRECT && !reduction)
     fail(WEAVE_ERROR_UNSUPPORTED, "WEAVE_ALGORITHM_DIRECT is for GEMM-RS and GEMM-AR; AG-GEMM runs the ring or "
          "the sequential algorithm");
   r.schedule.algorithm = static_cast<Algorithm>(algorithm);
+  if (r.schedule.algorithm == Algorithm::Hierarchical && P > 1) {
+    // Within each node, then between nodes: every node must hold the same
+    // number of the group's ranks (a rank of one local index on each).
+    NodeLayout nodes = caps.nodes;
+    if (nodes.node_of_rank.empty()) nodes.node_of_rank.assign(static_cast<std::size_t>(P), 0);  // not found: one node
+    if (static_cast<int>(nodes.node_of_rank.size()) != P)
+      fail(WEAVE_ERROR_INTERNAL, "a node layout of ", nodes.node_of_rank.size(), " ranks for a group of ", P);
+    if (nodes.ranks_per_node() == 0)
+      fail(WEAVE_ERROR_UNSUPPORTED, "a hierarchical plan needs the same number of the group's ranks on every node; "
+           "this group spans ", nodes.summary(), "; use the pipelined or ring algorithm");
+    r.schedule.node_of_rank = nodes.node_of_rank;
+  }
   if (P == 1) {
     r.schedule.algorithm = Algorithm::Sequential;
     notes += " one rank: local GEMM, nothing to communicate;";
@@ -309,9 +323,11 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
   if (direction < WEAVE_DIRECTION_FORWARD || direction > WEAVE_DIRECTION_BIDIRECTIONAL)
     fail(WEAVE_ERROR_INVALID_VALUE, "direction = ", asked_direction, " is not a weave_direction_t");
   r.schedule.direction = static_cast<Direction>(direction);
-  if (r.schedule.algorithm == Algorithm::Direct || r.schedule.algorithm == Algorithm::Pipelined) {
+  if (r.schedule.algorithm == Algorithm::Direct || r.schedule.algorithm == Algorithm::Pipelined ||
+      r.schedule.algorithm == Algorithm::Hierarchical) {
     // There is no ring to turn: the direct algorithm's step s sends to rank
-    // r+s and receives from r-s, the pipelined one runs collectives.
+    // r+s and receives from r-s, the pipelined one runs collectives, the
+    // hierarchical one exchanges within nodes and between them.
     if (asked_direction != WEAVE_DIRECTION_AUTO && asked_direction != WEAVE_DIRECTION_FORWARD)
       fail(WEAVE_ERROR_UNSUPPORTED, "direction = ", asked_direction, " is for rings; the ",
            algorithm_name(r.schedule.algorithm), " algorithm has no direction (leave direction automatic)");

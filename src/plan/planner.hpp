@@ -96,7 +96,8 @@ constexpr double kNcclRingMinFlops = 1e12;
 // (chunks per shard 2, or 4 above it; measured: doc/performance.md).
 constexpr double kDeviceReductionChunkBytes = 128.0 * 1024 * 1024;
 
-// Chunks (collectives) of the pipelined algorithm when nothing else says:
+// Chunks (collectives) of the pipelined algorithm, and pipeline stages of
+// the hierarchical one, when nothing else says:
 // the first chunk's transfer (AG-GEMM) or the last one's (reductions) is
 // what overlap cannot hide, a quarter of the whole with four, while each
 // collective's fixed cost stays small against a quarter of a large

@@ -241,6 +241,10 @@ struct Schedule {
 // The schedule of `problem.group_rank` in its group. Pure function.
 Schedule build_schedule(const Problem& problem, const ScheduleOptions& options);
 
+// For describe: the two levels of a hierarchical plan ("2 nodes of 2 ranks:
+// within each node ..., between nodes ...").
+std::string describe_hierarchical(const Problem& problem, const ScheduleOptions& options);
+
 // Multi-line listing of a schedule (for debugging and WEAVE_LOG=trace).
 std::string format_schedule(const Schedule& schedule);
 

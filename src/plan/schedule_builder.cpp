@@ -213,8 +213,11 @@ Schedule build_schedule(const Problem& problem, const ScheduleOptions& options) 
     build_sequential(builder);
     return builder.finish_schedule(algorithm, options.direction, 1);
   }
-  if (algorithm == Algorithm::Pipelined) {
-    build_pipelined(builder);
+  if (algorithm == Algorithm::Pipelined || algorithm == Algorithm::Hierarchical) {
+    if (algorithm == Algorithm::Pipelined)
+      build_pipelined(builder);
+    else
+      build_hierarchical(builder);
     return builder.finish_schedule(algorithm, Direction::Forward, options.chunks_per_shard);
   }
   if (algorithm == Algorithm::Direct) {

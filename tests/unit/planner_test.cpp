@@ -618,6 +618,32 @@ TEST(Planner, PipelinedForEveryOperationWithoutADirection) {
   expect_failure(desc, device_problem(), {}, caps, WEAVE_ERROR_NOT_COMPILED, "the pipelined algorithm over the");
 }
 
+// Hierarchical plans take the node of every group rank from the node
+// layout, need the same number of ranks on every node, and have no ring
+// direction.
+TEST(Planner, HierarchicalNeedsEvenNodes) {
+  Capabilities caps = host_only();
+  caps.nodes.node_of_rank = {0, 0, 1, 1};
+  caps.nodes.nodes = 2;
+  weave_plan_desc_t desc{};
+  desc.algorithm = WEAVE_ALGORITHM_HIERARCHICAL;
+  Resolved r = resolve_options(desc, host_problem(), {}, caps);
+  EXPECT_EQ(r.schedule.algorithm, Algorithm::Hierarchical);
+  EXPECT_EQ(r.schedule.node_of_rank, caps.nodes.node_of_rank);
+  EXPECT_EQ(r.schedule.chunks_per_shard, kPipelinedChunks);
+  desc.algorithm = WEAVE_ALGORITHM_AUTO;
+  r = resolve_options(desc, host_problem(weave::internal::Operation::AgGemm), {{"WEAVE_ALGORITHM", "hierarchical"}}, caps);
+  EXPECT_EQ(r.schedule.algorithm, Algorithm::Hierarchical);
+  desc.algorithm = WEAVE_ALGORITHM_HIERARCHICAL;
+  desc.direction = WEAVE_DIRECTION_BIDIRECTIONAL;
+  expect_failure(desc, host_problem(), {}, caps, WEAVE_ERROR_UNSUPPORTED, "the hierarchical algorithm has no direction");
+  desc.direction = WEAVE_DIRECTION_AUTO;
+  caps.nodes.node_of_rank = {0, 0, 0, 1};
+  expect_failure(desc, host_problem(), {}, caps, WEAVE_ERROR_UNSUPPORTED, "2 nodes (3, 1 ranks)");
+  // No layout found: one node of every rank.
+  EXPECT_EQ(resolve_options(desc, host_problem(), {}, host_only()).schedule.node_of_rank, std::vector<int>(4, 0));
+}
+
 // What reductions move: the two flags each ask for one type, and both at
 // once is an error; float32 products over a transport that reads peers'
 // products in C's type travel as messages, and the plan says so.
@@ -733,8 +759,8 @@ TEST(PlannerErrors, EnumsOutOfRange) {
   desc.transport = static_cast<weave_transport_t>(9);
   expect_failure(desc, p, {}, host_only(), WEAVE_ERROR_INVALID_VALUE, "transport = 9");
   desc = {};
-  desc.algorithm = static_cast<weave_algorithm_t>(5);
-  expect_failure(desc, p, {}, host_only(), WEAVE_ERROR_INVALID_VALUE, "algorithm = 5");
+  desc.algorithm = static_cast<weave_algorithm_t>(7);
+  expect_failure(desc, p, {}, host_only(), WEAVE_ERROR_INVALID_VALUE, "algorithm = 7");
   desc = {};
   desc.direction = static_cast<weave_direction_t>(9);
   expect_failure(desc, p, {}, host_only(), WEAVE_ERROR_INVALID_VALUE, "direction = 9");

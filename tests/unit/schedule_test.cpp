@@ -140,6 +140,25 @@ void vary_group(GroupCase& g, int counter) {
   g.dtype = types[counter % 3];
 }
 
+// One case of a sweep: the group varied by the case counter, and the lanes,
+// gathered output, scalars and gathered-output padding rotating with it.
+ScheduleCase varied_case(Operation op, Algorithm algorithm, int P, Shards shards, int chunks, int counter) {
+  ScheduleCase c;
+  GroupCase& g = c.group;
+  g.operation = op;
+  g.ranks = P;
+  g.shards = shards;
+  vary_group(g, counter);
+  c.options.algorithm = algorithm;
+  c.options.chunks_per_shard = chunks;
+  c.options.compute_lanes = 1 + counter % 2;
+  c.options.gathered_output = op == Operation::AgGemm && counter % 3 != 0;
+  c.alpha = counter % 3 == 0 ? 1.0 : -1.25;
+  c.beta = counter % 2 == 0 ? 0.0 : (counter % 4 == 1 ? 1.0 : 0.5);
+  c.gathered_ld_padding = counter % 5 == 1 ? 3 : 0;
+  return c;
+}
+
 // The sweep: operation x algorithm/direction x chunks x ranks x shard
 // pattern, with transposes, orders, bias, beta, padding, element type,
 // lanes, slot window and gathered output rotating through the cases.
@@ -167,24 +186,12 @@ std::vector<ScheduleCase> sweep_cases() {
         if (v.algorithm == Algorithm::Direct && op == Operation::AgGemm) continue;  // reductions only
         for (int P = 1; P <= 5; ++P)
           for (Shards s : patterns) {
-            ScheduleCase c;
-            GroupCase& g = c.group;
-            g.operation = op;
-            g.ranks = P;
-            g.shards = s;
-            vary_group(g, counter);
-            c.options.algorithm = v.algorithm;
+            ScheduleCase c = varied_case(op, v.algorithm, P, s, chunks, counter);
             c.options.direction = v.direction;
-            c.options.chunks_per_shard = chunks;
-            c.options.compute_lanes = 1 + counter % 2;
             c.options.slot_window = 2 + counter % 3;
-            c.options.gathered_output = op == Operation::AgGemm && counter % 3 != 0;
-            c.options.reduce_in_output_type = g.dtype != DType::F64 && counter % 2 == 0;
+            c.options.reduce_in_output_type = c.group.dtype != DType::F64 && counter % 2 == 0;
             // The algorithms that move products may move them as float32.
             c.options.reduce_in_accumulation_type = !c.options.reduce_in_output_type && counter % 3 == 1;
-            c.alpha = counter % 3 == 0 ? 1.0 : -1.25;
-            c.beta = counter % 2 == 0 ? 0.0 : (counter % 4 == 1 ? 1.0 : 0.5);
-            c.gathered_ld_padding = counter % 5 == 1 ? 3 : 0;
             ++counter;
             cases.push_back(c);
           }
@@ -509,6 +516,94 @@ TEST(Schedules, DirectMakesProductsForOthersBeforeItsOwn) {
           EXPECT_LT(last_sent, first_own) << "P=" << P << " chunks=" << chunks << " rank " << p.group_rank;
         }
       }
+}
+
+// Hierarchical plans: every operation over groups of N nodes of L ranks
+// (every divisor L of P = 1..6), the nodes' ranks consecutive or
+// interleaved (rank q on node q % N), 1 to 3 chunks, every shard pattern,
+// with transposes, orders, bias, beta, padding, types (16-bit products and
+// node partial sums in C's type, or float32) and lanes rotating; and the
+// edge shapes.
+std::vector<ScheduleCase> hierarchical_cases() {
+  const Operation operations[] = {Operation::AgGemm, Operation::GemmRs, Operation::GemmAr};
+  const Shards patterns[] = {Shards::Balanced, Shards::Uneven, Shards::WithEmpty};
+  std::vector<ScheduleCase> cases;
+  int counter = 0;
+  for (Operation op : operations)
+    for (int P : {1, 2, 3, 4, 6})
+      for (int L = 1; L <= P; ++L) {
+        if (P % L != 0) continue;
+        const int N = P / L;
+        for (bool interleaved : {false, true}) {
+          if (interleaved && (N == 1 || L == 1)) continue;  // the same layout
+          for (int chunks = 1; chunks <= 3; ++chunks)
+            for (Shards s : patterns) {
+              ScheduleCase c = varied_case(op, Algorithm::Hierarchical, P, s, chunks, counter);
+              for (int q = 0; q < P; ++q) c.options.node_of_rank.push_back(interleaved ? q % N : q / L);
+              c.options.reduce_in_accumulation_type = c.group.dtype == DType::F16 && counter % 2 == 0;
+              ++counter;
+              cases.push_back(c);
+            }
+        }
+      }
+  const std::array<Sizes, 4> sizes = {{{6, 4, 0}, {2, 3, 5}, {1, 1, 1}, {9, 1, 4}}};
+  for (Operation op : operations)
+    for (const Sizes& z : sizes)
+      for (int P : {2, 4, 6}) {
+        ScheduleCase c;
+        c.group.operation = op;
+        c.group.ranks = P;
+        c.group.shards = Shards::WithEmpty;
+        c.group.m = z.m;
+        c.group.n = z.n;
+        c.group.k = z.k;
+        c.group.bias = true;
+        c.options.algorithm = Algorithm::Hierarchical;
+        c.options.chunks_per_shard = 2;
+        for (int q = 0; q < P; ++q) c.options.node_of_rank.push_back(q / 2);
+        c.options.gathered_output = op == Operation::AgGemm;
+        c.beta = -0.5;
+        cases.push_back(c);
+      }
+  return cases;
+}
+
+TEST(Schedules, HierarchicalSweep) {
+  run_cases(hierarchical_cases(), {Model::DepsOnly, Model::Host, Model::StreamOrdered}, 2, 440);
+}
+
+// Between nodes only ranks of the same local index talk, and a piece
+// crosses the network once per pair of nodes: over 2 nodes of 2 ranks,
+// AG-GEMM rank (n, l) sends c pieces to the other node (its own) where a
+// flat exchange would send them to both of the other node's ranks.
+TEST(Schedules, HierarchicalCrossesNodesOncePerPiece) {
+  using weave::internal::plan::SendOp;
+  for (Operation op : {Operation::AgGemm, Operation::GemmRs, Operation::GemmAr}) {
+    GroupCase g = whole_tiles(op, 4, 2);
+    ScheduleOptions o;
+    o.algorithm = Algorithm::Hierarchical;
+    o.chunks_per_shard = 2;
+    o.node_of_rank = {0, 0, 1, 1};
+    for (const weave::internal::Problem& p : make_group_problems(g)) {
+      const weave::internal::plan::Schedule s = weave::internal::plan::build_schedule(p, o);
+      int across = 0, within = 0;
+      for (const auto& step : s.steps)
+        if (const auto* send = std::get_if<SendOp>(&step.op)) {
+          const bool other_node = o.node_of_rank[static_cast<std::size_t>(send->peer)] !=
+                                  o.node_of_rank[static_cast<std::size_t>(p.group_rank)];
+          across += other_node;
+          within += !other_node;
+          if (other_node) {
+            EXPECT_EQ(send->peer % 2, p.group_rank % 2) << "only the same local index talks across: " << step.label;
+          }
+        }
+      // AG: my 2 pieces; RS: 2 node partial sums; AR: those and my 2 finished pieces.
+      EXPECT_EQ(across, op == Operation::GemmAr ? 4 : 2) << operation_name(op) << " rank " << p.group_rank;
+      // AG: my 2 pieces and 2 forwarded; RS: 2 product blocks; AR: 2 + 4.
+      EXPECT_EQ(within, op == Operation::GemmRs ? 2 : op == Operation::AgGemm ? 4 : 6)
+          << operation_name(op) << " rank " << p.group_rank;
+    }
+  }
 }
 
 // What the pipelined reductions move (plan/wire.hpp): a 16-bit C's products
