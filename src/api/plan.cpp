@@ -6,6 +6,7 @@
 #include <iostream>
 #include <thread>
 
+#include "api/calibration.hpp"
 #include "api/handles.hpp"
 #include "api/struct_size.hpp"
 #include "backends/cuda/cuda_entry.hpp"
@@ -142,10 +143,18 @@ std::unique_ptr<Plan> Plan::create(const std::shared_ptr<GridState>& grid, const
       agree_on_errors(grid->channel(), [&] { caps.peer_access = row.probe(plan->group_, &caps.peer_access_why_not); });
       break;
     }
-  agree_on_errors(grid->channel(), [&] {
-    plan->resolved_ = plan::resolve_options(desc, plan->problem_, env, caps);
-    plan->schedule_ = plan::build_schedule(plan->problem_, plan->resolved_.schedule);
-  });
+  agree_on_errors(grid->channel(), [&] { plan->resolved_ = plan::resolve_options(desc, plan->problem_, env, caps); });
+  // Where the model chooses the algorithm, it needs the calibration of this
+  // group, transport, backend and element type (the links measured once per
+  // grid, the GEMM once per shape; every rank of the group wants it alike,
+  // as the model applies alike), then the choices are resolved again.
+  if (plan->resolved_.wants_calibration) {
+    agree_on_errors(grid->channel(), [&] {
+      caps.calibration = calibrate(*grid, plan->group_, plan->problem_, plan->resolved_, caps.nodes, plan->bounds_);
+    });
+    agree_on_errors(grid->channel(), [&] { plan->resolved_ = plan::resolve_options(desc, plan->problem_, env, caps); });
+  }
+  agree_on_errors(grid->channel(), [&] { plan->schedule_ = plan::build_schedule(plan->problem_, plan->resolved_.schedule); });
   agree_on_errors(grid->channel(), [&] {
     check_same_on_all_ranks(*plan->group_.channel, resolved_fields(plan->resolved_), "weave_plan_create");
   });

@@ -125,11 +125,13 @@ void Executor::issue_compute(int step) {
   if (s.kind() == StepKind::Gemm) {
     ProgressHook hook;
     if (!async && options_.progress == Progress::Tiles && !transport_.stream_ordered()) {
-      hook.call = [this] { pump(); };
+      hook.call = [this] {
+        pump();
+        return transfers_in_flight();
+      };
       // pump() has just issued every ready unit, so only a transfer now in
       // flight can make another one ready during this GEMM.
-      std::lock_guard<std::mutex> lock(mutex_);
-      hook.transfers_in_flight = std::find(token_.begin(), token_.end(), Token::Request) != token_.end();
+      hook.transfers_in_flight = transfers_in_flight();
     }
     backend_.gemm(std::get<plan::GemmOp>(s.op), s.lane, *bindings_, *scalars_, hook);
   } else {
@@ -193,6 +195,13 @@ bool Executor::finish_if_done(int step) {
   if (options_.trace)
     options_.trace->add(step, "communication", schedule_.steps[step].label, posted_us_[step], options_.trace->now_us());
   return true;
+}
+
+bool Executor::transfers_in_flight() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (std::size_t i = 0; i < token_.size(); ++i)
+    if (token_[i] == Token::Request && !finish_if_done(static_cast<int>(i))) return true;
+  return false;
 }
 
 bool Executor::requests_outstanding() {

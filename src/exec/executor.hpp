@@ -80,6 +80,9 @@ class Executor {
   bool pump();
   bool finish_if_done(int step);
   bool requests_outstanding();
+  // Whether a host-progressed transfer has not completed yet (marks those
+  // that have as done).
+  bool transfers_in_flight();
   std::string waiting_for() const;
   void note_own_progress();
   void progress_thread_main();

@@ -6,6 +6,7 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 
 #include "core/checked.hpp"
 #include "core/enum_value.hpp"
@@ -28,7 +29,7 @@ Environment read_environment() {
   Environment env;
   for (const char* name : {"WEAVE_ALGORITHM", "WEAVE_TRANSPORT", "WEAVE_CHUNKS", "WEAVE_DIRECTION", "WEAVE_PROGRESS",
                            "WEAVE_TIMEOUT", "WEAVE_COMPUTE_STREAMS", "WEAVE_COMM_PRIORITY", "WEAVE_SM_MARGIN",
-                           "WEAVE_SM_TRANSPORT_CTAS", "WEAVE_DEVICE_WAIT", "WEAVE_ALL_REDUCE"}) {
+                           "WEAVE_SM_TRANSPORT_CTAS", "WEAVE_DEVICE_WAIT", "WEAVE_ALL_REDUCE", "WEAVE_CALIBRATE"}) {
     const char* value = std::getenv(name);
     if (value && *value) env[name] = value;
   }
@@ -222,6 +223,7 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
   const int P = problem.group_size;
   const bool reduction = problem.operation != Operation::AgGemm;
   int algorithm = enum_value(desc.algorithm);
+  int model_chunks = 0;  // chunks per shard the model chose with the algorithm
   if (algorithm == WEAVE_ALGORITHM_AUTO) {
     weave_algorithm_t from_env = WEAVE_ALGORITHM_AUTO;
     if (env_choice<weave_algorithm_t>(env, "WEAVE_ALGORITHM",
@@ -249,9 +251,49 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
       // measured across nodes: WEAVE_ALGORITHM=ring asks for the ring).
       const Algorithm measured = transport->reduction_algorithm;
       const double min_flops = transport->reads_peer_memory ? kPeerSumOverlapMinFlops : kDeviceOverlapMinFlops;
-      if (r.backend == Backend::Cuda && problem.group_size > 1 && flops < min_flops) {
+      // Where no measured rule covers the links (host plans; device plans
+      // whose group spans several nodes, over NCCL) the model chooses, from
+      // a calibration at plan creation (plan/cost_model.hpp).
+      const bool model_applies = P > 1 && transport->collectives == Collectives::Own &&
+                                 transport->reach == Reach::AnyRanks &&
+                                 (r.backend == Backend::Host || caps.nodes.nodes > 1);
+      bool calibrate = true;
+      env_choice<bool>(env, "WEAVE_CALIBRATE", {{"1", true}, {"0", false}}, &calibrate);
+      const bool too_small = r.backend == Backend::Cuda && problem.group_size > 1 && flops < min_flops;
+      // Not measured yet: the plan calibrates, then resolves again; the
+      // rules below stand in until then.
+      if (model_applies && calibrate && !caps.calibration && !too_small) r.wants_calibration = true;
+      if (model_applies && !calibrate) notes += " no calibration (WEAVE_CALIBRATE=0): the measured rules choose;";
+      if (too_small) {
         algorithm = WEAVE_ALGORITHM_SEQUENTIAL;
         notes += str(" sequential chosen: ", flops / 1e9, " GFLOP per rank is too little for overlap to pay;");
+      } else if (model_applies && calibrate && caps.calibration) {
+        ScheduleOptions wire;
+        wire.reduce_in_output_type = (desc.flags & WEAVE_FLAG_REDUCE_IN_OUTPUT_TYPE) != 0;
+        wire.reduce_in_accumulation_type = (desc.flags & WEAVE_FLAG_REDUCE_IN_ACCUMULATION_TYPE) != 0;
+        // A backward or bidirectional direction asked for is a ring's.
+        const auto env_direction = env.find("WEAVE_DIRECTION");
+        const bool ring_asked =
+            (enum_value(desc.direction) != WEAVE_DIRECTION_AUTO && enum_value(desc.direction) != WEAVE_DIRECTION_FORWARD) ||
+            (enum_value(desc.direction) == WEAVE_DIRECTION_AUTO && env_direction != env.end() &&
+             env_direction->second != "forward");
+        std::vector<Algorithm> candidates{Algorithm::Ring};
+        if (!ring_asked) {
+          candidates.push_back(Algorithm::Pipelined);
+          if (reduction) candidates.push_back(Algorithm::Direct);
+          if (caps.nodes.nodes > 1 && caps.nodes.ranks_per_node() > 1) candidates.push_back(Algorithm::Hierarchical);
+        } else {
+          notes += " the model weighs the ring alone against the sequential plan: a ring direction was asked for;";
+        }
+        const int asked_chunks = desc.chunks_per_shard > 0
+                                     ? desc.chunks_per_shard
+                                     : static_cast<int>(env_integer(env, "WEAVE_CHUNKS", 0, 1, kMaxChunksPerShard));
+        const ModelChoice choice =
+            choose_by_model(problem, wire, candidates, asked_chunks,
+                            default_chunks(problem, r.backend, Algorithm::Ring, false), *caps.calibration, caps.nodes);
+        algorithm = static_cast<int>(choice.chosen.algorithm);
+        model_chunks = choice.chosen.chunks;
+        notes += str(" ", choice.why, "; calibrated at plan creation: ", caps.calibration->summary(), ";");
       } else if (reduction && P > 1 && measured == Algorithm::Direct) {
         algorithm = WEAVE_ALGORITHM_DIRECT;
         notes += str(" direct chosen: the reductions' algorithm over the ", transport->title, " transport;");
@@ -369,7 +411,9 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
   const bool chunks_asked_for = chunks > 0;
   if (chunks == 0) {
     chunks = static_cast<int>(env_integer(env, "WEAVE_CHUNKS", 0, 1, kMaxChunksPerShard));
-    if (chunks == 0) chunks = default_chunks(problem, r.backend, r.schedule.algorithm, peer_sums);
+    if (chunks == 0) chunks = model_chunks > 0 && r.schedule.algorithm != Algorithm::Sequential
+                                  ? model_chunks
+                                  : default_chunks(problem, r.backend, r.schedule.algorithm, peer_sums);
   }
   if (halves && chunks < 2 && direction_chosen_here) {
     // Whole shards were asked for (argument or WEAVE_CHUNKS) and the

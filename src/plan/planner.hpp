@@ -5,10 +5,12 @@
 
 #include <chrono>
 #include <map>
+#include <memory>
 #include <string>
 
 #include "core/nodes.hpp"
 #include "core/problem.hpp"
+#include "plan/cost_model.hpp"
 #include "plan/schedule.hpp"
 #include "plan/transfer_choice.hpp"
 #include "plan/transport_description.hpp"
@@ -48,6 +50,9 @@ struct Resolved {
   int flags = 0;
   // Why the automatic choices came out as they did, for describe.
   std::string notes;
+  // The algorithm is left to the model, which needs the calibration of
+  // Capabilities::calibration: the plan measures it and resolves again.
+  bool wants_calibration = false;
 };
 
 // What this build contains and what the machine offers.
@@ -65,6 +70,9 @@ struct Capabilities {
   std::string peer_access_why_not;
   // Which node each rank of the group is on (core/nodes.hpp).
   NodeLayout nodes;
+  // What the plan's backend and transport were measured to do over its
+  // group (api/calibration.hpp); null until measured.
+  std::shared_ptr<const Calibration> calibration;
   // Where SM-driven transfers beat the copy engines on this machine.
   std::vector<SmTransferRule> sm_transfer_rules = default_sm_transfer_rules();
 };

@@ -12,23 +12,13 @@
 
 #include "core/error.hpp"
 #include "core/nodes.hpp"
-
-namespace {
-
-int g_rank = 0, g_size = 1, g_failures = 0;
-
-void expect(bool ok, const std::string& what) {
-  if (ok) return;
-  std::fprintf(stderr, "rank %d: FAIL %s\n", g_rank, what.c_str());
-  ++g_failures;
-}
-
-}  // namespace
+#include "support/rank_checks.hpp"
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
-  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &g_size);
+  weave_test::RankChecks checks;
+  const int g_rank = checks.rank(), g_size = checks.size();
+  auto expect = [&](bool ok, const std::string& what) { checks.expect(ok, what); };
   using weave::internal::node_layout;
   using weave::internal::NodeLayout;
 
@@ -60,9 +50,7 @@ int main(int argc, char** argv) {
            std::string("message: ") + e.what());
   }
 
-  int failures = 0;
-  MPI_Allreduce(&g_failures, &failures, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-  if (g_rank == 0) std::printf("%s: node layouts on %d ranks\n", failures ? "FAILED" : "PASSED", g_size);
+  const int status = checks.finish("node layouts on " + std::to_string(g_size) + " ranks");
   MPI_Finalize();
-  return failures ? 1 : 0;
+  return status;
 }

@@ -174,6 +174,7 @@ int main(int argc, char** argv) {
     // Every GEMM in those tiles, even one that runs when nothing is in
     // flight (which the executor otherwise cuts coarser): property 1.
     backend_options.idle_tile_factor = 1;
+    backend_options.min_tile_columns = 1;
     weave::internal::host::HostBackend backend(static_cast<std::size_t>(schedule.workspace_bytes), backend_options);
     Trace trace;
     RecordingTransport transport(

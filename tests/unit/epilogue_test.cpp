@@ -151,8 +151,10 @@ TEST(HostBackendEpilogue, HonoursTheBiasOrderAndLd) {
 
 // The host backend cuts a GEMM into column tiles with a progress call
 // between them: tiles of tile_flops while transfers are in flight, tiles
-// idle_tile_factor times coarser when the calls only send arrival notices,
-// none without a hook; the product is the same every way.
+// idle_tile_factor times coarser when the calls only send arrival notices
+// (from the start, or from the call that says no transfer is left), never
+// narrower than min_tile_columns, none without a hook; the product is the
+// same every way.
 TEST(HostBackendGemm, TilesFollowTheProgressHook) {
   const int64_t m = 16, n = 256, k = 8;  // 65536 flops
   plan::Schedule s = caller_buffers(m, n, Order::ColMajor, 1);
@@ -170,16 +172,21 @@ TEST(HostBackendGemm, TilesFollowTheProgressHook) {
   op.b = plan::Region{plan::kBufferB, 0, 0, k, n};
   op.c = plan::Region{plan::kBufferC, 0, 0, m, n};
   op.alpha = plan::Scalar::One;
-  host::HostBackendOptions options;
-  options.tile_flops = 4096;   // 16 tiles (at most n / 32 = 8: the backend's narrowest tile)
-  options.idle_tile_factor = 4;  // 4 tiles
-  host::HostBackend backend(0, options);
+  // 256 flops per column: tiles of 16 columns, idle ones of 64.
   std::vector<double> reference;
   struct Way {
     bool hook, in_flight;
+    int in_flight_calls;  // calls that still report transfers in flight
+    int64_t min_columns;
     int calls;
   };
-  for (const Way& way : {Way{false, false, 0}, Way{true, true, 7}, Way{true, false, 3}}) {
+  for (const Way& way : {Way{false, false, 0, 1, 0}, Way{true, true, 1000, 1, 15}, Way{true, false, 0, 1, 3},
+                         Way{true, true, 1, 1, 5}, Way{true, true, 1000, 128, 1}}) {
+    host::HostBackendOptions options;
+    options.tile_flops = 4096;
+    options.idle_tile_factor = 4;
+    options.min_tile_columns = way.min_columns;
+    host::HostBackend backend(0, options);
     std::vector<double> c(static_cast<std::size_t>(m * n), 0.0);
     exec::Bindings bindings;
     bindings.schedule = &s;
@@ -188,10 +195,11 @@ TEST(HostBackendGemm, TilesFollowTheProgressHook) {
     bindings.user[plan::kBufferC] = c.data();
     int calls = 0;
     exec::ProgressHook hook;
-    if (way.hook) hook.call = [&] { ++calls; };
+    if (way.hook) hook.call = [&] { return ++calls <= way.in_flight_calls; };
     hook.transfers_in_flight = way.in_flight;
     backend.gemm(op, 0, bindings, exec::Scalars{}, hook);
-    EXPECT_EQ(calls, way.calls) << "hook " << way.hook << ", transfers in flight " << way.in_flight;
+    EXPECT_EQ(calls, way.calls) << "hook " << way.hook << ", transfers in flight " << way.in_flight << " for "
+                                << way.in_flight_calls << " calls, tiles of at least " << way.min_columns;
     if (reference.empty())
       reference = c;
     else

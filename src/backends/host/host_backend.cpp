@@ -99,15 +99,19 @@ void HostBackend::gemm(const plan::GemmOp& op, int, const exec::Bindings& bindin
   if (c.rows == 0 || c.cols == 0) return;
   const double alpha = scalars.value(op.alpha), beta = scalars.value(op.beta);
   const int64_t k = op.op_a == Op::N ? a.cols : a.rows;
-  // Column tiles of C (and of op(B)) when someone wants to be called between them.
-  int64_t tiles = 1;
-  if (progress) {
-    const double flops = 2.0 * static_cast<double>(c.rows) * static_cast<double>(c.cols) * static_cast<double>(k);
-    const double tile_flops = options_.tile_flops * (progress.transfers_in_flight ? 1.0 : options_.idle_tile_factor);
-    tiles = std::clamp<int64_t>(static_cast<int64_t>(flops / tile_flops), 1, std::max<int64_t>(1, c.cols / 32));
-  }
-  for (int64_t t = 0; t < tiles; ++t) {
-    const int64_t col0 = c.cols * t / tiles, cols = c.cols * (t + 1) / tiles - col0;
+  // Column tiles of C (and of op(B)) when someone wants to be called
+  // between them: tile_flops wide while transfers are in flight, the rest
+  // of C in tiles idle_tile_factor times wider once the calls say none is.
+  const double flops_per_column = 2.0 * static_cast<double>(c.rows) * static_cast<double>(k);
+  auto tile_columns = [&](bool in_flight) {
+    if (!progress) return c.cols;
+    const double flops = options_.tile_flops * (in_flight ? 1.0 : options_.idle_tile_factor);
+    const int64_t columns = flops_per_column > 0 ? static_cast<int64_t>(flops / flops_per_column) : c.cols;
+    return std::clamp<int64_t>(columns, options_.min_tile_columns, c.cols);
+  };
+  bool in_flight = progress && progress.transfers_in_flight;
+  for (int64_t col0 = 0; col0 < c.cols;) {
+    const int64_t cols = std::min(tile_columns(in_flight), c.cols - col0);
     const exec::MatrixRef c_tile = kernels::op_columns(c, Op::N, col0, cols);
     const exec::MatrixRef b_tile = kernels::op_columns(b, op.op_b, col0, cols);
     const kernels::ColumnMajorGemm g = kernels::to_column_major(a, op.op_a, b_tile, op.op_b, c_tile);
@@ -117,7 +121,8 @@ void HostBackend::gemm(const plan::GemmOp& op, int, const exec::Bindings& bindin
       default:
         fail(WEAVE_ERROR_UNSUPPORTED_TYPE, "the host backend multiplies f32 and f64, not ", dtype_name(c.dtype));
     }
-    if (progress && t + 1 < tiles) progress();
+    col0 += cols;
+    if (progress && col0 < c.cols) in_flight = progress();
   }
 }
 

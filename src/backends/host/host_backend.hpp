@@ -18,6 +18,9 @@ struct HostBackendOptions {
   // Tiles this many times larger when no transfer is in flight (the calls
   // between them then only send arrival notices).
   double idle_tile_factor = 64;
+  // No tile narrower than this many columns (BLAS slows down on narrower
+  // ones: 32-column tiles made GEMMs 2 x slower on a 2-core machine).
+  int64_t min_tile_columns = 128;
 };
 
 class HostBackend final : public exec::ComputeBackend {
