@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
-#include <limits>
+#include <functional>
 
 #include "backends/cuda/cuda_entry.hpp"
 #include "backends/host/host_backend.hpp"
@@ -18,13 +18,35 @@ namespace {
 
 // Each dimension of the calibration GEMM at most this: large enough for the
 // GEMM's rate at that shape, small enough to take milliseconds.
-constexpr int64_t kHostGemmCap = 256;
+constexpr int64_t kHostGemmCap = 512;
 constexpr int64_t kDeviceGemmCap = 4096;
-// The two sizes (bytes of a rank's buffer) each way of moving data is timed at.
-constexpr double kHostSmallBytes = 64.0 * 1024, kHostLargeBytes = 1024.0 * 1024;
-constexpr double kDeviceSmallBytes = 1024.0 * 1024, kDeviceLargeBytes = 16.0 * 1024 * 1024;
-// Timed runs after one warm-up; the fastest counts.
+// Each way of moving data is timed at two sizes (bytes of a rank's buffer):
+// the plan's own (the whole of what its sequential collective moves,
+// rounded up to a power of two: MPI and NCCL switch algorithms with the
+// size, so small transfers do not predict large ones), at most the cap,
+// and a sixteenth of it, at least the floor.
+constexpr double kHostFloorBytes = 64.0 * 1024, kHostCapBytes = 32.0 * 1024 * 1024;
+constexpr double kDeviceFloorBytes = 1024.0 * 1024, kDeviceCapBytes = 256.0 * 1024 * 1024;
+constexpr double kSmallFraction = 1.0 / 16;
+
+// The larger calibration size for `problem`.
+double plan_bytes(const Problem& problem, bool device) {
+  const bool ag = problem.operation == Operation::AgGemm;
+  const double element = static_cast<double>(dtype_size(ag ? problem.dtype : accumulation_type(problem.dtype)));
+  const double whole = static_cast<double>(problem.m) * static_cast<double>(ag ? problem.k : problem.n) * element;
+  const double floor = device ? kDeviceFloorBytes : kHostFloorBytes, cap = device ? kDeviceCapBytes : kHostCapBytes;
+  double bytes = floor / kSmallFraction;
+  while (bytes < whole && bytes < cap) bytes *= 2;
+  return std::min(bytes, cap);
+}
+// Timed runs after one warm-up; the median counts (a loaded machine's
+// fastest run is not what a plan will see).
 constexpr int kRepeats = 3;
+
+double median(std::vector<double> times) {
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
 // Calibration workspace is filled with this byte: a small normal number in
 // every element type (a GEMM on zeros would run faster than on data).
 constexpr int kFillByte = 0x3C;
@@ -41,20 +63,10 @@ class Runner {
   Runner(GridState& grid, const GroupView& group, const plan::Resolved& resolved, const WaitBounds& bounds, bool device)
       : grid_(grid), group_(group), resolved_(resolved), bounds_(bounds), device_(device) {}
 
-  // Seconds of the fastest of kRepeats runs of `schedule` on this rank,
+  // Seconds of the median of kRepeats runs of `schedule` on this rank,
   // over `over` (null: the plan's transport, made on first use).
   double seconds(const plan::Schedule& schedule, const Problem& problem, transport::Transport* over = nullptr) {
-    std::shared_ptr<exec::ComputeBackend> backend;
-    if (device_) {
-      backend = cuda::make_cuda_backend(schedule, problem, cuda::CudaBackendOptions{});
-      if (schedule.workspace_bytes > 0)
-        cuda::fill_device_bytes(backend->workspace(), kFillByte, static_cast<std::size_t>(schedule.workspace_bytes));
-    } else {
-      backend = std::make_shared<host::HostBackend>(static_cast<std::size_t>(schedule.workspace_bytes),
-                                                    host::HostBackendOptions{});
-      if (schedule.workspace_bytes > 0)
-        std::memset(backend->workspace(), kFillByte, static_cast<std::size_t>(schedule.workspace_bytes));
-    }
+    std::shared_ptr<exec::ComputeBackend> backend = make_backend(schedule, problem);
     // MPI's and NCCL's transports do not depend on the schedule they run:
     // one serves every calibration schedule.
     if (!over && !transport_) {
@@ -72,18 +84,55 @@ class Runner {
     bindings.workspace = backend->workspace();
     const exec::Scalars scalars{1.0, 0.0};
     bindings.scalars = scalars;
-    double best = std::numeric_limits<double>::infinity();
-    for (int run = 0; run <= kRepeats; ++run) {
-      const auto start = std::chrono::steady_clock::now();
+    return timed([&] {
       executor.run(bindings, scalars, nullptr);
       if (device_) cuda::synchronize(nullptr);
-      const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      if (run > 0) best = std::min(best, took);
-    }
-    return best;
+    });
+  }
+
+  // Host only: the median seconds of the GEMM step of `schedule` cut into
+  // the tiles the executor asks for while transfers are in flight.
+  double tiled_gemm_seconds(const plan::Schedule& schedule, const Problem& problem) {
+    std::shared_ptr<exec::ComputeBackend> backend = make_backend(schedule, problem);
+    exec::Bindings bindings;
+    bindings.schedule = &schedule;
+    bindings.workspace = backend->workspace();
+    const exec::Scalars scalars{1.0, 0.0};
+    exec::ProgressHook in_flight;
+    in_flight.call = [] { return true; };
+    in_flight.transfers_in_flight = true;
+    const auto& gemm = std::get<plan::GemmOp>(schedule.steps.at(0).op);
+    return timed([&] { backend->gemm(gemm, 0, bindings, scalars, in_flight); });
   }
 
  private:
+  std::shared_ptr<exec::ComputeBackend> make_backend(const plan::Schedule& schedule, const Problem& problem) const {
+    std::shared_ptr<exec::ComputeBackend> backend;
+    if (device_) {
+      backend = cuda::make_cuda_backend(schedule, problem, cuda::CudaBackendOptions{});
+      if (schedule.workspace_bytes > 0)
+        cuda::fill_device_bytes(backend->workspace(), kFillByte, static_cast<std::size_t>(schedule.workspace_bytes));
+    } else {
+      backend = std::make_shared<host::HostBackend>(static_cast<std::size_t>(schedule.workspace_bytes),
+                                                    host::HostBackendOptions{});
+      if (schedule.workspace_bytes > 0)
+        std::memset(backend->workspace(), kFillByte, static_cast<std::size_t>(schedule.workspace_bytes));
+    }
+    return backend;
+  }
+
+  // One warm-up run, then the median of kRepeats.
+  static double timed(const std::function<void()>& run) {
+    run();
+    std::vector<double> times;
+    for (int repeat = 0; repeat < kRepeats; ++repeat) {
+      const auto start = std::chrono::steady_clock::now();
+      run();
+      times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    }
+    return median(times);
+  }
+
   GridState& grid_;
   const GroupView& group_;
   const plan::Resolved& resolved_;
@@ -114,10 +163,10 @@ std::vector<double> slowest(const GroupView& group, const std::vector<double>& t
 // The links: a point-to-point exchange and each collective at two sizes,
 // and for several nodes of several ranks exchanges within and between nodes.
 std::shared_ptr<plan::Calibration> measure_links(Runner& runner, const GroupView& group, const Problem& p,
-                                                 const NodeLayout& nodes, bool device) {
+                                                 const NodeLayout& nodes, double large) {
   const int P = group.size, r = group.rank;
   const DType type = p.dtype, summed = accumulation_type(p.dtype);
-  const double sizes[] = {device ? kDeviceSmallBytes : kHostSmallBytes, device ? kDeviceLargeBytes : kHostLargeBytes};
+  const double sizes[] = {large * kSmallFraction, large};
   std::vector<double> times;
   auto exchange = [&](int to, int from) {
     for (double bytes : sizes)
@@ -169,12 +218,14 @@ std::shared_ptr<const plan::Calibration> calibrate(GridState& grid, const GroupV
   Runner runner(grid, group, resolved, bounds, device);
   const std::string what = str("group ", static_cast<int>(group.kind), " over ", static_cast<int>(resolved.transport),
                                " on ", plan::backend_name(resolved.backend), " in ", dtype_name(problem.dtype));
-  // The links once per grid, group, transport, backend and type (measured
-  // outside the cache's lock: making a transport may use the cache).
-  const std::string links_key = "calibrated links of " + what;
+  // The links once per grid, group, transport, backend, type and size
+  // (measured outside the cache's lock: making a transport may use the
+  // cache).
+  const double large = plan_bytes(problem, device);
+  const std::string links_key = str("calibrated links at ", large, " bytes of ", what);
   auto links = std::static_pointer_cast<plan::Calibration>(grid.find_cached(links_key));
   if (!links) {
-    std::shared_ptr<void> measured = measure_links(runner, group, p, nodes, device);
+    std::shared_ptr<void> measured = measure_links(runner, group, p, nodes, large);
     links = std::static_pointer_cast<plan::Calibration>(grid.cached(links_key, [&] { return measured; }));
   }
   // The GEMM at the plan's shape, each dimension capped, once per shape.
@@ -182,14 +233,21 @@ std::shared_ptr<const plan::Calibration> calibrate(GridState& grid, const GroupV
   const bool ag = problem.operation == Operation::AgGemm;
   const int64_t m = capped(problem.m, cap), n = capped(ag ? problem.n_split.max_count() : problem.n, cap),
                 k = capped(ag ? problem.k : problem.k_split.max_count(), cap);
-  auto rate = std::static_pointer_cast<double>(grid.cached(str("calibrated GEMM ", m, "x", n, "x", k, " of ", what), [&] {
-    NoTransport none;
-    const double seconds = slowest(group, {runner.seconds(plan::gemm_calibration(p, m, n, k), p, &none)}).front();
-    return std::make_shared<double>(2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) /
-                                    seconds);
-  }));
+  // Alone, and on the host also in the tiles it runs in beside transfers.
+  auto rates = std::static_pointer_cast<std::vector<double>>(
+      grid.cached(str("calibrated GEMM ", m, "x", n, "x", k, " of ", what), [&] {
+        NoTransport none;
+        const plan::Schedule gemm = plan::gemm_calibration(p, m, n, k);
+        std::vector<double> times{runner.seconds(gemm, p, &none)};
+        if (!device) times.push_back(runner.tiled_gemm_seconds(gemm, p));
+        const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+        auto per_second = std::make_shared<std::vector<double>>();
+        for (double seconds : slowest(group, times)) per_second->push_back(flops / seconds);
+        return per_second;
+      }));
   auto calibration = std::make_shared<plan::Calibration>(*links);
-  calibration->gemm_flops_per_s = *rate;
+  calibration->gemm_flops_per_s = rates->at(0);
+  if (rates->size() > 1) calibration->overlapped_gemm_flops_per_s = rates->at(1);
   return calibration;
 }
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <initializer_list>
+#include <numeric>
 
 #include "core/error.hpp"
 #include "plan/wire.hpp"
@@ -45,10 +47,13 @@ double max_count(const Split& s) {
 }  // namespace
 
 std::string Calibration::summary() const {
-  std::string text = str("GEMM ", gemm_flops_per_s / 1e9, " GFLOP/s; point to point ", rate(point_to_point),
+  std::string text = str("GEMM ", gemm_flops_per_s / 1e9, " GFLOP/s",
+                         overlapped_gemm_flops_per_s > 0 ? str(" (", overlapped_gemm_flops_per_s / 1e9, " in tiles)") : "",
+                         "; point to point ", rate(point_to_point),
                          "; all-gather ", rate(all_gather), "; reduce-scatter ", rate(reduce_scatter), "; all-reduce ",
                          rate(all_reduce));
   if (levels) text += str("; within a node ", rate(within_node), ", between nodes ", rate(between_nodes));
+  if (overlap_efficiency < 1) text += str("; overlap hides ", overlap_efficiency * 100, "% of the shorter work");
   return text;
 }
 
@@ -61,7 +66,12 @@ double predict_seconds(const Problem& p, const ScheduleOptions& o, Algorithm alg
   // The slowest rank's GEMM: AG-GEMM multiplies all of M by its columns,
   // the reductions all of M x N by its share of K.
   const double flops = ag ? 2 * M * max_count(p.n_split) * K : 2 * M * N * max_count(p.k_split);
-  const double G = cal.gemm_flops_per_s > 0 ? flops / cal.gemm_flops_per_s : 0;
+  // Tiles are never faster than one GEMM: a faster measurement is noise.
+  const double alone = cal.gemm_flops_per_s, beside = cal.overlapped_gemm_flops_per_s > 0
+                                                           ? std::min(cal.overlapped_gemm_flops_per_s, alone)
+                                                           : alone;
+  const double rate = algorithm == Algorithm::Sequential || P <= 1 ? alone : beside;
+  const double G = rate > 0 ? flops / rate : 0;
   if (P <= 1) return G;
   // Bytes: AG-GEMM's shard and whole of op(A); the reductions' shard of C
   // and whole M x N in what they move.
@@ -69,6 +79,13 @@ double predict_seconds(const Problem& p, const ScheduleOptions& o, Algorithm alg
   const double wire = ag ? out : static_cast<double>(dtype_size(reduction_wire(p, o, algorithm).type));
   const double shard = shard_rows * (ag ? K : N) * wire, whole = M * (ag ? K : N) * wire;
   const double finished_shard = shard_rows * N * out, finished = M * N * out;
+  // Work that runs side by side takes the longest of it, plus what it
+  // costs the others (all of it where nothing can hide it).
+  const double e = std::clamp(cal.overlap_efficiency, 0.0, 1.0);
+  auto together = [e](std::initializer_list<double> parts) {
+    const double longest = std::max(parts), sum = std::accumulate(parts.begin(), parts.end(), 0.0);
+    return longest + (1 - e) * (sum - longest);
+  };
   const LinkCost& p2p = cal.point_to_point;
   const int L = std::max(1, nodes.ranks_per_node()), Nn = std::max(1, nodes.nodes);
   const LinkCost& within = cal.levels ? cal.within_node : p2p;
@@ -82,7 +99,7 @@ double predict_seconds(const Problem& p, const ScheduleOptions& o, Algorithm alg
       // P steps of a GEMM of one shard's rows, P - 1 of them beside a
       // transfer of one shard; GEMM-AR then passes the finished rows on.
       const double g = G / P, x = p2p.time(shard);
-      double t = g + (P - 1) * std::max(g, x);
+      double t = g + (P - 1) * together({g, x});
       if (all_reduce) t += (P - 1) * p2p.time(finished_shard);
       return t;
     }
@@ -91,7 +108,7 @@ double predict_seconds(const Problem& p, const ScheduleOptions& o, Algorithm alg
         // My own rows first beside chunk 0's all-gather, then each chunk's
         // other rows beside the next chunk's all-gather.
         const double g = G * (P - 1) / P / c, x = cal.all_gather.time(whole / c);
-        return std::max(G / P, x) + (c - 1) * std::max(g, x) + g;
+        return together({G / P, x}) + (c - 1) * together({g, x}) + g;
       }
       const double g = G / c;
       double x = 0;
@@ -99,7 +116,7 @@ double predict_seconds(const Problem& p, const ScheduleOptions& o, Algorithm alg
         x = p2p.time(whole * (P - 1) / P / c) + (all_reduce ? cal.all_gather.time(finished / c) : 0);
       else
         x = (all_reduce ? cal.all_reduce : cal.reduce_scatter).time(whole / c);
-      return g + (c - 1) * std::max(g, x) + x;
+      return g + (c - 1) * together({g, x}) + x;
     }
     case Algorithm::Hierarchical: {
       // Per chunk: between nodes my share to N - 1 nodes, within the node
@@ -109,10 +126,10 @@ double predict_seconds(const Problem& p, const ScheduleOptions& o, Algorithm alg
       const double x_within = within.time((L - 1) * Nn * shard / c);
       if (ag) {
         const double g = G * (P - 1) / P / c;
-        return std::max(G / P, x_between) + (c - 1) * std::max({g, x_between, x_within}) + std::max(g, x_within) + g;
+        return together({G / P, x_between}) + (c - 1) * together({g, x_between, x_within}) + together({g, x_within}) + g;
       }
       const double g = G / c;
-      double t = g + (c - 1) * std::max({g, x_within, x_between}) + x_within + x_between;
+      double t = g + (c - 1) * together({g, x_within, x_between}) + x_within + x_between;
       if (all_reduce)
         t += std::max(between.time((Nn - 1) * finished_shard), within.time((L - 1) * Nn * finished_shard));
       return t;
@@ -122,7 +139,8 @@ double predict_seconds(const Problem& p, const ScheduleOptions& o, Algorithm alg
 }
 
 ModelChoice choose_by_model(const Problem& p, const ScheduleOptions& o, const std::vector<Algorithm>& algorithms,
-                            int chunks, int ring_chunks, const Calibration& cal, const NodeLayout& nodes) {
+                            int chunks, int ring_chunks, const Calibration& cal, const NodeLayout& nodes,
+                            Algorithm incumbent) {
   ModelChoice choice;
   auto add = [&](Algorithm a, int c) {
     choice.candidates.push_back(Candidate{a, c, predict_seconds(p, o, a, c, cal, nodes)});
@@ -144,12 +162,20 @@ ModelChoice choose_by_model(const Problem& p, const ScheduleOptions& o, const st
   }
   const Candidate& sequential = choice.candidates.front();
   const Candidate* best = &sequential;
-  for (const Candidate& c : choice.candidates)
+  const Candidate* incumbent_best = nullptr;  // the incumbent's fastest depth
+  for (const Candidate& c : choice.candidates) {
     if (c.seconds < best->seconds) best = &c;
+    if (c.algorithm == incumbent && (!incumbent_best || c.seconds < incumbent_best->seconds)) incumbent_best = &c;
+  }
   std::string predicted;
   for (const Candidate& c : choice.candidates)
     predicted += str(predicted.empty() ? "" : ", ", candidate_name(c), " ", milliseconds(c.seconds));
-  if (best != &sequential && best->seconds > (1 - kModelOverlapMargin) * sequential.seconds) {
+  const double keep = 1 - kModelOverlapMargin;
+  // Another algorithm than the incumbent must beat it by the margin too.
+  if (best != &sequential && incumbent_best && incumbent_best != &sequential &&
+      best->algorithm != incumbent && best->seconds > keep * incumbent_best->seconds)
+    best = incumbent_best;
+  if (best != &sequential && best->seconds > keep * sequential.seconds) {
     choice.chosen = sequential;
     choice.why = str("sequential chosen by the model: the fastest overlap predicted (", candidate_name(*best),
                      ") is not ", kModelOverlapMargin * 100, "% faster (predicted ms: ", predicted, ")");

@@ -37,6 +37,10 @@ struct LinkCost {
 // and element type.
 struct Calibration {
   double gemm_flops_per_s = 0;
+  // The GEMM's rate while it shares the machine with transfers: on the host
+  // cut into the tiles between which the executor drives them (0: as
+  // gemm_flops_per_s). The overlapped plans' GEMMs run at this rate.
+  double overlapped_gemm_flops_per_s = 0;
   // Every rank sends `bytes` to one peer while it receives as much from
   // another (a ring's step).
   LinkCost point_to_point;
@@ -49,11 +53,20 @@ struct Calibration {
   // nodes.
   bool levels = false;
   LinkCost within_node, between_nodes;
+  // The share of the shorter of two things running side by side (a GEMM, a
+  // transfer) that overlap hides: 1 where the transfers need no core the
+  // GEMM wants (GPUs; a host rank with a spare core for a progress thread),
+  // 0 where they do (host ranks sharing their cores: moving bytes over TCP
+  // or shared memory takes the same cores as BLAS, and only a faster way of
+  // moving them pays). Set by the planner, not measured.
+  double overlap_efficiency = 1;
   std::string summary() const;  // for describe
 };
 
 // An overlapped plan is chosen only if predicted this much faster than the
-// sequential one (a fraction of the sequential time).
+// sequential one (a fraction of the sequential time), and one of another
+// algorithm than the measured rule's (the incumbent) only if predicted this
+// much faster than it too.
 constexpr double kModelOverlapMargin = 0.10;
 
 struct Candidate {
@@ -76,10 +89,13 @@ struct ModelChoice {
 
 // The choice among `algorithms` (sequential is always a candidate): the
 // fastest prediction, or the sequential plan unless that is at least
-// kModelOverlapMargin faster. `chunks` > 0 fixes the chunks per shard; 0
-// lets the model pick among the usual depths (ring: `ring_chunks`).
+// kModelOverlapMargin faster; an algorithm other than `incumbent` (what the
+// measured rules would run) also only if it is that much faster than the
+// incumbent's best. `chunks` > 0 fixes the chunks per shard; 0 lets the
+// model pick among the usual depths (ring: `ring_chunks`).
 ModelChoice choose_by_model(const Problem& problem, const ScheduleOptions& options,
                             const std::vector<Algorithm>& algorithms, int chunks, int ring_chunks,
-                            const Calibration& calibration, const NodeLayout& nodes);
+                            const Calibration& calibration, const NodeLayout& nodes,
+                            Algorithm incumbent = Algorithm::Sequential);
 
 }  // namespace weave::internal::plan

@@ -288,12 +288,20 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
         const int asked_chunks = desc.chunks_per_shard > 0
                                      ? desc.chunks_per_shard
                                      : static_cast<int>(env_integer(env, "WEAVE_CHUNKS", 0, 1, kMaxChunksPerShard));
+        // What the measured rules run: on the host the ring (which beat the
+        // sequential plan wherever it was measured, doc/performance.md);
+        // across nodes nothing was measured.
+        const Algorithm incumbent = r.backend == Backend::Host ? Algorithm::Ring : Algorithm::Sequential;
+        // Host ranks without a spare core move bytes with the cores BLAS
+        // uses: overlap hides nothing there.
+        Calibration measured = *caps.calibration;
+        if (r.backend == Backend::Host && caps.cores_per_rank < 2) measured.overlap_efficiency = 0;
         const ModelChoice choice =
             choose_by_model(problem, wire, candidates, asked_chunks,
-                            default_chunks(problem, r.backend, Algorithm::Ring, false), *caps.calibration, caps.nodes);
+                            default_chunks(problem, r.backend, Algorithm::Ring, false), measured, caps.nodes, incumbent);
         algorithm = static_cast<int>(choice.chosen.algorithm);
         model_chunks = choice.chosen.chunks;
-        notes += str(" ", choice.why, "; calibrated at plan creation: ", caps.calibration->summary(), ";");
+        notes += str(" ", choice.why, "; calibrated at plan creation: ", measured.summary(), ";");
       } else if (reduction && P > 1 && measured == Algorithm::Direct) {
         algorithm = WEAVE_ALGORITHM_DIRECT;
         notes += str(" direct chosen: the reductions' algorithm over the ", transport->title, " transport;");

@@ -105,6 +105,46 @@ TEST(CostModel, ChoosesWhatTheLinksFavour) {
     if (k.algorithm != Algorithm::Sequential) EXPECT_EQ(k.chunks, 3);
 }
 
+// Another algorithm than the incumbent (what the measured rules run) must
+// beat it by the margin too: a pipelined plan predicted a little faster
+// than the ring leaves the ring in place.
+TEST(CostModel, TheIncumbentKeepsCloseCalls) {
+  const auto rs = problem(Operation::GemmRs, 4, 8192, 8192, 8192);
+  const std::vector<Algorithm> both{Algorithm::Ring, Algorithm::Pipelined};
+  bool found = false;
+  for (double gflops = 20; gflops < 20000 && !found; gflops *= 1.3)
+  for (double collectives = 1; collectives < 40 && !found; collectives *= 1.05) {
+    const Calibration c = machine(gflops, 10, collectives);
+    double ring = 0, pipelined = 1e30;
+    for (const Candidate& k : choose_by_model(rs, {}, both, 0, 2, c, one_node(4)).candidates) {
+      if (k.algorithm == Algorithm::Ring) ring = k.seconds;
+      if (k.algorithm == Algorithm::Pipelined) pipelined = std::min(pipelined, k.seconds);
+    }
+    const double sequential = predict_seconds(rs, {}, Algorithm::Sequential, 1, c, one_node(4));
+    if (!(pipelined < ring && pipelined > 0.92 * ring && ring < 0.8 * sequential)) continue;
+    found = true;
+    EXPECT_EQ(choose_by_model(rs, {}, both, 0, 2, c, one_node(4), Algorithm::Sequential).chosen.algorithm,
+              Algorithm::Pipelined);
+    EXPECT_EQ(choose_by_model(rs, {}, both, 0, 2, c, one_node(4), Algorithm::Ring).chosen.algorithm, Algorithm::Ring);
+  }
+  EXPECT_TRUE(found) << "no machine where pipelined is predicted just ahead of the ring";
+}
+
+// The overlapped plans' GEMMs run at the rate measured beside transfers
+// (on the host: in tiles); a GEMM-bound plan whose tiles are slower than
+// one GEMM stays sequential.
+TEST(CostModel, OverlappedGemmsAtTheirOwnRate) {
+  const auto ag = problem(Operation::AgGemm, 4, 4096, 4096, 4096);
+  Calibration c = machine(100, 10, 10);
+  const double alone = predict_seconds(ag, {}, Algorithm::Ring, 1, c, one_node(4));
+  c.overlapped_gemm_flops_per_s = 50e9;
+  EXPECT_GT(predict_seconds(ag, {}, Algorithm::Ring, 1, c, one_node(4)), 1.9 * alone);
+  EXPECT_NEAR(predict_seconds(ag, {}, Algorithm::Sequential, 1, c, one_node(4)),
+              predict_seconds(ag, {}, Algorithm::Sequential, 1, machine(100, 10, 10), one_node(4)), 1e-12);
+  EXPECT_EQ(choose_by_model(ag, {}, {Algorithm::Ring, Algorithm::Pipelined}, 0, 1, c, one_node(4)).chosen.algorithm,
+            Algorithm::Sequential);
+}
+
 TEST(CostModel, HierarchicalWhereTheNetworkIsTheSlowLink) {
   const auto ag = problem(Operation::AgGemm, 4, 16384, 8192, 8192, DType::BF16);
   NodeLayout nodes;
@@ -140,6 +180,7 @@ TEST(PlannerModel, HostPlansAskForACalibrationThenFollowTheModel) {
   const weave_plan_desc_t desc{};
   const auto rs = problem(Operation::GemmRs, 4, 8192, 8192, 8192);
   Capabilities caps = host_caps();
+  caps.cores_per_rank = 4;  // a spare core each: overlap hides what it can
   Resolved r = resolve_options(desc, rs, {}, caps);
   EXPECT_TRUE(r.wants_calibration);
   caps.calibration = std::make_shared<Calibration>(machine(2000, 2, 20));
@@ -156,6 +197,19 @@ TEST(PlannerModel, HostPlansAskForACalibrationThenFollowTheModel) {
   asked.chunks_per_shard = 3;
   EXPECT_EQ(resolve_options(asked, rs, {}, caps).schedule.chunks_per_shard, 3);
   EXPECT_EQ(resolve_options(desc, rs, {{"WEAVE_CHUNKS", "5"}}, caps).schedule.chunks_per_shard, 5);
+  // Ranks sharing their cores: overlap hides nothing, only a faster way of
+  // moving the bytes pays (point to point 10 x the collectives' rate: the
+  // ring; the same rates: the sequential plan).
+  caps.cores_per_rank = 1;
+  caps.calibration = std::make_shared<Calibration>(machine(2000, 2, 20));
+  r = resolve_options(desc, rs, {}, caps);
+  EXPECT_EQ(r.schedule.algorithm, Algorithm::Sequential) << r.notes;
+  EXPECT_NE(r.notes.find("overlap hides 0% of the shorter work"), std::string::npos) << r.notes;
+  caps.calibration = std::make_shared<Calibration>(machine(2000, 20, 2));
+  r = resolve_options(desc, rs, {}, caps);
+  EXPECT_TRUE(r.schedule.algorithm == Algorithm::Ring || r.schedule.algorithm == Algorithm::Direct) << r.notes;
+  caps.cores_per_rank = 4;
+  caps.calibration = std::make_shared<Calibration>(machine(2000, 2, 20));
   // A ring direction asked for: the model weighs the ring alone.
   weave_plan_desc_t backward{};
   backward.direction = WEAVE_DIRECTION_BACKWARD;
