@@ -100,6 +100,7 @@ struct Options {
   std::vector<int64_t> blocks = {64, 256};
   std::string scales = "rowwise";  // FP8: rowwise, tensor, block
   std::string wire_type;           // "" or e4m3
+  bool reduce_in_accumulation_type = false;
 };
 
 // The element types and scale modes of one benchmark run.
@@ -176,7 +177,9 @@ weave_algorithm_t parse_algorithm(const std::string& a) {
   if (a == "ring") return WEAVE_ALGORITHM_RING;
   if (a == "sequential") return WEAVE_ALGORITHM_SEQUENTIAL;
   if (a == "direct") return WEAVE_ALGORITHM_DIRECT;
-  throw std::runtime_error("unknown algorithm " + a + " (auto, ring, sequential, direct)");
+  if (a == "pipelined") return WEAVE_ALGORITHM_PIPELINED;
+  if (a == "hierarchical") return WEAVE_ALGORITHM_HIERARCHICAL;
+  throw std::runtime_error("unknown algorithm " + a + " (auto, ring, sequential, direct, pipelined, hierarchical)");
 }
 
 weave_transport_t parse_transport(const std::string& t) {
@@ -328,6 +331,7 @@ class Case {
     int flags = WEAVE_FLAG_NO_EXECUTE_CHECK;  // measure the operation, not the argument check
     if (!o.trace.empty()) flags |= WEAVE_FLAG_TRACE;
     if (reduce_in_output_type) flags |= WEAVE_FLAG_REDUCE_IN_OUTPUT_TYPE;
+    if (o.reduce_in_accumulation_type && !reduce_in_output_type) flags |= WEAVE_FLAG_REDUCE_IN_ACCUMULATION_TYPE;
     d.flags(flags);
     const ScopedEnvironment environment(choice.environment);
     weave::Plan plan(grid, d);
@@ -335,10 +339,16 @@ class Case {
     return plan;
   }
 
-  // Whether a plan moves partial sums in C's type rather than the
-  // accumulation type (AG-GEMM always moves A in its own type).
-  bool moves_output_type(const weave::Plan& plan, bool reduce_in_output_type) const {
-    return op_ == WEAVE_AG_GEMM || reduce_in_output_type || plan.info().algorithm == WEAVE_ALGORITHM_DIRECT;
+  // Whether a plan moves its reduction in C's type rather than the
+  // accumulation type (AG-GEMM always moves A in its own type): partial
+  // sums asked for in C's type, or the products of the direct and
+  // hierarchical algorithms and, for 16-bit C, of the pipelined one, unless
+  // float32 was asked for.
+  bool moves_output_type(const weave::Plan& plan, bool reduce_in_output_type, bool reduce_in_accumulation_type) const {
+    if (op_ == WEAVE_AG_GEMM || reduce_in_output_type) return true;
+    if (reduce_in_accumulation_type) return false;
+    const weave_algorithm_t a = plan.info().algorithm;
+    return a == WEAVE_ALGORITHM_DIRECT || a == WEAVE_ALGORITHM_HIERARCHICAL || a == WEAVE_ALGORITHM_PIPELINED;
   }
 
   void execute(const weave::Plan& plan, bench::Timer& timer) {
@@ -471,7 +481,8 @@ int main(int argc, char** argv) {
   app.add_option("--warmup", o.warmup, "untimed iterations first");
   app.add_option("--json", o.json, "write all results as JSON to this file (rank 0)");
   app.add_option("--transport", o.transport, "auto, mpi, nccl, ucx, copy_engine, sm");
-  app.add_option("--algorithm", o.algorithm, "auto, ring, sequential, direct (for the weave column)");
+  app.add_option("--algorithm", o.algorithm,
+                 "auto, ring, sequential, direct, pipelined, hierarchical (for the weave column)");
   app.add_option("--direction", o.direction, "auto, forward, backward, bidirectional");
   app.add_option("--chunks", o.chunks, "chunks per shard (0: automatic)");
   app.add_option("--variants", o.variants,
@@ -482,6 +493,8 @@ int main(int argc, char** argv) {
   app.add_option("--streams", o.streams, "compute streams (0: automatic)");
   app.add_option("--trace", o.trace, "write the trace of the last weave execute to this path (%r = rank)");
   app.add_flag("--reduce-in-output-type", o.reduce_in_output_type, "16-bit partial sums travel in the output type");
+  app.add_flag("--reduce-in-accumulation-type", o.reduce_in_accumulation_type,
+               "16-bit products of the direct, pipelined and hierarchical algorithms travel as float32");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -552,7 +565,8 @@ int main(int argc, char** argv) {
         // bytes the default plan moves: partial sums in C's type when it
         // does (the direct algorithm, or --reduce-in-output-type).
         weave::Plan weave_default = c.plan(grid, o, default_choice, o.reduce_in_output_type);
-        const bool output_type = c.moves_output_type(weave_default, o.reduce_in_output_type);
+        const bool output_type =
+            c.moves_output_type(weave_default, o.reduce_in_output_type, o.reduce_in_accumulation_type);
         const bench::Collective coll = c.collective(output_type);
         comm.prepare(coll);
         PlanChoice sequential_choice;

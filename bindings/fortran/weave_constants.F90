@@ -90,6 +90,8 @@ module weave_constants
   integer(c_int), parameter :: WEAVE_ALGORITHM_RING = 1
   integer(c_int), parameter :: WEAVE_ALGORITHM_SEQUENTIAL = 2
   integer(c_int), parameter :: WEAVE_ALGORITHM_DIRECT = 3
+  integer(c_int), parameter :: WEAVE_ALGORITHM_PIPELINED = 4
+  integer(c_int), parameter :: WEAVE_ALGORITHM_HIERARCHICAL = 5
   integer(c_int), parameter :: WEAVE_ALGORITHM_SUMMA = 6
 
   ! weave_backend_t
@@ -123,6 +125,7 @@ module weave_constants
   integer(c_int), parameter :: WEAVE_FLAG_REDUCE_IN_OUTPUT_TYPE = 4
   integer(c_int), parameter :: WEAVE_FLAG_TRACE = 8
   integer(c_int), parameter :: WEAVE_FLAG_NO_EXECUTE_CHECK = 16
+  integer(c_int), parameter :: WEAVE_FLAG_REDUCE_IN_ACCUMULATION_TYPE = 32
 
   ! weave_execute_args_t%buffer_checks
   integer(c_int), parameter :: WEAVE_CHECK_TYPES = 1

@@ -212,6 +212,12 @@ typedef WEAVE_ENUM(weave_algorithm_t) {
   WEAVE_ALGORITHM_SEQUENTIAL = 2,  /* one collective, then one GEMM (or GEMM then collective) */
   WEAVE_ALGORITHM_DIRECT = 3,      /* GEMM-RS/GEMM-AR: each rank sends every other rank its product for
                                       that rank's rows, in C's type; the owner sums in float32 */
+  WEAVE_ALGORITHM_PIPELINED = 4,   /* a chain of per-chunk collectives (all-gather, reduce-scatter,
+                                      all-reduce), chunk k+1's in flight while chunk k is multiplied:
+                                      keeps the collective library's own algorithms (networks) */
+  WEAVE_ALGORITHM_HIERARCHICAL = 5, /* groups spanning several multi-rank nodes: an exchange within each
+                                      node and one between nodes, the inter-node transfer of chunk k
+                                      beside the intra-node exchange of chunk k-1 and the GEMMs */
   WEAVE_ALGORITHM_SUMMA = 6        /* WEAVE_GEMM: the panels of op(A) and op(B) along K are broadcast
                                       along grid rows and columns, panel k+1 travelling while panel k
                                       is multiplied */
@@ -259,7 +265,9 @@ enum {
   WEAVE_FLAG_GATHERED_OUTPUT = 2,        /* AG-GEMM also returns the gathered A (weave_execute_ex) */
   WEAVE_FLAG_REDUCE_IN_OUTPUT_TYPE = 4,  /* 16-bit partial sums travel in C's type (faster, rounds each hop) */
   WEAVE_FLAG_TRACE = 8,                  /* record a per-step trace (weave_plan_write_trace) */
-  WEAVE_FLAG_NO_EXECUTE_CHECK = 16       /* skip the per-execute agreement check between ranks */
+  WEAVE_FLAG_NO_EXECUTE_CHECK = 16,      /* skip the per-execute agreement check between ranks */
+  WEAVE_FLAG_REDUCE_IN_ACCUMULATION_TYPE = 32  /* 16-bit GEMM-RS/AR move float32 where the direct, pipelined
+                                                  and hierarchical algorithms move products in C's type */
 };
 
 /* ------------------------------------------------------------------------ */

@@ -60,6 +60,10 @@
 #   FP8_BLOCK_SHAPES shapes of the block-scaled run (default: FP8_SHAPES)
 #   BENCH_TIMEOUT    seconds the benchmark may take (default 300)
 #   TORCH_PEERS      0 to skip PyTorch's fused operations (default 1)
+#   TORCH_BF16_PEERS 0 to skip PyTorch's bf16 operations only (its FP8 ones
+#                    still run with the FP8 benchmark)
+#   BUILD_TARGETS    build only these targets (space-separated, e.g.
+#                    "weave-bench weave_operations_device_test"); default all
 #   TRACES           traced executes of the default plan, each op:MxKxN
 #                    (default "ag:8192x8192x8192"), one merged Chrome trace each
 #   PEER_COPY        0 to skip timing GPU-to-GPU copies alone (bench/peer_copy.py,
@@ -84,6 +88,25 @@
 #                    cublasmp-gemm2d-<dtype>.*. Runs whether or not GPU_BENCH does.
 #   GEMM2D_ARGS      extra weave-bench and weave-bench-cublasmp arguments for it
 #                    (e.g. "--shape 16384x16384x16384 --iterations 20")
+#
+#   EMULATE_NODES    network, host-staged or both: also run as 2 emulated nodes
+#                    (scripts/emulate-nodes.sh; 1 GPU each on 2 GPUs, 2 each
+#                    where 4 GPUs or more exist): the gpu-emulated tests (the
+#                    quick device matrix over NCCL) and weave-bench (bf16,
+#                    --preset tp) with the ring and pipelined (on 2 x 2 also
+#                    the hierarchical) plans as variants, then
+#                    bench/emulated_targets.py on its JSON. "network": NCCL
+#                    over sockets between the nodes; "host-staged":
+#                    NCCL_P2P_DISABLE=1. Outputs ctest-emulated-<flavour>.log,
+#                    bench-<N>gpu-emulated-<flavour>.{txt,json}. GPU_TESTS=0
+#                    GPU_BENCH=0 leave only this.
+#   EMULATED_TESTS   0 to skip the gpu-emulated tests (default 1)
+#   EMULATED_BENCH   0 to skip the emulated benchmark (default 1)
+#   EMULATED_BENCH_ARGS  its weave-bench arguments (default
+#                    "--preset tp --iterations 5 --warmup 2")
+#   EMULATED_VARIANTS    its variants (default nccl/auto/0/ring,nccl/auto/0/pipelined,
+#                    and nccl/auto/0/hierarchical on 2 x 2)
+#   EMULATED_TIMEOUT seconds each emulated benchmark may take (default 240)
 #
 # Exit status: 0 when every gpu test passed; 1 when a step or a test failed;
 # 2 when tests were skipped although GPUs are present (the skip reason is in
@@ -244,7 +267,9 @@ fi
 
 JOBS=$(nproc 2>/dev/null || echo 4)
 say "building with $JOBS jobs"
-if ! cmake --build "$BUILD_DIR" -j "$JOBS" >"$OUT/build.log" 2>&1; then
+BUILD_TARGET_ARGS=()
+for target in ${BUILD_TARGETS:-}; do BUILD_TARGET_ARGS+=(--target "$target"); done
+if ! cmake --build "$BUILD_DIR" -j "$JOBS" "${BUILD_TARGET_ARGS[@]}" >"$OUT/build.log" 2>&1; then
   grep -E "error|FAILED" "$OUT/build.log" | head -n 30 >&2 || true
   die "build failed (full log: $OUT/build.log)"
 fi
@@ -331,8 +356,8 @@ run_bench() {
   if [ "${PEER_COPY:-1}" = 1 ] && [ "$GPUS" -ge 2 ] && python3 -c "import torch" >/dev/null 2>&1; then
     timeout 120 python3 "$ROOT/bench/peer_copy.py" 2>&1 | sed 's/^/[peer-copy] /' || say "peer_copy.py failed"
   fi
-  if [ "${TORCH_PEERS:-1}" != 1 ]; then
-    say "PyTorch peers skipped (TORCH_PEERS=0)"
+  if [ "${TORCH_PEERS:-1}" != 1 ] || [ "${TORCH_BF16_PEERS:-1}" != 1 ]; then
+    say "PyTorch's bf16 peers skipped (TORCH_PEERS=0 or TORCH_BF16_PEERS=0)"
   elif python3 -c "import torch.distributed._symmetric_memory" >/dev/null 2>&1; then
     timeout "$budget" "${launcher[@]}" -x PYTHONUNBUFFERED=1 python3 "$ROOT/bench/torch_peers.py" \
       --json "$OUT/torch-${GPUS}gpu.json" 2>&1 | tee "$OUT/torch-${GPUS}gpu.txt" || say "PyTorch peers failed or ran out of time"
@@ -403,6 +428,59 @@ else
 fi
 if [ "${GPU_BENCH:-1}" = 1 ]; then run_bench; fi
 if [ "${GEMM2D_BENCH:-0}" = 1 ]; then run_gemm2d_bench; fi
+
+# --- Emulated nodes ----------------------------------------------------------------
+# Two emulated nodes on this host (scripts/emulate-nodes.sh): the gpu-emulated
+# tests and the benchmark, per network flavour.
+EMULATED_RC=0
+EMULATED_SUMMARY=""
+run_emulated() {
+  local network=$1 ranks=2
+  if [ "$GPUS" -lt 2 ]; then
+    say "EMULATE_NODES: 2 emulated nodes need 2 GPUs, $GPUS present"
+    return
+  fi
+  if [ "$GPUS" -ge 4 ]; then ranks=4; fi
+  export WEAVE_EMULATED_NODES=2 WEAVE_EMULATED_NETWORK=$network
+  say "2 emulated nodes of $((ranks / 2)) GPU(s) each, $network"
+  if [ "${EMULATED_TESTS:-1}" = 1 ]; then
+    local log="$OUT/ctest-emulated-$network.log" rc=0
+    (cd "$BUILD_DIR" && ctest -L "^gpu-emulated$" -R "^emulated_${network}_.*\.np${ranks}$" -j 1 --output-on-failure) \
+      >"$log" 2>&1 || rc=$?
+    [ "$rc" -eq 0 ] || EMULATED_RC=1
+    EMULATED_SUMMARY="$EMULATED_SUMMARY
+emulated $network: $(grep -E "tests passed|tests failed" "$log" | tail -n 1) (log: $log)"
+  fi
+  if [ "${EMULATED_BENCH:-1}" = 1 ]; then
+    local variants=${EMULATED_VARIANTS:-nccl/auto/0/ring,nccl/auto/0/pipelined}
+    if [ -z "${EMULATED_VARIANTS:-}" ] && [ "$ranks" -ge 4 ]; then variants="$variants,nccl/auto/0/hierarchical"; fi
+    local launcher=(mpirun -np "$ranks" --allow-run-as-root --oversubscribe --bind-to none)
+    for variable in "${FORWARDED[@]}" WEAVE_EMULATED_NODES WEAVE_EMULATED_NETWORK; do launcher+=(-x "$variable"); done
+    local name="bench-${ranks}gpu-emulated-$network"
+    # shellcheck disable=SC2086
+    timeout "${EMULATED_TIMEOUT:-240}" "${launcher[@]}" sh "$ROOT/scripts/emulate-nodes.sh" "$BUILD_DIR/bench/weave-bench" \
+      --backend cuda --dtype bf16 ${EMULATED_BENCH_ARGS:---preset tp --iterations 5 --warmup 2} \
+      --variants "$variants" --json "$OUT/$name.json" 2>&1 | tee "$OUT/$name.txt" ||
+      say "emulated weave-bench ($network) failed or ran out of time"
+    if [ -f "$OUT/$name.json" ]; then
+      local staged=()
+      if [ "$network" = host-staged ]; then staged=(--host-staged); fi
+      python3 "$ROOT/bench/emulated_targets.py" "$OUT/$name.json" "${staged[@]}" | tee "$OUT/$name-targets.txt" || true
+      EMULATED_SUMMARY="$EMULATED_SUMMARY
+emulated $network benchmark: $(tail -n 1 "$OUT/$name-targets.txt") ($OUT/$name-targets.txt)"
+    fi
+  fi
+  unset WEAVE_EMULATED_NODES WEAVE_EMULATED_NETWORK
+}
+case "${EMULATE_NODES:-}" in
+  "") ;;
+  network | host-staged) run_emulated "$EMULATE_NODES" ;;
+  both)
+    run_emulated network
+    run_emulated host-staged
+    ;;
+  *) say "EMULATE_NODES=$EMULATE_NODES is not network, host-staged or both: nothing emulated" ;;
+esac
 # Every test's full output (passed ones too), for the record.
 cp "$BUILD_DIR/Testing/Temporary/LastTest.log" "$OUT/LastTest.log" 2>/dev/null || true
 
@@ -460,10 +538,13 @@ elif [ "$PASSED" -eq 0 ]; then
 else
   echo "all gpu tests passed" >>"$SUMMARY"
 fi
+if [ -n "$EMULATED_SUMMARY" ]; then
+  echo "$EMULATED_SUMMARY" >>"$SUMMARY"
+fi
 echo
 cat "$SUMMARY"
 
-if [ "$CTEST_RC" -ne 0 ]; then exit 1; fi
+if [ "$CTEST_RC" -ne 0 ] || [ "$EMULATED_RC" -ne 0 ]; then exit 1; fi
 if [ "${GPU_TESTS:-1}" != 1 ]; then exit 0; fi
 if [ "$SKIPPED_TESTS" -gt 0 ]; then exit 2; fi
 if [ "$PASSED" -eq 0 ]; then exit 1; fi

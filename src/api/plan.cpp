@@ -7,6 +7,7 @@
 #include <iostream>
 #include <thread>
 
+#include "api/calibration.hpp"
 #include "api/execute_log.hpp"
 #include "api/handles.hpp"
 #include "api/struct_size.hpp"
@@ -16,6 +17,7 @@
 #include "core/enum_value.hpp"
 #include "core/error.hpp"
 #include "core/mpi_check.hpp"
+#include "plan/wire.hpp"
 #include "transport/registry.hpp"
 #include "weave_features.h"
 
@@ -125,6 +127,13 @@ std::unique_ptr<Plan> Plan::create(const std::shared_ptr<GridState>& grid, const
     caps.cores_per_rank = *std::static_pointer_cast<double>(
         grid->cached("cores per rank", [&] { return std::make_shared<double>(cores_per_rank(grid->comm())); }));
   });
+  // Which node each rank of the group is on, found once per grid and group
+  // (WEAVE_NODE is read then).
+  agree_on_errors(grid->channel(), [&] {
+    caps.nodes = *std::static_pointer_cast<NodeLayout>(
+        grid->cached(str("nodes of group ", enum_value(desc.group)),
+                     [&] { return std::make_shared<NodeLayout>(node_layout(plan->group_.comm)); }));
+  });
   // The transports that reach only the GPUs of one node share one probe,
   // run when a device plan leaves its transport to Weave and such a
   // transport is built and could be chosen.
@@ -137,8 +146,18 @@ std::unique_ptr<Plan> Plan::create(const std::shared_ptr<GridState>& grid, const
       agree_on_errors(grid->channel(), [&] { caps.peer_access = row.probe(plan->group_, &caps.peer_access_why_not); });
       break;
     }
+  agree_on_errors(grid->channel(), [&] { plan->resolved_ = plan::resolve_options(desc, plan->problem_, env, caps); });
+  // Where the model chooses the algorithm, it needs the calibration of this
+  // group, transport, backend and element type (the links measured once per
+  // grid, the GEMM once per shape; every rank of the group wants it alike,
+  // as the model applies alike), then the choices are resolved again.
+  if (plan->resolved_.wants_calibration) {
+    agree_on_errors(grid->channel(), [&] {
+      caps.calibration = calibrate(*grid, plan->group_, plan->problem_, plan->resolved_, caps.nodes, plan->bounds_);
+    });
+    agree_on_errors(grid->channel(), [&] { plan->resolved_ = plan::resolve_options(desc, plan->problem_, env, caps); });
+  }
   agree_on_errors(grid->channel(), [&] {
-    plan->resolved_ = plan::resolve_options(desc, plan->problem_, env, caps);
     plan->schedule_ = plan::build_schedule(plan->problem_, plan->resolved_.schedule);
     // WEAVE_LOG and WEAVE_TRACE time every execute: as WEAVE_FLAG_TRACE does.
     plan->log_ = log_settings();
@@ -230,9 +249,10 @@ std::string Plan::describe() const {
   std::string algorithm = str(plan::algorithm_name(s.algorithm));
   const std::string chunks = str(s.chunks_per_shard, " chunk", s.chunks_per_shard > 1 ? "s" : "", "/shard");
   if (s.algorithm == plan::Algorithm::Ring) algorithm += str(" ", plan::direction_name(s.direction), ", ", chunks);
-  if (s.algorithm == plan::Algorithm::Direct)
-    algorithm += str(", ", chunks, ", products travel as ", dtype_name(p.dtype), ", summed in ",
-                     dtype_name(accumulation_type(p.dtype)));
+  if (s.algorithm == plan::Algorithm::Direct || s.algorithm == plan::Algorithm::Pipelined)
+    algorithm += str(", ", chunks);
+  if (s.algorithm == plan::Algorithm::Hierarchical)
+    algorithm += str(", ", chunks, ", ", plan::describe_hierarchical(p, r.schedule));
   // What travels between the ranks.
   std::string wire;
   if (p.group_size > 1) {
@@ -245,9 +265,9 @@ std::string Plan::describe() const {
         wire += str(" with their ", scale_mode_name(p.wire_scale), " scales (",
                     dtype_name(schedule_.buffers[plan::kBufferGatheredScale].dtype), ")",
                     s.algorithm == plan::Algorithm::Ring ? " in the same chunk" : ", gathered beside them");
-    } else if (s.algorithm != plan::Algorithm::Direct) {
-      const DType partial = r.schedule.reduce_in_output_type ? p.c_type : accumulation_type(p.c_type);
-      wire = str("; partial sums travel as ", dtype_name(partial));
+    } else if (p.operation != Operation::Gemm) {
+      // What a reduction moves (plan/wire.hpp).
+      wire = str("; ", plan::describe_wire(plan::reduction_wire(p, r.schedule, s.algorithm)));
     }
     if (p.operation != Operation::AgGemm && (p.a_scale != ScaleMode::None || p.b_scale != ScaleMode::None))
       wire += "; each rank's product uses its own K-slice's scales";

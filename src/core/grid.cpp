@@ -94,6 +94,12 @@ std::shared_ptr<void> GridState::cached(const std::string& key,
   return made;
 }
 
+std::shared_ptr<void> GridState::find_cached(const std::string& key) {
+  std::lock_guard<std::mutex> lock(cache_mutex_);
+  auto found = cache_.find(key);
+  return found == cache_.end() ? nullptr : found->second;
+}
+
 const char* group_name(weave_group_t kind) {
   switch (kind) {
     case WEAVE_GROUP_GRID: return "grid";

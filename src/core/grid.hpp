@@ -65,6 +65,9 @@ class GridState {
   // (an NCCL communicator per group, a UCX context). Keyed by a string the
   // transport chooses. Creation is collective, so call it from collective code.
   std::shared_ptr<void> cached(const std::string& key, const std::function<std::shared_ptr<void>()>& make);
+  // What `key` holds, or null. For state whose making itself uses the cache
+  // (which `cached` would deadlock on): find, else make, then `cached`.
+  std::shared_ptr<void> find_cached(const std::string& key);
 
  private:
   GridState(int prows, int pcols) : prows_(prows), pcols_(pcols) {}

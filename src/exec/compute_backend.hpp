@@ -14,7 +14,17 @@
 namespace weave::internal::exec {
 
 // Called between GEMM tiles on the host so communication keeps moving.
-using ProgressHook = std::function<void()>;
+struct ProgressHook {
+  // Empty: no calls, one GEMM. Returns whether transfers are still in flight.
+  std::function<bool()> call;
+  // Transfers are in flight and move only when called: tiles of the
+  // backend's tile size. Otherwise (and once a call says none is left) the
+  // calls only keep this rank's peers told that it is working (arrival
+  // notices), and far coarser tiles keep the GEMM as fast as one call.
+  bool transfers_in_flight = true;
+  explicit operator bool() const { return static_cast<bool>(call); }
+  bool operator()() const { return call(); }
+};
 
 class ComputeBackend {
  public:

@@ -1,5 +1,6 @@
 #include "exec/executor.hpp"
 
+#include <algorithm>
 #include <map>
 
 #include "core/error.hpp"
@@ -36,6 +37,12 @@ Executor::Executor(const plan::Schedule& schedule, ComputeBackend& backend, tran
     }
     units_.push_back(Unit{{static_cast<int>(i)}});
   }
+  for (std::size_t u = 0; u < units_.size(); ++u)
+    for (int s : units_[u].steps)
+      if (steps[s].kind() == StepKind::Collective) {
+        collective_units_.push_back(u);
+        break;
+      }
 }
 
 Executor::~Executor() = default;
@@ -117,7 +124,15 @@ void Executor::issue_compute(int step) {
   }
   if (s.kind() == StepKind::Gemm) {
     ProgressHook hook;
-    if (!async && options_.progress == Progress::Tiles && !transport_.stream_ordered()) hook = [this] { pump(); };
+    if (!async && options_.progress == Progress::Tiles && !transport_.stream_ordered()) {
+      hook.call = [this] {
+        pump();
+        return transfers_in_flight();
+      };
+      // pump() has just issued every ready unit, so only a transfer now in
+      // flight can make another one ready during this GEMM.
+      hook.transfers_in_flight = transfers_in_flight();
+    }
     backend_.gemm(std::get<plan::GemmOp>(s.op), s.lane, *bindings_, *scalars_, hook);
   } else if (s.kind() == StepKind::Quantize) {
     backend_.quantize(std::get<plan::QuantizeOp>(s.op), s.lane, *bindings_);
@@ -153,9 +168,12 @@ bool Executor::pump() {
         if (token_[i] == Token::Request) finish_if_done(static_cast<int>(i));
     for (std::size_t u = next_unit_; u < units_.size(); ++u) {
       if (unit_issued_[u]) continue;
+      const bool collective = std::binary_search(collective_units_.begin(), collective_units_.end(), u);
+      if (collective && collective_units_[next_collective_] != u) continue;  // an earlier collective goes first
       if (unit_ready(units_[u])) {
         issue_unit(units_[u]);
         unit_issued_[u] = true;
+        if (collective) ++next_collective_;
         advanced = true;
       } else if (transport_.stream_ordered()) {
         break;  // batches pair up across ranks only if enqueued in order
@@ -181,6 +199,13 @@ bool Executor::finish_if_done(int step) {
   if (options_.trace)
     options_.trace->add(step, "communication", schedule_.steps[step].label, posted_us_[step], options_.trace->now_us());
   return true;
+}
+
+bool Executor::transfers_in_flight() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (std::size_t i = 0; i < token_.size(); ++i)
+    if (token_[i] == Token::Request && !finish_if_done(static_cast<int>(i))) return true;
+  return false;
 }
 
 bool Executor::requests_outstanding() {
@@ -244,6 +269,7 @@ void Executor::run(const Bindings& bindings, const Scalars& scalars, void* calle
   posted_us_.assign(schedule_.steps.size(), 0.0);
   unit_issued_.assign(units_.size(), false);
   next_unit_ = 0;
+  next_collective_ = 0;
   waiting_for_ = -1;
   computing_ = false;
   last_working_notice_ = last_own_progress_ = std::chrono::steady_clock::now();

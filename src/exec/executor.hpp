@@ -8,7 +8,10 @@
 //     that is merely enqueued on a stream: the consumer waits on its event.
 // So a CUDA + NCCL plan enqueues everything without blocking the host, while
 // a host + MPI plan keeps polling requests between GEMM tiles (or on a
-// progress thread) until every step has finished.
+// progress thread) until every step has finished. Units are issued in
+// schedule order on stream-ordered transports; host-progressed ones get
+// them as they become ready, except collectives, which every rank starts in
+// schedule order.
 #pragma once
 
 #include <atomic>
@@ -77,6 +80,9 @@ class Executor {
   bool pump();
   bool finish_if_done(int step);
   bool requests_outstanding();
+  // Whether a host-progressed transfer has not completed yet (marks those
+  // that have as done).
+  bool transfers_in_flight();
   std::string waiting_for() const;
   void note_own_progress();
   void progress_thread_main();
@@ -86,6 +92,10 @@ class Executor {
   transport::Transport& transport_;
   ExecutorOptions options_;
   std::vector<Unit> units_;
+  // Units holding a collective, in schedule order: every rank must start a
+  // group's collectives in the same order (MPI's rule), so a host-progressed
+  // transport gets them in that order even when a later one is ready first.
+  std::vector<std::size_t> collective_units_;
   std::vector<int> compute_order_;
   std::vector<bool> needs_event_;  // someone on another lane or the host depends on it
 
@@ -96,6 +106,7 @@ class Executor {
   std::vector<int> request_;
   std::vector<double> posted_us_;  // tracing: when each request was posted
   std::size_t next_unit_ = 0;
+  std::size_t next_collective_ = 0;  // into collective_units_
   std::vector<bool> unit_issued_;
   int waiting_for_ = -1;  // step the loop is blocked on, for the timeout message
   bool computing_ = false;  // a compute step runs (its tiles, or the progress thread, see it)

@@ -6,6 +6,7 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 
 #include "core/checked.hpp"
 #include "core/enum_value.hpp"
@@ -28,7 +29,8 @@ Environment read_environment() {
   Environment env;
   for (const char* name : {"WEAVE_ALGORITHM", "WEAVE_TRANSPORT", "WEAVE_CHUNKS", "WEAVE_DIRECTION", "WEAVE_PROGRESS",
                            "WEAVE_TIMEOUT", "WEAVE_COMPUTE_STREAMS", "WEAVE_COMM_PRIORITY", "WEAVE_SM_MARGIN",
-                           "WEAVE_SM_TRANSPORT_CTAS", "WEAVE_DEVICE_WAIT", "WEAVE_ALL_REDUCE", "WEAVE_PANEL_WIDTH"}) {
+                           "WEAVE_SM_TRANSPORT_CTAS", "WEAVE_DEVICE_WAIT", "WEAVE_ALL_REDUCE", "WEAVE_PANEL_WIDTH",
+                           "WEAVE_CALIBRATE"}) {
     const char* value = std::getenv(name);
     if (value && *value) env[name] = value;
   }
@@ -80,12 +82,14 @@ double local_flops(const Problem& p) {
   return 2.0 * static_cast<double>(p.m) * static_cast<double>(p.n) * static_cast<double>(p.k) / P;
 }
 
-// Chunks per shard when the caller leaves it to Weave. AG-GEMM: one chunk
+// Chunks per shard when the caller leaves it to Weave. Pipelined
+// collectives and hierarchical plans: kPipelinedChunks. AG-GEMM: one chunk
 // (whole shards; more chunks made measured device AG-GEMMs slower). Direct
 // reductions: the direct chunk rule of their transfers (transfer_choice.hpp).
 // Host ring reductions: two. Device ring reductions: two, or four when a
 // chunk's partial sums would exceed kDeviceReductionChunkBytes.
 int default_chunks(const Problem& p, Backend backend, Algorithm algorithm, bool peer_sums) {
+  if (algorithm == Algorithm::Pipelined || algorithm == Algorithm::Hierarchical) return kPipelinedChunks;
   if (p.operation == Operation::AgGemm) return 1;
   if (algorithm == Algorithm::Direct) return direct_chunks(p, peer_sums ? kPeerSumDirectChunks : kCopyEngineDirectChunks);
   if (backend != Backend::Cuda) return 2;  // host reductions: two chunks pipeline best (doc/performance.md)
@@ -220,9 +224,12 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
   std::string& notes = r.notes;
   r.flags = desc.flags;
   const int known_flags = WEAVE_FLAG_ALLOW_TF32 | WEAVE_FLAG_GATHERED_OUTPUT | WEAVE_FLAG_REDUCE_IN_OUTPUT_TYPE |
-                          WEAVE_FLAG_TRACE | WEAVE_FLAG_NO_EXECUTE_CHECK;
+                          WEAVE_FLAG_TRACE | WEAVE_FLAG_NO_EXECUTE_CHECK | WEAVE_FLAG_REDUCE_IN_ACCUMULATION_TYPE;
   if (desc.flags & ~known_flags) fail(WEAVE_ERROR_INVALID_VALUE, "flags = ", desc.flags, " has unknown bits");
   if (desc.reserved != 0) fail(WEAVE_ERROR_INVALID_VALUE, "reserved = ", desc.reserved, ", not 0");
+  if ((desc.flags & WEAVE_FLAG_REDUCE_IN_OUTPUT_TYPE) && (desc.flags & WEAVE_FLAG_REDUCE_IN_ACCUMULATION_TYPE))
+    fail(WEAVE_ERROR_INVALID_VALUE, "flags ask for both WEAVE_FLAG_REDUCE_IN_OUTPUT_TYPE and "
+         "WEAVE_FLAG_REDUCE_IN_ACCUMULATION_TYPE; a reduction moves one type");
   if ((desc.flags & WEAVE_FLAG_GATHERED_OUTPUT) && problem.operation != Operation::AgGemm)
     fail(WEAVE_ERROR_INVALID_VALUE, "WEAVE_FLAG_GATHERED_OUTPUT is for AG-GEMM plans only");
 
@@ -281,13 +288,21 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
     // Algorithm.
     const int P = problem.group_size;
     const bool reduction = problem.operation != Operation::AgGemm;
+    // AG-GEMM rows that travel with scales (FP8, or quantized to a wire
+    // type): the ring and the sequential plan carry them; the pipelined and
+    // hierarchical builders gather unscaled rows only.
+    const bool scaled_rows_travel = !reduction && (problem.a_scale != ScaleMode::None ||
+                                                   problem.b_scale != ScaleMode::None || problem.quantized());
     int algorithm = enum_value(desc.algorithm);
+    int model_chunks = 0;  // chunks per shard the model chose with the algorithm
     if (algorithm == WEAVE_ALGORITHM_AUTO) {
       weave_algorithm_t from_env = WEAVE_ALGORITHM_AUTO;
       if (env_choice<weave_algorithm_t>(env, "WEAVE_ALGORITHM",
                                         {{"ring", WEAVE_ALGORITHM_RING},
                                          {"sequential", WEAVE_ALGORITHM_SEQUENTIAL},
                                          {"direct", WEAVE_ALGORITHM_DIRECT},
+                                         {"pipelined", WEAVE_ALGORITHM_PIPELINED},
+                                         {"hierarchical", WEAVE_ALGORITHM_HIERARCHICAL},
                                          {"summa", WEAVE_ALGORITHM_SUMMA}},
                                         &from_env)) {
         algorithm = from_env;
@@ -295,6 +310,10 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
         if (algorithm == WEAVE_ALGORITHM_SUMMA) {
           algorithm = WEAVE_ALGORITHM_RING;
           notes += " ring chosen: WEAVE_ALGORITHM=summa applies to WEAVE_GEMM;";
+        }
+        if (scaled_rows_travel && (algorithm == WEAVE_ALGORITHM_PIPELINED || algorithm == WEAVE_ALGORITHM_HIERARCHICAL)) {
+          algorithm = WEAVE_ALGORITHM_RING;
+          notes += " ring chosen: the pipelined and hierarchical AG-GEMM gather unscaled rows;";
         }
         if (algorithm == WEAVE_ALGORITHM_DIRECT && !reduction) {
           // One variable for a whole program: it applies to the reductions.
@@ -312,9 +331,58 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
         // measured across nodes: WEAVE_ALGORITHM=ring asks for the ring).
         const Algorithm measured = transport->reduction_algorithm;
         const double min_flops = transport->reads_peer_memory ? kPeerSumOverlapMinFlops : kDeviceOverlapMinFlops;
-        if (r.backend == Backend::Cuda && problem.group_size > 1 && flops < min_flops) {
+        // Where no measured rule covers the links (host plans; device plans
+        // whose group spans several nodes, over NCCL) the model chooses, from
+        // a calibration at plan creation (plan/cost_model.hpp).
+        const bool model_applies = P > 1 && transport->collectives == Collectives::Own &&
+                                   transport->reach == Reach::AnyRanks &&
+                                   (r.backend == Backend::Host || caps.nodes.nodes > 1);
+        bool calibrate = true;
+        env_choice<bool>(env, "WEAVE_CALIBRATE", {{"1", true}, {"0", false}}, &calibrate);
+        const bool too_small = r.backend == Backend::Cuda && problem.group_size > 1 && flops < min_flops;
+        // Not measured yet: the plan calibrates, then resolves again; the
+        // rules below stand in until then.
+        if (model_applies && calibrate && !caps.calibration && !too_small) r.wants_calibration = true;
+        if (model_applies && !calibrate) notes += " no calibration (WEAVE_CALIBRATE=0): the measured rules choose;";
+        if (too_small) {
           algorithm = WEAVE_ALGORITHM_SEQUENTIAL;
           notes += str(" sequential chosen: ", flops / 1e9, " GFLOP per rank is too little for overlap to pay;");
+        } else if (model_applies && calibrate && caps.calibration) {
+          ScheduleOptions wire;
+          wire.reduce_in_output_type = (desc.flags & WEAVE_FLAG_REDUCE_IN_OUTPUT_TYPE) != 0;
+          wire.reduce_in_accumulation_type = (desc.flags & WEAVE_FLAG_REDUCE_IN_ACCUMULATION_TYPE) != 0;
+          // A backward or bidirectional direction asked for is a ring's.
+          const auto env_direction = env.find("WEAVE_DIRECTION");
+          const bool ring_asked =
+              (enum_value(desc.direction) != WEAVE_DIRECTION_AUTO && enum_value(desc.direction) != WEAVE_DIRECTION_FORWARD) ||
+              (enum_value(desc.direction) == WEAVE_DIRECTION_AUTO && env_direction != env.end() &&
+               env_direction->second != "forward");
+          std::vector<Algorithm> candidates{Algorithm::Ring};
+          if (!ring_asked) {
+            if (!scaled_rows_travel) candidates.push_back(Algorithm::Pipelined);
+            if (reduction) candidates.push_back(Algorithm::Direct);
+            if (caps.nodes.nodes > 1 && caps.nodes.ranks_per_node() > 1 && !scaled_rows_travel)
+              candidates.push_back(Algorithm::Hierarchical);
+          } else {
+            notes += " the model weighs the ring alone against the sequential plan: a ring direction was asked for;";
+          }
+          const int asked_chunks = desc.chunks_per_shard > 0
+                                       ? desc.chunks_per_shard
+                                       : static_cast<int>(env_integer(env, "WEAVE_CHUNKS", 0, 1, kMaxChunksPerShard));
+          // What the measured rules run: on the host the ring (which beat the
+          // sequential plan wherever it was measured, doc/performance.md);
+          // across nodes nothing was measured.
+          const Algorithm incumbent = r.backend == Backend::Host ? Algorithm::Ring : Algorithm::Sequential;
+          // Host ranks without a spare core move bytes with the cores BLAS
+          // uses: overlap hides nothing there.
+          Calibration measured = *caps.calibration;
+          if (r.backend == Backend::Host && caps.cores_per_rank < 2) measured.overlap_efficiency = 0;
+          const ModelChoice choice =
+              choose_by_model(problem, wire, candidates, asked_chunks,
+                              default_chunks(problem, r.backend, Algorithm::Ring, false), measured, caps.nodes, incumbent);
+          algorithm = static_cast<int>(choice.chosen.algorithm);
+          model_chunks = choice.chosen.chunks;
+          notes += str(" ", choice.why, "; calibrated at plan creation: ", measured.summary(), ";");
         } else if (reduction && P > 1 && measured == Algorithm::Direct) {
           algorithm = WEAVE_ALGORITHM_DIRECT;
           notes += str(" direct chosen: the reductions' algorithm over the ", transport->title, " transport;");
@@ -331,26 +399,44 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
     }
     if (algorithm == WEAVE_ALGORITHM_SUMMA)
       fail(WEAVE_ERROR_UNSUPPORTED, "WEAVE_ALGORITHM_SUMMA is for WEAVE_GEMM; ", operation_name(problem.operation),
-           " runs the ring, the sequential or (reductions) the direct algorithm");
+           " runs the ring, the sequential, the pipelined, the hierarchical or (reductions) the direct algorithm");
     if (algorithm != WEAVE_ALGORITHM_RING && algorithm != WEAVE_ALGORITHM_SEQUENTIAL &&
-        algorithm != WEAVE_ALGORITHM_DIRECT)
+        algorithm != WEAVE_ALGORITHM_DIRECT && algorithm != WEAVE_ALGORITHM_PIPELINED &&
+        algorithm != WEAVE_ALGORITHM_HIERARCHICAL)
       fail(WEAVE_ERROR_INVALID_VALUE, "algorithm = ", algorithm, " is not a weave_algorithm_t");
     if (algorithm == WEAVE_ALGORITHM_DIRECT && !reduction)
       fail(WEAVE_ERROR_UNSUPPORTED, "WEAVE_ALGORITHM_DIRECT is for GEMM-RS and GEMM-AR; AG-GEMM runs the ring or "
            "the sequential algorithm");
+    if (scaled_rows_travel && (algorithm == WEAVE_ALGORITHM_PIPELINED || algorithm == WEAVE_ALGORITHM_HIERARCHICAL))
+      fail(WEAVE_ERROR_UNSUPPORTED, "the ", algorithm == WEAVE_ALGORITHM_PIPELINED ? "pipelined" : "hierarchical",
+           " AG-GEMM gathers unscaled rows; ", problem.types(), problem.quantized() ? " quantized to a wire type" : "",
+           " runs the ring or the sequential algorithm (their scales travel with the rows)");
     r.schedule.algorithm = static_cast<Algorithm>(algorithm);
+    if (r.schedule.algorithm == Algorithm::Hierarchical && P > 1) {
+      // Within each node, then between nodes: every node must hold the same
+      // number of the group's ranks (a rank of one local index on each).
+      NodeLayout nodes = caps.nodes;
+      if (nodes.node_of_rank.empty()) nodes.node_of_rank.assign(static_cast<std::size_t>(P), 0);  // not found: one node
+      if (static_cast<int>(nodes.node_of_rank.size()) != P)
+        fail(WEAVE_ERROR_INTERNAL, "a node layout of ", nodes.node_of_rank.size(), " ranks for a group of ", P);
+      if (nodes.ranks_per_node() == 0)
+        fail(WEAVE_ERROR_UNSUPPORTED, "a hierarchical plan needs the same number of the group's ranks on every node; "
+             "this group spans ", nodes.summary(), "; use the pipelined or ring algorithm");
+      r.schedule.node_of_rank = nodes.node_of_rank;
+    }
     if (P == 1) {
       r.schedule.algorithm = Algorithm::Sequential;
       notes += " one rank: local GEMM, nothing to communicate;";
     }
-    // The sequential algorithm's collectives, where the transport hands them
-    // to NCCL, need NCCL in the build.
-    if (r.schedule.algorithm == Algorithm::Sequential && P > 1 && transport->collectives == Collectives::Nccl) {
+    // The sequential and pipelined algorithms' collectives, where the
+    // transport hands them to NCCL, need NCCL in the build.
+    const bool collectives = r.schedule.algorithm == Algorithm::Sequential || r.schedule.algorithm == Algorithm::Pipelined;
+    if (collectives && P > 1 && transport->collectives == Collectives::Nccl) {
       const TransportDescription* nccl = find_transport(caps, Transport::Nccl);
       if (!nccl || !nccl->compiled)
-        fail(WEAVE_ERROR_NOT_COMPILED, "the sequential algorithm over the ", transport->title, " transport runs its "
-             "collectives over NCCL, which is not compiled into this Weave; rebuild with -DWEAVE_ENABLE_NCCL=ON, or "
-             "use an overlapped algorithm (ring, direct)");
+        fail(WEAVE_ERROR_NOT_COMPILED, "the ", algorithm_name(r.schedule.algorithm), " algorithm over the ",
+             transport->title, " transport runs its collectives over NCCL, which is not compiled into this Weave; "
+             "rebuild with -DWEAVE_ENABLE_NCCL=ON, or use an algorithm of point-to-point transfers (ring, direct)");
     }
 
     // Direction and chunks.
@@ -375,11 +461,14 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
     if (direction < WEAVE_DIRECTION_FORWARD || direction > WEAVE_DIRECTION_BIDIRECTIONAL)
       fail(WEAVE_ERROR_INVALID_VALUE, "direction = ", asked_direction, " is not a weave_direction_t");
     r.schedule.direction = static_cast<Direction>(direction);
-    if (r.schedule.algorithm == Algorithm::Direct) {
-      // Step s sends to rank r+s and receives from r-s: there is no ring to turn.
+    if (r.schedule.algorithm == Algorithm::Direct || r.schedule.algorithm == Algorithm::Pipelined ||
+        r.schedule.algorithm == Algorithm::Hierarchical) {
+      // There is no ring to turn: the direct algorithm's step s sends to rank
+      // r+s and receives from r-s, the pipelined one runs collectives, the
+      // hierarchical one exchanges within nodes and between them.
       if (asked_direction != WEAVE_DIRECTION_AUTO && asked_direction != WEAVE_DIRECTION_FORWARD)
-        fail(WEAVE_ERROR_UNSUPPORTED, "direction = ", asked_direction,
-             " is for rings; the direct algorithm sends to every rank at once (leave direction automatic)");
+        fail(WEAVE_ERROR_UNSUPPORTED, "direction = ", asked_direction, " is for rings; the ",
+             algorithm_name(r.schedule.algorithm), " algorithm has no direction (leave direction automatic)");
       r.schedule.direction = Direction::Forward;
     }
 
@@ -387,8 +476,17 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
     // products where they were made, in the pass that finishes C (PeerSum
     // steps); GEMM-AR then gathers the finished rows the same way, or, over
     // few ranks, reads every rank's whole product at once (one-shot).
-    const bool peer_sums = transport->reads_peer_memory && r.schedule.algorithm == Algorithm::Direct;
+    // Peer sums read products in C's type; float32 products asked for
+    // (WEAVE_FLAG_REDUCE_IN_ACCUMULATION_TYPE, 16-bit C) travel as messages.
+    const bool wider_products = (desc.flags & WEAVE_FLAG_REDUCE_IN_ACCUMULATION_TYPE) &&
+                                dtype_size(accumulation_type(problem.dtype)) > dtype_size(problem.dtype);
+    const bool peer_sums =
+        transport->reads_peer_memory && r.schedule.algorithm == Algorithm::Direct && !wider_products;
     r.schedule.peer_sums = peer_sums;
+    if (transport->reads_peer_memory && r.schedule.algorithm == Algorithm::Direct && wider_products && reduction)
+      notes += str(" products not summed where they were made: the ", transport->title, " transport reads them in ",
+                   dtype_name(problem.dtype), " and WEAVE_FLAG_REDUCE_IN_ACCUMULATION_TYPE asks for ",
+                   dtype_name(accumulation_type(problem.dtype)), ", so they travel as messages;");
     bool one_shot = P <= kOneShotAllReduceMaxRanks;
     const bool shots_asked =
         env_choice<bool>(env, "WEAVE_ALL_REDUCE", {{"one_shot", true}, {"two_shot", false}}, &one_shot);
@@ -409,7 +507,9 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
     const bool chunks_asked_for = chunks > 0;
     if (chunks == 0) {
       chunks = static_cast<int>(env_integer(env, "WEAVE_CHUNKS", 0, 1, kMaxChunksPerShard));
-      if (chunks == 0) chunks = default_chunks(problem, r.backend, r.schedule.algorithm, peer_sums);
+      if (chunks == 0) chunks = model_chunks > 0 && r.schedule.algorithm != Algorithm::Sequential
+                                    ? model_chunks
+                                    : default_chunks(problem, r.backend, r.schedule.algorithm, peer_sums);
     }
     if (halves && chunks < 2 && direction_chosen_here) {
       // Whole shards were asked for (argument or WEAVE_CHUNKS) and the
@@ -491,6 +591,7 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
 
   r.schedule.gathered_output = (desc.flags & WEAVE_FLAG_GATHERED_OUTPUT) != 0;
   r.schedule.reduce_in_output_type = (desc.flags & WEAVE_FLAG_REDUCE_IN_OUTPUT_TYPE) != 0;
+  r.schedule.reduce_in_accumulation_type = (desc.flags & WEAVE_FLAG_REDUCE_IN_ACCUMULATION_TYPE) != 0;
 
   // Host progress.
   int progress = enum_value(desc.progress);

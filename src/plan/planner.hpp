@@ -5,9 +5,12 @@
 
 #include <chrono>
 #include <map>
+#include <memory>
 #include <string>
 
+#include "core/nodes.hpp"
 #include "core/problem.hpp"
+#include "plan/cost_model.hpp"
 #include "plan/schedule.hpp"
 #include "plan/transfer_choice.hpp"
 #include "plan/transport_description.hpp"
@@ -47,6 +50,9 @@ struct Resolved {
   int flags = 0;
   // Why the automatic choices came out as they did, for describe.
   std::string notes;
+  // The algorithm is left to the model, which needs the calibration of
+  // Capabilities::calibration: the plan measures it and resolves again.
+  bool wants_calibration = false;
 };
 
 // What this build contains and what the machine offers.
@@ -62,6 +68,11 @@ struct Capabilities {
   // for device plans that leave the transport automatic.
   bool peer_access = false;
   std::string peer_access_why_not;
+  // Which node each rank of the group is on (core/nodes.hpp).
+  NodeLayout nodes;
+  // What the plan's backend and transport were measured to do over its
+  // group (api/calibration.hpp); null until measured.
+  std::shared_ptr<const Calibration> calibration;
   // Where SM-driven transfers beat the copy engines on this machine.
   std::vector<SmTransferRule> sm_transfer_rules = default_sm_transfer_rules();
 };
@@ -99,6 +110,13 @@ constexpr double kDeviceReductionChunkBytes = 128.0 * 1024 * 1024;
 // WEAVE_PANEL_WIDTH overrides.
 constexpr int64_t kHostPanelWidth = 256;
 constexpr int64_t kDevicePanelWidth = 1024;
+// Chunks (collectives) of the pipelined algorithm, and pipeline stages of
+// the hierarchical one, when nothing else says:
+// the first chunk's transfer (AG-GEMM) or the last one's (reductions) is
+// what overlap cannot hide, a quarter of the whole with four, while each
+// collective's fixed cost stays small against a quarter of a large
+// operation's bytes. Provisional, not measured.
+constexpr int kPipelinedChunks = 4;
 
 // Limits of the plan descriptor's counts. Pieces of shards and steps grow
 // with chunks_per_shard (and MPI tags with twice group size times it); a

@@ -44,7 +44,9 @@ void build_reduction_direct(ScheduleBuilder& b) {
   const int P = b.P(), r = b.rank(), c = o.chunks_per_shard;
   const bool all_reduce = p.operation == Operation::GemmAr;
   const Split pieces = p.m_split.refine(c);  // piece q * c + j: chunk j of rank q's rows of C
-  const DType acc = accumulation_type(p.dtype);
+  // Products travel in C's type (each rounded once), or on request in the
+  // accumulation type.
+  const DType wire = product_type(p, o);
   auto piece_id = [&](int q, int j) { return q * c + j; };
   auto rows_of = [&](int id) { return pieces.count(id); };
   auto label = [&](const std::string& what, int id) {
@@ -63,7 +65,7 @@ void build_reduction_direct(ScheduleBuilder& b) {
   std::vector<int> send_slots;
   std::vector<int> send_slot_user(static_cast<std::size_t>(window), -1);
   for (int w = 0; w < window; ++w)
-    send_slots.push_back(b.add_workspace("product slot " + std::to_string(w), max_rows, p.n, p.dtype, Order::RowMajor));
+    send_slots.push_back(b.add_workspace("product slot " + std::to_string(w), max_rows, p.n, wire, Order::RowMajor));
   int next_send_slot = 0;
 
   // Per chunk of my rows: my own product and the received ones (slot and
@@ -74,42 +76,18 @@ void build_reduction_direct(ScheduleBuilder& b) {
   std::vector<int> finished(static_cast<std::size_t>(c), -1);
 
   // C's rows of chunk j = sum of the products + beta * C + bias, summed in the
-  // accumulation type: in one pass while the sources fit one element-wise
-  // step, else groups of them into a sum first.
+  // accumulation type (ScheduleBuilder::add_sum).
   auto emit_sum = [&](int j) {
     const int id = piece_id(r, j);
     if (rows_of(id) == 0) return;
-    const int lane = b.next_compute_lane();
     std::vector<Region> sources{own[j]};
     std::vector<int> deps{own_gemm[j]};
     for (const auto& [slot, recv] : arrived[j]) {
       sources.push_back(slot);
       deps.push_back(recv);
     }
-    const std::size_t per_step = 1 + kMaxMoreSources;
-    auto summed = [&](EpilogueOp e, std::size_t first, std::size_t count) {
-      e.src = sources[first];
-      e.more_src.assign(sources.begin() + static_cast<std::ptrdiff_t>(first) + 1,
-                        sources.begin() + static_cast<std::ptrdiff_t>(first + count));
-      return e;
-    };
-    if (sources.size() <= per_step) {
-      finished[j] = b.add_step(summed(b.finish(c_rows_of(id), own[j]), 0, sources.size()), lane, deps,
-                               label("sum products and finish", id));
-      return;
-    }
-    const Region sum{b.add_workspace("sum chunk " + std::to_string(j), rows_of(id), p.n, acc, Order::RowMajor), 0, 0,
-                     rows_of(id), p.n};
-    int last = -1;
-    for (std::size_t first = 0; first < sources.size(); first += per_step) {
-      EpilogueOp add = b.copy(sum, own[j]);
-      add.dst_scale = first == 0 ? Scalar::Zero : Scalar::One;
-      std::vector<int> after = deps;
-      if (last >= 0) after.push_back(last);
-      last = b.add_step(summed(add, first, std::min(per_step, sources.size() - first)), lane, after,
-                        label("sum products for", id));
-    }
-    finished[j] = b.add_step(b.finish(c_rows_of(id), sum), lane, {last}, label("finish", id));
+    finished[j] = b.add_sum(b.finish(c_rows_of(id), own[j]), sources, deps, b.next_compute_lane(),
+                            label("sum products and finish", id));
   };
 
   // Reduce-scatter phase.
@@ -133,7 +111,7 @@ void build_reduction_direct(ScheduleBuilder& b) {
       }
       if (rows_of(in_id) > 0) {
         const int slot = b.add_workspace("received product " + std::to_string(s) + " chunk " + std::to_string(j),
-                                         rows_of(in_id), p.n, p.dtype, Order::RowMajor);
+                                         rows_of(in_id), p.n, wire, Order::RowMajor);
         const Region where{slot, 0, 0, rows_of(in_id), p.n};
         const int recv = b.add_step(RecvOp{where, from, in_id}, kCommLane, {},
                                     label("receive product from rank " + std::to_string(from) + " for", in_id), batch);
@@ -147,7 +125,7 @@ void build_reduction_direct(ScheduleBuilder& b) {
       // Made and rounded like the products for other ranks, so every rank's
       // product enters the sum the same way.
       own[j] = Region{
-          b.add_workspace("own product chunk " + std::to_string(j), rows_of(id), p.n, p.dtype, Order::RowMajor), 0, 0,
+          b.add_workspace("own product chunk " + std::to_string(j), rows_of(id), p.n, wire, Order::RowMajor), 0, 0,
           rows_of(id), p.n};
       int scales_ready = -1;
       const GemmOp g = b.gemm_of_a_rows(pieces.offset(id), rows_of(id), own[j], Scalar::Alpha, Scalar::Zero,

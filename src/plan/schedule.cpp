@@ -59,6 +59,8 @@ const char* algorithm_name(Algorithm a) {
     case Algorithm::Ring: return "ring";
     case Algorithm::Sequential: return "sequential";
     case Algorithm::Direct: return "direct";
+    case Algorithm::Pipelined: return "pipelined";
+    case Algorithm::Hierarchical: return "hierarchical";
     case Algorithm::Summa: return "SUMMA";
   }
   return "?";

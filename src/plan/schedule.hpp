@@ -260,6 +260,8 @@ enum class Algorithm : int {
   Ring = WEAVE_ALGORITHM_RING,
   Sequential = WEAVE_ALGORITHM_SEQUENTIAL,
   Direct = WEAVE_ALGORITHM_DIRECT,
+  Pipelined = WEAVE_ALGORITHM_PIPELINED,
+  Hierarchical = WEAVE_ALGORITHM_HIERARCHICAL,
   Summa = WEAVE_ALGORITHM_SUMMA
 };
 enum class Direction : int {
@@ -278,6 +280,9 @@ struct ScheduleOptions {
   int compute_lanes = 1;      // GEMMs alternate between lanes
   bool gathered_output = false;
   bool reduce_in_output_type = false;  // 16-bit partial sums travel in C's type
+  // 16-bit reductions of the algorithms that move products in C's type
+  // (direct, pipelined, hierarchical) move them in the accumulation type.
+  bool reduce_in_accumulation_type = false;
   int slot_window = 3;        // reused partial-sum slots per chunk chain
   // Direct algorithm over a transport that reads peers' memory: each owner
   // sums the products where they were made (PeerSum steps) instead of
@@ -290,6 +295,9 @@ struct ScheduleOptions {
   // once, and how many panels of each operand may be in flight (slots).
   int64_t panel_width = 256;
   int panel_slots = 3;
+  // The node of each group rank (hierarchical plans), numbered from 0 in
+  // the order nodes first appear among the group's ranks; empty: one node.
+  std::vector<int> node_of_rank;
 };
 
 // The most panels a SUMMA schedule cuts K into (their tags must fit every
@@ -332,6 +340,9 @@ Schedule build_schedule(const Problem& problem, const ScheduleOptions& options);
 // BLAS call (gemm_is_one_call): a conjugate-transposed operand stored in
 // the other order than its product.
 void require_one_call_gemms(const Schedule& schedule);
+// For describe: the two levels of a hierarchical plan ("2 nodes of 2 ranks:
+// within each node ..., between nodes ...").
+std::string describe_hierarchical(const Problem& problem, const ScheduleOptions& options);
 
 // Multi-line listing of a schedule (for debugging and WEAVE_LOG=trace).
 std::string format_schedule(const Schedule& schedule);

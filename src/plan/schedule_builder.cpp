@@ -257,6 +257,37 @@ EpilogueOp ScheduleBuilder::add_bias(const Region& dst) const {
   return e;
 }
 
+int ScheduleBuilder::add_sum(EpilogueOp last, const std::vector<Region>& sources, const std::vector<int>& deps,
+                             int lane, const std::string& label) {
+  if (sources.empty()) fail(WEAVE_ERROR_INTERNAL, "a sum of no sources (", label, ")");
+  const std::size_t per_step = 1 + kMaxMoreSources;
+  auto summed = [&](EpilogueOp e, std::size_t first, std::size_t count) {
+    e.has_src = true;
+    e.src = sources[first];
+    e.more_src.assign(sources.begin() + static_cast<std::ptrdiff_t>(first) + 1,
+                      sources.begin() + static_cast<std::ptrdiff_t>(first + count));
+    return e;
+  };
+  if (sources.size() <= per_step) return add_step(summed(last, 0, sources.size()), lane, deps, label);
+  const Region& shape = last.dst;
+  const Region sum{add_workspace("sum for " + label, shape.rows, shape.cols, accumulation_type(problem_.dtype),
+                                 Order::RowMajor),
+                   0, 0, shape.rows, shape.cols};
+  int partial = -1;
+  for (std::size_t first = 0; first < sources.size(); first += per_step) {
+    EpilogueOp add = copy(sum, sources[first]);
+    add.dst_scale = first == 0 ? Scalar::Zero : Scalar::One;
+    std::vector<int> after = deps;
+    if (partial >= 0) after.push_back(partial);
+    partial = add_step(summed(add, first, std::min(per_step, sources.size() - first)), lane, after,
+                       "partial " + label);
+  }
+  last.has_src = true;
+  last.src = sum;
+  last.more_src.clear();
+  return add_step(last, lane, {partial}, label);
+}
+
 Schedule ScheduleBuilder::finish_schedule(Algorithm algorithm, Direction direction, int chunks) {
   for (const Step& s : schedule_.steps) {
     int tag = 0;
@@ -320,6 +351,13 @@ Schedule build_steps(const Problem& problem, const ScheduleOptions& options) {
   if (algorithm == Algorithm::Sequential) {
     build_sequential(builder);
     return builder.finish_schedule(algorithm, options.direction, 1);
+  }
+  if (algorithm == Algorithm::Pipelined || algorithm == Algorithm::Hierarchical) {
+    if (algorithm == Algorithm::Pipelined)
+      build_pipelined(builder);
+    else
+      build_hierarchical(builder);
+    return builder.finish_schedule(algorithm, Direction::Forward, options.chunks_per_shard);
   }
   if (algorithm == Algorithm::Direct) {
     if (problem.operation == Operation::AgGemm) fail(WEAVE_ERROR_INTERNAL, "AG-GEMM has no direct algorithm");

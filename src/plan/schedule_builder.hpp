@@ -72,6 +72,14 @@ class ScheduleBuilder {
   EpilogueOp finish(const Region& dst, const Region& src) const;
   // dst += bias on the columns of dst (no-op description if no bias).
   EpilogueOp add_bias(const Region& dst) const;
+  // Emits `last` (dst, scales and bias set) reading the sum of `sources`
+  // (regions laid out alike: one buffer type, order and leading dimension),
+  // summed in the accumulation type: in one element-wise pass while they
+  // fit one (1 + kMaxMoreSources), else groups of them into an
+  // accumulation-type sum first, which `last` then reads. Returns the step
+  // of `last`.
+  int add_sum(EpilogueOp last, const std::vector<Region>& sources, const std::vector<int>& deps, int lane,
+              const std::string& label);
   // The bias columns that line up with `c_region`'s columns of C.
   Region bias_for(const Region& c_region) const;
 
@@ -90,6 +98,14 @@ class ScheduleBuilder {
   // a_scales' copies, by (row0, rows): each made once.
   std::map<std::pair<int64_t, int64_t>, std::pair<ScaleOperand, int>> a_scale_copies_;
 };
+
+// The type a reduction's products travel in where an algorithm moves
+// products rather than partial sums (direct, pipelined, hierarchical): C's
+// type, each product rounded once, or the accumulation type when asked for
+// (ScheduleOptions::reduce_in_accumulation_type).
+inline DType product_type(const Problem& p, const ScheduleOptions& o) {
+  return o.reduce_in_accumulation_type ? accumulation_type(p.dtype) : p.dtype;
+}
 
 // Which chunks of a shard travel which way: the first half forward, the rest
 // backward for a bidirectional ring.
@@ -112,5 +128,7 @@ void build_gemm_sequential(ScheduleBuilder& b);  // WEAVE_GEMM: every panel firs
 // in the other order than its product), multiply its conjugate with op T
 // instead (conjugated_operands.cpp).
 void conjugate_operands_where_needed(Schedule& s, const Problem& p, bool gathered_output);
+void build_pipelined(ScheduleBuilder& b);     // all three operations
+void build_hierarchical(ScheduleBuilder& b);  // all three operations
 
 }  // namespace weave::internal::plan

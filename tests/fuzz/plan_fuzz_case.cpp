@@ -325,9 +325,9 @@ PlanCase decode_plan(FuzzInput& in, const std::vector<Matrix>& matrices) {
   // Over several ranks a short timeout would only measure how busy the
   // machine is; validation of every value is what one rank fuzzes.
   if (g_size > 1 && d.timeout_ms > 0 && d.timeout_ms < 60000) d.timeout_ms = 120000;
-  static const int32_t wild_flags[] = {1 << 5, 1 << 20, -1, INT32_MIN};
+  static const int32_t wild_flags[] = {1 << 6, 1 << 20, -1, INT32_MIN};
   const uint8_t f = in.byte();
-  d.flags = f < 224 ? (in.byte() & 31) : wild_flags[f % 4];
+  d.flags = f < 224 ? (in.byte() & 63) : wild_flags[f % 4];
   return p;
 }
 
@@ -340,7 +340,7 @@ void check_plan(weave_plan_t plan, const PlanCase& p, const std::vector<Matrix>&
     violated(std::string("weave_plan_describe gave \"") + (text ? text : "(null)") + "\"");
   auto in_range = [](int value, int first, int last) { return value >= first && value <= last; };
   const int algorithm = load(info.algorithm);
-  if (!(in_range(algorithm, WEAVE_ALGORITHM_RING, WEAVE_ALGORITHM_DIRECT) || algorithm == WEAVE_ALGORITHM_SUMMA) ||
+  if (!(in_range(algorithm, WEAVE_ALGORITHM_RING, WEAVE_ALGORITHM_HIERARCHICAL) || algorithm == WEAVE_ALGORITHM_SUMMA) ||
       !in_range(load(info.backend), WEAVE_BACKEND_HOST, WEAVE_BACKEND_CUDA) ||
       !in_range(load(info.transport), WEAVE_TRANSPORT_MPI, WEAVE_TRANSPORT_COPY_ENGINE) ||
       !in_range(load(info.direction), WEAVE_DIRECTION_FORWARD, WEAVE_DIRECTION_BIDIRECTIONAL) ||
@@ -357,7 +357,7 @@ void check_plan(weave_plan_t plan, const PlanCase& p, const std::vector<Matrix>&
     violated("a host plan over one rank (nothing to gather or sum) has " + std::to_string(workspace) +
              " bytes of workspace: " + text);
   if (host && info.group_size > 1 && load(p.desc.operation) == WEAVE_AG_GEMM) {
-    // Both AG-GEMM algorithms gather op(A), M x K, into the workspace. C
+    // Every AG-GEMM algorithm gathers op(A), M x K, into the workspace. C
     // holds all M rows; op(A)'s local block all K columns.
     const Matrix& a = matrices[static_cast<size_t>(p.a)];
     const Matrix& c = matrices[static_cast<size_t>(p.c)];

@@ -106,6 +106,15 @@ inline std::vector<Case> sweep_cases(const CaseListOptions& options, std::mt1993
                 c.algorithm = WEAVE_ALGORITHM_DIRECT;
                 c.direction = WEAVE_DIRECTION_AUTO;
               }
+              if (counter % 6 == 4 || counter % 12 == 3) {  // nor do the pipelined and hierarchical ones
+                c.algorithm = counter % 6 == 4 ? WEAVE_ALGORITHM_PIPELINED : WEAVE_ALGORITHM_HIERARCHICAL;
+                c.direction = WEAVE_DIRECTION_AUTO;
+              }
+              // The algorithms that move products, asked to move the
+              // accumulation type instead (16-bit C: float32).
+              c.reduce_in_accumulation_type = op != WEAVE_AG_GEMM && counter % 4 == 3 &&
+                                              (c.algorithm == WEAVE_ALGORITHM_DIRECT || c.algorithm == WEAVE_ALGORITHM_PIPELINED ||
+                                               c.algorithm == WEAVE_ALGORITHM_HIERARCHICAL);
               c.progress = counter % 3 == 1 ? WEAVE_PROGRESS_THREAD : WEAVE_PROGRESS_TILES;
               c.grid = grids[(counter / 2) % 4];
               c.gathered = op == WEAVE_AG_GEMM && counter % 5 == 0;
@@ -341,9 +350,10 @@ inline std::vector<Case> random_cases(const CaseListOptions& options, std::mt199
   const std::vector<Shards> shards{Shards::Balanced, Shards::Uneven, Shards::WithEmpty};
   const std::vector<weave_direction_t> directions{WEAVE_DIRECTION_FORWARD, WEAVE_DIRECTION_BACKWARD,
                                                   WEAVE_DIRECTION_BIDIRECTIONAL};
-  const std::vector<weave_algorithm_t> algorithms{WEAVE_ALGORITHM_RING, WEAVE_ALGORITHM_RING,
+  const std::vector<weave_algorithm_t> algorithms{WEAVE_ALGORITHM_RING,   WEAVE_ALGORITHM_RING,
                                                   WEAVE_ALGORITHM_SEQUENTIAL, WEAVE_ALGORITHM_AUTO,
-                                                  WEAVE_ALGORITHM_DIRECT};
+                                                  WEAVE_ALGORITHM_DIRECT, WEAVE_ALGORITHM_PIPELINED,
+                                                  WEAVE_ALGORITHM_HIERARCHICAL};
   const std::vector<GridKind> grids{GridKind::Column1D, GridKind::Row1D, GridKind::Rows2D, GridKind::Columns2D};
   const std::vector<bool> flags{false, true};
   std::uniform_int_distribution<int64_t> size(0, 40);
@@ -377,6 +387,11 @@ inline std::vector<Case> random_cases(const CaseListOptions& options, std::mt199
       if (c.operation == WEAVE_AG_GEMM) c.algorithm = WEAVE_ALGORITHM_RING;
       else c.direction = WEAVE_DIRECTION_AUTO;
     }
+    if (c.algorithm == WEAVE_ALGORITHM_PIPELINED || c.algorithm == WEAVE_ALGORITHM_HIERARCHICAL)
+      c.direction = WEAVE_DIRECTION_AUTO;  // no direction
+    c.reduce_in_accumulation_type = c.operation != WEAVE_AG_GEMM && pick(flags, rng) &&
+                                    (c.algorithm == WEAVE_ALGORITHM_DIRECT || c.algorithm == WEAVE_ALGORITHM_PIPELINED ||
+                                     c.algorithm == WEAVE_ALGORITHM_HIERARCHICAL);
     c.grid = pick(grids, rng);
     c.gathered = c.operation == WEAVE_AG_GEMM && pick(flags, rng);
     make_complex_variant(c, i);

@@ -49,7 +49,7 @@ namespace {
 // The case without its complex scalars' imaginary parts.
 std::string case_text(const Case& c) {
   static const char* ops[] = {"", "AG-GEMM", "GEMM-RS", "GEMM-AR"};
-  static const char* algs[] = {"auto", "ring", "seq", "direct"};
+  static const char* algs[] = {"auto", "ring", "seq", "direct", "pipelined", "hierarchical"};
   static const char* dirs[] = {"auto", "fwd", "bwd", "bidir"};
   // bias=0, or bias=<order>+<ld padding>: C+1 is column-major with ld 2.
   char bias_text[32] = "0";
@@ -81,14 +81,15 @@ std::string case_text(const Case& c) {
   char text[480];
   std::snprintf(text, sizeof text,
                 "%s %s%s op=%c%c order=%c%c%c %s M=%lld N=%lld K=%lld bias=%s beta=%g alpha=%g pad=%d chunks=%d "
-                "dir=%s alg=%s progress=%s grid=%s gathered=%d repeats=%d%s%s%s",
+                "dir=%s alg=%s progress=%s grid=%s gathered=%d repeats=%d%s%s%s%s",
                 ops[c.operation], dtype_short_name(c.dtype), types_text, "NTC"[c.op_a], "NTC"[c.op_b],
                 c.order_a ? 'R' : 'C', c.order_b ? 'R' : 'C', c.order_c ? 'R' : 'C', shards_name(c.shards),
                 static_cast<long long>(c.m), static_cast<long long>(c.n), static_cast<long long>(c.k), bias_text, c.beta,
                 c.alpha, c.padded ? 1 : 0, c.chunks, dirs[c.direction], algs[c.algorithm],
                 c.progress == WEAVE_PROGRESS_THREAD ? "thread" : c.progress == WEAVE_PROGRESS_TILES ? "tiles" : "auto",
                 grid_kind_name(c.grid), c.gathered ? 1 : 0, c.repeats, c.fresh_inputs ? " fresh-inputs" : "",
-                c.allow_tf32 ? " tf32" : "", c.memory == WEAVE_MEMORY_DEVICE ? " memory=device" : "");
+                c.allow_tf32 ? " tf32" : "", c.memory == WEAVE_MEMORY_DEVICE ? " memory=device" : "",
+                c.reduce_in_accumulation_type ? " reduce-in-accumulation-type" : "");
   return text;
 }
 }  // namespace
@@ -880,7 +881,8 @@ bool run_case_unguarded(const Case& cs, uint64_t seed) {
   pd.chunks_per_shard = cs.chunks;
   pd.progress = cs.progress;
   pd.timeout_ms = 120000;
-  pd.flags = (cs.gathered ? WEAVE_FLAG_GATHERED_OUTPUT : 0) | (cs.allow_tf32 ? WEAVE_FLAG_ALLOW_TF32 : 0);
+  pd.flags = (cs.gathered ? WEAVE_FLAG_GATHERED_OUTPUT : 0) | (cs.allow_tf32 ? WEAVE_FLAG_ALLOW_TF32 : 0) |
+             (cs.reduce_in_accumulation_type ? WEAVE_FLAG_REDUCE_IN_ACCUMULATION_TYPE : 0);
   pd.wire_type = cs.wire_type;
   weave_plan_t plan = nullptr;
   CHECK_WEAVE(weave_plan_create(g.grid, &pd, &plan));
@@ -945,10 +947,18 @@ bool run_case_unguarded(const Case& cs, uint64_t seed) {
       generate(seed + 0x9E3779B97F4A7C15ULL * static_cast<uint64_t>(repeat));
       // A 16-bit C is rounded once: by the step that finishes a reduction
       // (partial sums stay float32), or by AG-GEMM's GEMM, and once more
-      // where AG-GEMM adds the bias afterwards. The direct algorithm rounds
-      // each rank's product to C's type before it travels: one more.
-      const bool direct = info.algorithm == WEAVE_ALGORITHM_DIRECT;
-      const int roundings = (ag && cs.bias) || direct ? 2 : 1;
+      // where AG-GEMM adds the bias afterwards. The algorithms that move
+      // products (direct; pipelined for 16-bit C) round each rank's product
+      // to C's type before it travels: one more, unless they move the
+      // accumulation type; the hierarchical one rounds each node's partial
+      // sum once more before it leaves the node.
+      const bool sixteen_bit = t == WEAVE_FLOAT16 || t == WEAVE_BFLOAT16;
+      const bool products = !ag && !cs.reduce_in_accumulation_type &&
+                            (info.algorithm == WEAVE_ALGORITHM_DIRECT || info.algorithm == WEAVE_ALGORITHM_HIERARCHICAL ||
+                             (info.algorithm == WEAVE_ALGORITHM_PIPELINED && sixteen_bit));
+      const int roundings = info.algorithm == WEAVE_ALGORITHM_HIERARCHICAL && products ? 3
+                            : (ag && cs.bias) || products                                ? 2
+                                                                                         : 1;
       // FP8 GEMMs on GPUs: Hopper's tensor cores sum FP8 products in less
       // than float32 between cuBLASLt's promotions to float32 (about 14
       // bits, by DeepSeek-V3's report on H800): a bound for that, not

@@ -78,6 +78,7 @@ struct Case {
   int64_t m = 0, n = 0, k = 0;
   bool gathered = false;
   bool allow_tf32 = false;  // WEAVE_FLAG_ALLOW_TF32 (float32 on GPUs), with its looser tolerance
+  bool reduce_in_accumulation_type = false;  // WEAVE_FLAG_REDUCE_IN_ACCUMULATION_TYPE
   int repeats = 1;
   bool fresh_inputs = false;  // every repeat multiplies new random A, B, C and bias, in the same buffers
   // WEAVE_GEMM: a grid_rows x (ranks / grid_rows) grid, the layouts of A

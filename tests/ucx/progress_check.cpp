@@ -171,6 +171,10 @@ int main(int argc, char** argv) {
 
     weave::internal::host::HostBackendOptions backend_options;
     backend_options.tile_flops = 2.0e6;  // about 16 tiles per chunk GEMM
+    // Every GEMM in those tiles, even one that runs when nothing is in
+    // flight (which the executor otherwise cuts coarser): property 1.
+    backend_options.idle_tile_factor = 1;
+    backend_options.min_tile = 1;
     weave::internal::host::HostBackend backend(schedule, backend_options);
     Trace trace;
     RecordingTransport transport(

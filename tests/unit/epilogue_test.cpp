@@ -149,5 +149,63 @@ TEST(HostBackendEpilogue, HonoursTheBiasOrderAndLd) {
   }
 }
 
+// The host backend cuts a GEMM into column tiles with a progress call
+// between them: tiles of tile_flops while transfers are in flight, tiles
+// idle_tile_factor times coarser when the calls only send arrival notices
+// (from the start, or from the call that says no transfer is left), never
+// narrower than min_tile, none without a hook; the product is the
+// same every way.
+TEST(HostBackendGemm, TilesFollowTheProgressHook) {
+  const int64_t m = 16, n = 256, k = 8;  // 65536 flops
+  plan::Schedule s = caller_buffers(m, n, Order::ColMajor, 1);
+  s.buffers[plan::kBufferA].rows = m;
+  s.buffers[plan::kBufferA].cols = k;
+  s.buffers[plan::kBufferA].ld = m;
+  s.buffers[plan::kBufferB].rows = k;
+  s.buffers[plan::kBufferB].cols = n;
+  s.buffers[plan::kBufferB].ld = k;
+  std::vector<double> a(static_cast<std::size_t>(m * k)), b(static_cast<std::size_t>(k * n));
+  for (std::size_t x = 0; x < a.size(); ++x) a[x] = 0.25 * static_cast<double>(x % 7);
+  for (std::size_t x = 0; x < b.size(); ++x) b[x] = 0.5 * static_cast<double>(x % 5);
+  plan::GemmOp op;
+  op.a = plan::Region{plan::kBufferA, 0, 0, m, k};
+  op.b = plan::Region{plan::kBufferB, 0, 0, k, n};
+  op.c = plan::Region{plan::kBufferC, 0, 0, m, n};
+  op.alpha = plan::Scalar::One;
+  // 256 flops per column: tiles of 16 columns, idle ones of 64.
+  std::vector<double> reference;
+  struct Way {
+    bool hook, in_flight;
+    int in_flight_calls;  // calls that still report transfers in flight
+    int64_t min_columns;
+    int calls;
+  };
+  for (const Way& way : {Way{false, false, 0, 1, 0}, Way{true, true, 1000, 1, 15}, Way{true, false, 0, 1, 3},
+                         Way{true, true, 1, 1, 5}, Way{true, true, 1000, 128, 1}}) {
+    host::HostBackendOptions options;
+    options.tile_flops = 4096;
+    options.idle_tile_factor = 4;
+    options.min_tile = way.min_columns;
+    host::HostBackend backend(s, options);
+    std::vector<double> c(static_cast<std::size_t>(m * n), 0.0);
+    exec::Bindings bindings;
+    bindings.schedule = &s;
+    bindings.user[plan::kBufferA] = a.data();
+    bindings.user[plan::kBufferB] = b.data();
+    bindings.user[plan::kBufferC] = c.data();
+    int calls = 0;
+    exec::ProgressHook hook;
+    if (way.hook) hook.call = [&] { return ++calls <= way.in_flight_calls; };
+    hook.transfers_in_flight = way.in_flight;
+    backend.gemm(op, 0, bindings, exec::Scalars{}, hook);
+    EXPECT_EQ(calls, way.calls) << "hook " << way.hook << ", transfers in flight " << way.in_flight << " for "
+                                << way.in_flight_calls << " calls, tiles of at least " << way.min_columns;
+    if (reference.empty())
+      reference = c;
+    else
+      EXPECT_EQ(c, reference);
+  }
+}
+
 }  // namespace
 }  // namespace weave_test

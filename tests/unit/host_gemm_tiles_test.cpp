@@ -92,9 +92,17 @@ TEST(HostGemmTiles, EveryTilingGivesTheProduct) {
             options.min_tile = min_tile;
             host::HostBackend backend(s, options);
             int calls = 0;
-            backend.gemm(op, 0, bindings, exec::Scalars{}, [&] { ++calls; });
-            const int64_t longer = std::max(shape.m, shape.n);
-            const int64_t tiles = std::max<int64_t>(1, std::min(shape.m * shape.n / (32 * 32), longer / min_tile));
+            exec::ProgressHook hook;
+            hook.call = [&] {
+              ++calls;
+              return true;  // transfers stay in flight: every tile of tile_flops
+            };
+            backend.gemm(op, 0, bindings, exec::Scalars{}, hook);
+            // Tiles of the longer side, each 32 * 32 / shorter lines (of
+            // tile_flops) but at least min_tile, the last one what is left.
+            const int64_t longer = std::max(shape.m, shape.n), shorter = std::min(shape.m, shape.n);
+            const int64_t tile_lines = std::min(longer, std::max<int64_t>(min_tile, 32 * 32 / shorter));
+            const int64_t tiles = (longer + tile_lines - 1) / tile_lines;
             EXPECT_EQ(calls, tiles - 1) << "progress calls between the tiles of the longer side";
             for (int64_t i = 0; i < shape.m; ++i)
               for (int64_t j = 0; j < shape.n; ++j) {

@@ -601,6 +601,84 @@ TEST(PlannerErrors, DirectIsForReductionsWithoutARingDirection) {
   EXPECT_EQ(r.schedule.chunks_per_shard, 1);
 }
 
+// The pipelined collectives run every operation, have no ring direction,
+// and cut shards into kPipelinedChunks chunks unless told otherwise.
+TEST(Planner, PipelinedForEveryOperationWithoutADirection) {
+  for (auto op : {weave::internal::Operation::AgGemm, weave::internal::Operation::GemmRs,
+                  weave::internal::Operation::GemmAr}) {
+    weave_plan_desc_t desc{};
+    desc.algorithm = WEAVE_ALGORITHM_PIPELINED;
+    Resolved r = resolve_options(desc, host_problem(op), {}, host_only());
+    EXPECT_EQ(r.schedule.algorithm, Algorithm::Pipelined);
+    EXPECT_EQ(r.schedule.direction, Direction::Forward);
+    EXPECT_EQ(r.schedule.chunks_per_shard, kPipelinedChunks);
+    desc.chunks_per_shard = 3;
+    EXPECT_EQ(resolve_options(desc, host_problem(op), {}, host_only()).schedule.chunks_per_shard, 3);
+    desc.direction = WEAVE_DIRECTION_BACKWARD;
+    expect_failure(desc, host_problem(op), {}, host_only(), WEAVE_ERROR_UNSUPPORTED,
+                   "the pipelined algorithm has no direction");
+    desc = {};
+    r = resolve_options(desc, host_problem(op), {{"WEAVE_ALGORITHM", "pipelined"}}, host_only());
+    EXPECT_EQ(r.schedule.algorithm, Algorithm::Pipelined);
+  }
+  // Over a transport whose collectives NCCL runs, NCCL must be built.
+  Capabilities caps = everything();
+  for (TransportDescription& t : caps.transports)
+    if (t.id == Transport::Nccl) t.compiled = false;
+  weave_plan_desc_t desc{};
+  desc.algorithm = WEAVE_ALGORITHM_PIPELINED;
+  desc.transport = WEAVE_TRANSPORT_COPY_ENGINE;
+  expect_failure(desc, device_problem(), {}, caps, WEAVE_ERROR_NOT_COMPILED, "the pipelined algorithm over the");
+}
+
+// Hierarchical plans take the node of every group rank from the node
+// layout, need the same number of ranks on every node, and have no ring
+// direction.
+TEST(Planner, HierarchicalNeedsEvenNodes) {
+  Capabilities caps = host_only();
+  caps.nodes.node_of_rank = {0, 0, 1, 1};
+  caps.nodes.nodes = 2;
+  weave_plan_desc_t desc{};
+  desc.algorithm = WEAVE_ALGORITHM_HIERARCHICAL;
+  Resolved r = resolve_options(desc, host_problem(), {}, caps);
+  EXPECT_EQ(r.schedule.algorithm, Algorithm::Hierarchical);
+  EXPECT_EQ(r.schedule.node_of_rank, caps.nodes.node_of_rank);
+  EXPECT_EQ(r.schedule.chunks_per_shard, kPipelinedChunks);
+  desc.algorithm = WEAVE_ALGORITHM_AUTO;
+  r = resolve_options(desc, host_problem(weave::internal::Operation::AgGemm), {{"WEAVE_ALGORITHM", "hierarchical"}}, caps);
+  EXPECT_EQ(r.schedule.algorithm, Algorithm::Hierarchical);
+  desc.algorithm = WEAVE_ALGORITHM_HIERARCHICAL;
+  desc.direction = WEAVE_DIRECTION_BIDIRECTIONAL;
+  expect_failure(desc, host_problem(), {}, caps, WEAVE_ERROR_UNSUPPORTED, "the hierarchical algorithm has no direction");
+  desc.direction = WEAVE_DIRECTION_AUTO;
+  caps.nodes.node_of_rank = {0, 0, 0, 1};
+  expect_failure(desc, host_problem(), {}, caps, WEAVE_ERROR_UNSUPPORTED, "2 nodes (3, 1 ranks)");
+  // No layout found: one node of every rank.
+  EXPECT_EQ(resolve_options(desc, host_problem(), {}, host_only()).schedule.node_of_rank, std::vector<int>(4, 0));
+}
+
+// What reductions move: the two flags each ask for one type, and both at
+// once is an error; float32 products over a transport that reads peers'
+// products in C's type travel as messages, and the plan says so.
+TEST(Planner, ReductionWireFlags) {
+  weave_plan_desc_t desc{};
+  desc.flags = WEAVE_FLAG_REDUCE_IN_ACCUMULATION_TYPE;
+  Resolved r = resolve_options(desc, host_problem(), {}, host_only());
+  EXPECT_TRUE(r.schedule.reduce_in_accumulation_type);
+  EXPECT_FALSE(r.schedule.reduce_in_output_type);
+  desc.flags = WEAVE_FLAG_REDUCE_IN_ACCUMULATION_TYPE | WEAVE_FLAG_REDUCE_IN_OUTPUT_TYPE;
+  expect_failure(desc, host_problem(), {}, host_only(), WEAVE_ERROR_INVALID_VALUE, "a reduction moves one type");
+  desc = {};
+  desc.transport = WEAVE_TRANSPORT_SM;
+  desc.algorithm = WEAVE_ALGORITHM_DIRECT;
+  const weave::internal::Problem rs = device_case(weave::internal::Operation::GemmRs);
+  EXPECT_TRUE(resolve_options(desc, rs, {}, everything()).schedule.peer_sums);
+  desc.flags = WEAVE_FLAG_REDUCE_IN_ACCUMULATION_TYPE;
+  r = resolve_options(desc, rs, {}, everything());
+  EXPECT_FALSE(r.schedule.peer_sums);
+  EXPECT_NE(r.notes.find("travel as messages"), std::string::npos) << r.notes;
+}
+
 TEST(PlannerErrors, BidirectionalWithOneChunk) {
   weave_plan_desc_t desc{};
   desc.direction = WEAVE_DIRECTION_BIDIRECTIONAL;
@@ -698,8 +776,8 @@ TEST(PlannerErrors, EnumsOutOfRange) {
   desc.transport = static_cast<weave_transport_t>(9);
   expect_failure(desc, p, {}, host_only(), WEAVE_ERROR_INVALID_VALUE, "transport = 9");
   desc = {};
-  desc.algorithm = static_cast<weave_algorithm_t>(5);
-  expect_failure(desc, p, {}, host_only(), WEAVE_ERROR_INVALID_VALUE, "algorithm = 5");
+  desc.algorithm = static_cast<weave_algorithm_t>(7);
+  expect_failure(desc, p, {}, host_only(), WEAVE_ERROR_INVALID_VALUE, "algorithm = 7");
   desc = {};
   desc.direction = static_cast<weave_direction_t>(9);
   expect_failure(desc, p, {}, host_only(), WEAVE_ERROR_INVALID_VALUE, "direction = 9");

@@ -37,7 +37,7 @@ struct ScheduleCase {
         << weave::internal::plan::direction_name(options.direction) << " chunks=" << options.chunks_per_shard
         << " lanes=" << options.compute_lanes << " window=" << options.slot_window
         << " gathered=" << options.gathered_output << " reduce_in_output=" << options.reduce_in_output_type
-        << " peer_sums=" << options.peer_sums << " one_shot=" << options.all_reduce_one_shot
+        << " reduce_in_accumulation=" << options.reduce_in_accumulation_type << " peer_sums=" << options.peer_sums << " one_shot=" << options.all_reduce_one_shot
         << " alpha=" << alpha << " beta=" << beta;
     return out.str();
   }
@@ -159,6 +159,25 @@ void scale_group(GroupCase& g, int counter) {
   if (b == ScaleMode::Block128x128 || b == ScaleMode::Mxfp8) g.n = 130 + g.n;
 }
 
+// One case of a sweep: the group varied by the case counter, and the lanes,
+// gathered output, scalars and gathered-output padding rotating with it.
+ScheduleCase varied_case(Operation op, Algorithm algorithm, int P, Shards shards, int chunks, int counter) {
+  ScheduleCase c;
+  GroupCase& g = c.group;
+  g.operation = op;
+  g.ranks = P;
+  g.shards = shards;
+  vary_group(g, counter);
+  c.options.algorithm = algorithm;
+  c.options.chunks_per_shard = chunks;
+  c.options.compute_lanes = 1 + counter % 2;
+  c.options.gathered_output = op == Operation::AgGemm && counter % 3 != 0;
+  c.alpha = counter % 3 == 0 ? 1.0 : -1.25;
+  c.beta = counter % 2 == 0 ? 0.0 : (counter % 4 == 1 ? 1.0 : 0.5);
+  c.gathered_ld_padding = counter % 5 == 1 ? 3 : 0;
+  return c;
+}
+
 // The sweep: operation x algorithm/direction x chunks x ranks x shard
 // pattern, with transposes, orders, bias, beta, padding, element type,
 // lanes, slot window and gathered output rotating through the cases.
@@ -172,7 +191,8 @@ std::vector<ScheduleCase> sweep_cases(bool fp8 = false) {
                               {Algorithm::Ring, Direction::Forward},
                               {Algorithm::Ring, Direction::Backward},
                               {Algorithm::Ring, Direction::Bidirectional},
-                              {Algorithm::Direct, Direction::Forward}};
+                              {Algorithm::Direct, Direction::Forward},
+                              {Algorithm::Pipelined, Direction::Forward}};
   const Shards patterns[] = {Shards::Balanced, Shards::Uneven, Shards::WithEmpty};
   std::vector<ScheduleCase> cases;
   int counter = 0;
@@ -183,25 +203,17 @@ std::vector<ScheduleCase> sweep_cases(bool fp8 = false) {
         if (v.direction == Direction::Bidirectional && chunks < 2 && op != Operation::AgGemm) continue;
         if (v.algorithm == Algorithm::Sequential && chunks > 1) continue;  // sequential has no chunks
         if (v.algorithm == Algorithm::Direct && op == Operation::AgGemm) continue;  // reductions only
+        // Scaled rows are gathered by the ring and the sequential plan only.
+        if (fp8 && v.algorithm == Algorithm::Pipelined && op == Operation::AgGemm) continue;
         for (int P = 1; P <= 5; ++P)
           for (Shards s : patterns) {
-            ScheduleCase c;
-            GroupCase& g = c.group;
-            g.operation = op;
-            g.ranks = P;
-            g.shards = s;
-            vary_group(g, counter);
-            if (fp8) scale_group(g, counter);
-            c.options.algorithm = v.algorithm;
+            ScheduleCase c = varied_case(op, v.algorithm, P, s, chunks, counter);
+            if (fp8) scale_group(c.group, counter);
             c.options.direction = v.direction;
-            c.options.chunks_per_shard = chunks;
-            c.options.compute_lanes = 1 + counter % 2;
             c.options.slot_window = 2 + counter % 3;
-            c.options.gathered_output = op == Operation::AgGemm && counter % 3 != 0;
-            c.options.reduce_in_output_type = g.dtype != DType::F64 && counter % 2 == 0;
-            c.alpha = counter % 3 == 0 ? 1.0 : -1.25;
-            c.beta = counter % 2 == 0 ? 0.0 : (counter % 4 == 1 ? 1.0 : 0.5);
-            c.gathered_ld_padding = counter % 5 == 1 ? 3 : 0;
+            c.options.reduce_in_output_type = c.group.dtype != DType::F64 && counter % 2 == 0;
+            // The algorithms that move products may move them as float32.
+            c.options.reduce_in_accumulation_type = !c.options.reduce_in_output_type && counter % 3 == 1;
             ++counter;
             cases.push_back(c);
           }
@@ -269,7 +281,7 @@ TEST(Schedules, SweepHostAndStreamOrder) {
 TEST(Schedules, EveryTransposeAndOrder) {
   std::vector<ScheduleCase> cases;
   for (Operation op : {Operation::AgGemm, Operation::GemmRs, Operation::GemmAr})
-    for (Algorithm alg : {Algorithm::Ring, Algorithm::Sequential, Algorithm::Direct})
+    for (Algorithm alg : {Algorithm::Ring, Algorithm::Sequential, Algorithm::Direct, Algorithm::Pipelined})
       for (int bits = 0; bits < 64; ++bits) {
         if (alg == Algorithm::Direct && op == Operation::AgGemm) continue;
         ScheduleCase c;
@@ -292,24 +304,26 @@ TEST(Schedules, EveryTransposeAndOrder) {
         c.beta = 0.75;
         cases.push_back(c);
       }
-  run_cases(cases, {Model::DepsOnly}, 2, 512);
+  run_cases(cases, {Model::DepsOnly}, 2, 704);
 }
 
 // Shapes at the edges: K = 0 (C = beta C + bias), fewer rows than ranks and
 // chunks, a single column, every rank but one empty: rings in each
-// direction, and the direct algorithm for the reductions.
+// direction, the pipelined collectives, and the direct algorithm for the
+// reductions.
 TEST(Schedules, DegenerateShapes) {
   const std::array<Sizes, 5> sizes = {{{6, 4, 0}, {2, 3, 5}, {1, 1, 1}, {9, 1, 4}, {3, 8, 2}}};
   std::vector<ScheduleCase> cases;
   for (Operation op : {Operation::AgGemm, Operation::GemmRs, Operation::GemmAr})
     for (const Sizes& z : sizes)
-      for (int variant = 0; variant < 4; ++variant)
+      for (int variant = 0; variant < 5; ++variant)
         for (int P : {2, 3, 5}) {
-          const bool direct = variant == 3;
+          const bool direct = variant == 3, pipelined = variant == 4;
           if (direct && op == Operation::AgGemm) continue;
-          const Direction d = direct ? Direction::Forward : static_cast<Direction>(WEAVE_DIRECTION_FORWARD + variant);
+          const Direction d = direct || pipelined ? Direction::Forward
+                                                  : static_cast<Direction>(WEAVE_DIRECTION_FORWARD + variant);
           ScheduleCase c;
-          c.options.algorithm = direct ? Algorithm::Direct : Algorithm::Ring;
+          c.options.algorithm = direct ? Algorithm::Direct : pipelined ? Algorithm::Pipelined : Algorithm::Ring;
           c.group.operation = op;
           c.group.ranks = P;
           c.group.shards = Shards::WithEmpty;
@@ -323,7 +337,7 @@ TEST(Schedules, DegenerateShapes) {
           c.beta = -0.5;
           cases.push_back(c);
         }
-  run_cases(cases, {Model::DepsOnly, Model::StreamOrdered}, 2, 165);
+  run_cases(cases, {Model::DepsOnly, Model::StreamOrdered}, 2, 210);
 }
 
 // The counting interpretation on its own terms: with beta == 0 C starts as
@@ -332,7 +346,7 @@ TEST(Schedules, DegenerateShapes) {
 TEST(Schedules, BetaZeroWritesEveryElementOnce) {
   std::vector<ScheduleCase> cases;
   for (Operation op : {Operation::AgGemm, Operation::GemmRs, Operation::GemmAr})
-    for (Algorithm alg : {Algorithm::Ring, Algorithm::Direct})
+    for (Algorithm alg : {Algorithm::Ring, Algorithm::Direct, Algorithm::Pipelined})
       for (int P : {1, 2, 3, 4, 5})
         for (int chunks : {1, 2, 3}) {
           if (alg == Algorithm::Direct && op == Operation::AgGemm) continue;
@@ -349,7 +363,7 @@ TEST(Schedules, BetaZeroWritesEveryElementOnce) {
           c.beta = 0.0;
           cases.push_back(c);
         }
-  run_cases(cases, {Model::DepsOnly}, 4, 75);
+  run_cases(cases, {Model::DepsOnly}, 4, 120);
 }
 
 // The direct algorithm sums at most 1 + kMaxMoreSources products in one
@@ -566,6 +580,202 @@ TEST(Schedules, DirectMakesProductsForOthersBeforeItsOwn) {
           EXPECT_LT(last_sent, first_own) << "P=" << P << " chunks=" << chunks << " rank " << p.group_rank;
         }
       }
+}
+
+// Hierarchical plans: every operation over groups of N nodes of L ranks
+// (every divisor L of P = 1..6), the nodes' ranks consecutive or
+// interleaved (rank q on node q % N), 1 to 3 chunks, every shard pattern,
+// with transposes, orders, bias, beta, padding, types (16-bit products and
+// node partial sums in C's type, or float32) and lanes rotating; and the
+// edge shapes.
+std::vector<ScheduleCase> hierarchical_cases() {
+  const Operation operations[] = {Operation::AgGemm, Operation::GemmRs, Operation::GemmAr};
+  const Shards patterns[] = {Shards::Balanced, Shards::Uneven, Shards::WithEmpty};
+  std::vector<ScheduleCase> cases;
+  int counter = 0;
+  for (Operation op : operations)
+    for (int P : {1, 2, 3, 4, 6})
+      for (int L = 1; L <= P; ++L) {
+        if (P % L != 0) continue;
+        const int N = P / L;
+        for (bool interleaved : {false, true}) {
+          if (interleaved && (N == 1 || L == 1)) continue;  // the same layout
+          for (int chunks = 1; chunks <= 3; ++chunks)
+            for (Shards s : patterns) {
+              ScheduleCase c = varied_case(op, Algorithm::Hierarchical, P, s, chunks, counter);
+              for (int q = 0; q < P; ++q) c.options.node_of_rank.push_back(interleaved ? q % N : q / L);
+              c.options.reduce_in_accumulation_type = c.group.dtype == DType::F16 && counter % 2 == 0;
+              ++counter;
+              cases.push_back(c);
+            }
+        }
+      }
+  const std::array<Sizes, 4> sizes = {{{6, 4, 0}, {2, 3, 5}, {1, 1, 1}, {9, 1, 4}}};
+  for (Operation op : operations)
+    for (const Sizes& z : sizes)
+      for (int P : {2, 4, 6}) {
+        ScheduleCase c;
+        c.group.operation = op;
+        c.group.ranks = P;
+        c.group.shards = Shards::WithEmpty;
+        c.group.m = z.m;
+        c.group.n = z.n;
+        c.group.k = z.k;
+        c.group.bias = true;
+        c.options.algorithm = Algorithm::Hierarchical;
+        c.options.chunks_per_shard = 2;
+        for (int q = 0; q < P; ++q) c.options.node_of_rank.push_back(q / 2);
+        c.options.gathered_output = op == Operation::AgGemm;
+        c.beta = -0.5;
+        cases.push_back(c);
+      }
+  return cases;
+}
+
+TEST(Schedules, HierarchicalSweep) {
+  run_cases(hierarchical_cases(), {Model::DepsOnly, Model::Host, Model::StreamOrdered}, 2, 440);
+}
+
+// Between nodes only ranks of the same local index talk, and a piece
+// crosses the network once per pair of nodes: over 2 nodes of 2 ranks,
+// AG-GEMM rank (n, l) sends c pieces to the other node (its own) where a
+// flat exchange would send them to both of the other node's ranks.
+TEST(Schedules, HierarchicalCrossesNodesOncePerPiece) {
+  using weave::internal::plan::SendOp;
+  for (Operation op : {Operation::AgGemm, Operation::GemmRs, Operation::GemmAr}) {
+    GroupCase g = whole_tiles(op, 4, 2);
+    ScheduleOptions o;
+    o.algorithm = Algorithm::Hierarchical;
+    o.chunks_per_shard = 2;
+    o.node_of_rank = {0, 0, 1, 1};
+    for (const weave::internal::Problem& p : make_group_problems(g)) {
+      const weave::internal::plan::Schedule s = weave::internal::plan::build_schedule(p, o);
+      int across = 0, within = 0;
+      for (const auto& step : s.steps)
+        if (const auto* send = std::get_if<SendOp>(&step.op)) {
+          const bool other_node = o.node_of_rank[static_cast<std::size_t>(send->peer)] !=
+                                  o.node_of_rank[static_cast<std::size_t>(p.group_rank)];
+          across += other_node;
+          within += !other_node;
+          if (other_node) {
+            EXPECT_EQ(send->peer % 2, p.group_rank % 2) << "only the same local index talks across: " << step.label;
+          }
+        }
+      // AG: my 2 pieces; RS: 2 node partial sums; AR: those and my 2 finished pieces.
+      EXPECT_EQ(across, op == Operation::GemmAr ? 4 : 2) << operation_name(op) << " rank " << p.group_rank;
+      // AG: my 2 pieces and 2 forwarded; RS: 2 product blocks; AR: 2 + 4.
+      EXPECT_EQ(within, op == Operation::GemmRs ? 2 : op == Operation::AgGemm ? 4 : 6)
+          << operation_name(op) << " rank " << p.group_rank;
+    }
+  }
+}
+
+// What the pipelined reductions move (plan/wire.hpp): a 16-bit C's products
+// in C's type, point to point, summed by their owner; float32 partial sums
+// through the collective library when asked for; an f32 or f64 C's partial
+// sums through the collective library. AG-GEMM: one all-gather per chunk.
+TEST(Schedules, PipelinedWire) {
+  using weave::internal::plan::CollectiveKind;
+  using weave::internal::plan::CollectiveOp;
+  using weave::internal::plan::SendOp;
+  using weave::internal::plan::StepKind;
+  struct Expect {
+    Operation op;
+    DType dtype;
+    bool accumulation;
+    DType travels;
+    bool point_to_point;
+  };
+  const Expect cases[] = {{Operation::GemmRs, DType::F16, false, DType::F16, true},
+                          {Operation::GemmAr, DType::F16, false, DType::F16, true},
+                          {Operation::GemmRs, DType::F16, true, DType::F32, false},
+                          {Operation::GemmAr, DType::F16, true, DType::F32, false},
+                          {Operation::GemmRs, DType::F64, false, DType::F64, false},
+                          {Operation::GemmAr, DType::F32, false, DType::F32, false}};
+  for (const Expect& e : cases) {
+    GroupCase g = whole_tiles(e.op, 3, 2);
+    g.dtype = e.dtype;
+    ScheduleOptions o;
+    o.algorithm = Algorithm::Pipelined;
+    o.chunks_per_shard = 2;
+    o.reduce_in_accumulation_type = e.accumulation;
+    for (const weave::internal::Problem& p : make_group_problems(g)) {
+      const weave::internal::plan::Schedule s = weave::internal::plan::build_schedule(p, o);
+      int sends = 0, reductions = 0, gathers = 0;
+      for (const auto& step : s.steps) {
+        if (const auto* send = std::get_if<SendOp>(&step.op)) {
+          ++sends;
+          EXPECT_EQ(s.buffer(send->src).dtype, e.travels) << step.label;
+        } else if (const auto* coll = std::get_if<CollectiveOp>(&step.op)) {
+          if (coll->kind == CollectiveKind::AllGather) {
+            ++gathers;  // GEMM-AR's finished rows, in C's type
+            EXPECT_EQ(s.buffer(coll->recv).dtype, e.dtype) << step.label;
+          } else {
+            ++reductions;
+            EXPECT_EQ(s.buffer(coll->recv).dtype, e.travels) << step.label;
+          }
+        }
+      }
+      EXPECT_EQ(sends, e.point_to_point ? 2 * 2 : 0) << "rank " << p.group_rank;  // 2 peers x 2 chunks
+      EXPECT_EQ(reductions, e.point_to_point ? 0 : 2);
+      EXPECT_EQ(gathers, e.op == Operation::GemmAr && e.point_to_point ? 2 : 0);
+    }
+  }
+  GroupCase g = whole_tiles(Operation::AgGemm, 3, 3);
+  ScheduleOptions o;
+  o.algorithm = Algorithm::Pipelined;
+  o.chunks_per_shard = 3;
+  const weave::internal::plan::Schedule s = weave::internal::plan::build_schedule(make_group_problems(g)[1], o);
+  int gathers = 0;
+  for (const auto& step : s.steps) gathers += step.kind() == StepKind::Collective;
+  EXPECT_EQ(gathers, 3);
+}
+
+// A host thread runs compute steps in schedule order: the pipelined
+// reductions emit the pass that finishes chunk j (which waits for chunk j's
+// reduction) after the GEMMs of chunk j + 1, so those run while chunk j
+// travels; AG-GEMM multiplies its own rows before any gathered one.
+TEST(Schedules, PipelinedOrdersComputeForOverlap) {
+  using weave::internal::plan::StepKind;
+  for (Operation op : {Operation::GemmRs, Operation::GemmAr, Operation::AgGemm})
+    for (DType t : {DType::F32, DType::F16}) {
+      GroupCase g = whole_tiles(op, 3, 3);
+      g.dtype = t;
+      ScheduleOptions o;
+      o.algorithm = Algorithm::Pipelined;
+      o.chunks_per_shard = 3;
+      for (const weave::internal::Problem& p : make_group_problems(g)) {
+        const weave::internal::plan::Schedule s = weave::internal::plan::build_schedule(p, o);
+        if (op == Operation::AgGemm) {
+          bool seen_gathered = false;
+          for (const auto& step : s.steps) {
+            if (step.kind() != StepKind::Gemm) continue;
+            const bool from_a = std::get<weave::internal::plan::GemmOp>(step.op).a.buffer == weave::internal::plan::kBufferA;
+            EXPECT_FALSE(from_a && seen_gathered) << step.label;
+            seen_gathered = seen_gathered || !from_a;
+          }
+          continue;
+        }
+        // The n-th epilogue that writes C must come after the GEMMs of chunk n + 1.
+        std::vector<int> last_gemm_of_chunk(3, -1), first_finish_of_chunk(3, 1 << 30);
+        for (int i = 0; i < static_cast<int>(s.steps.size()); ++i) {
+          const auto& step = s.steps[static_cast<std::size_t>(i)];
+          for (int j = 0; j < 3; ++j) {
+            const std::string tag = "chunk " + std::to_string(j);
+            if (step.label.find(tag) == std::string::npos) continue;
+            if (step.kind() == StepKind::Gemm) last_gemm_of_chunk[j] = i;
+            const auto* e = std::get_if<weave::internal::plan::EpilogueOp>(&step.op);
+            if (e && e->dst.buffer == weave::internal::plan::kBufferC)
+              first_finish_of_chunk[j] = std::min(first_finish_of_chunk[j], i);
+          }
+        }
+        for (int j = 0; j + 1 < 3; ++j)
+          EXPECT_GE(last_gemm_of_chunk[j + 1], 0) << "no GEMM of chunk " << j + 1;
+        for (int j = 0; j + 1 < 3; ++j)
+          EXPECT_LT(last_gemm_of_chunk[j + 1], first_finish_of_chunk[j])
+              << operation_name(op) << " " << dtype_name(t) << " rank " << p.group_rank << " chunk " << j;
+      }
+    }
 }
 
 // With one partial-sum slot per chain, a reduction ring's receive of step

@@ -195,6 +195,8 @@ program fortran_layout_test
   call expect("WEAVE_ALGORITHM_RING", int(WEAVE_ALGORITHM_RING, c_int64_t))
   call expect("WEAVE_ALGORITHM_SEQUENTIAL", int(WEAVE_ALGORITHM_SEQUENTIAL, c_int64_t))
   call expect("WEAVE_ALGORITHM_DIRECT", int(WEAVE_ALGORITHM_DIRECT, c_int64_t))
+  call expect("WEAVE_ALGORITHM_PIPELINED", int(WEAVE_ALGORITHM_PIPELINED, c_int64_t))
+  call expect("WEAVE_ALGORITHM_HIERARCHICAL", int(WEAVE_ALGORITHM_HIERARCHICAL, c_int64_t))
   call expect("WEAVE_ALGORITHM_SUMMA", int(WEAVE_ALGORITHM_SUMMA, c_int64_t))
   call expect("WEAVE_BACKEND_AUTO", int(WEAVE_BACKEND_AUTO, c_int64_t))
   call expect("WEAVE_BACKEND_HOST", int(WEAVE_BACKEND_HOST, c_int64_t))
@@ -218,6 +220,7 @@ program fortran_layout_test
   call expect("WEAVE_FLAG_REDUCE_IN_OUTPUT_TYPE", int(WEAVE_FLAG_REDUCE_IN_OUTPUT_TYPE, c_int64_t))
   call expect("WEAVE_FLAG_TRACE", int(WEAVE_FLAG_TRACE, c_int64_t))
   call expect("WEAVE_FLAG_NO_EXECUTE_CHECK", int(WEAVE_FLAG_NO_EXECUTE_CHECK, c_int64_t))
+  call expect("WEAVE_FLAG_REDUCE_IN_ACCUMULATION_TYPE", int(WEAVE_FLAG_REDUCE_IN_ACCUMULATION_TYPE, c_int64_t))
 
   if (failures == 0) then
     print '("PASS: ", i0, " sizes, offsets and constants agree with weave.h")', checked

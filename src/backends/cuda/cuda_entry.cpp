@@ -43,6 +43,14 @@ bool stream_is_capturing(void* stream) {
   return status != cudaStreamCaptureStatusNone;
 }
 
+void synchronize(void* stream) {
+  WEAVE_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
+}
+
+void fill_device_bytes(void* pointer, int value, std::size_t bytes) {
+  WEAVE_CUDA_CHECK(cudaMemset(pointer, value, bytes));
+}
+
 bool process_uses_cuda() {
   // The driver library is loaded only once something in the process has used
   // CUDA; RTLD_NOLOAD finds it without loading it, and cuCtxGetCurrent then

@@ -35,4 +35,11 @@ bool process_uses_cuda();
 // Whether `stream` is being captured into a CUDA graph.
 bool stream_is_capturing(void* stream);
 
+// Waits until the work enqueued on `stream` (null: the legacy default
+// stream) has run (plan creation's calibration times it).
+void synchronize(void* stream);
+
+// Sets `bytes` bytes of device memory at `pointer` to `value`, synchronously.
+void fill_device_bytes(void* pointer, int value, std::size_t bytes);
+
 }  // namespace weave::internal::cuda

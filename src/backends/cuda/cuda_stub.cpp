@@ -15,4 +15,12 @@ bool stream_is_capturing(void*) { return false; }
 
 bool process_uses_cuda() { return false; }
 
+void synchronize(void*) {
+  fail(WEAVE_ERROR_NOT_COMPILED, "the CUDA backend is not compiled into this Weave; rebuild with -DWEAVE_ENABLE_CUDA=ON");
+}
+
+void fill_device_bytes(void*, int, std::size_t) {
+  fail(WEAVE_ERROR_NOT_COMPILED, "the CUDA backend is not compiled into this Weave; rebuild with -DWEAVE_ENABLE_CUDA=ON");
+}
+
 }  // namespace weave::internal::cuda

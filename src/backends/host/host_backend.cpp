@@ -89,21 +89,28 @@ void call_gemm(const kernels::ColumnMajorGemm& g, exec::ScalarValue alpha, exec:
 // C = alpha op(A) op(B) + beta C in BLAS (A, B and C all f32, f64, c64 or
 // c128). Tiles of C when someone wants to be called between them: column
 // tiles (of C and op(B)), or row tiles (of C and op(A)) where C is taller
-// than wide, so that a tall, narrow product is called back as often.
+// than wide, so that a tall, narrow product is called back as often. Tiles
+// of tile_flops while transfers are in flight; once a call says none is
+// left (or from the start, when the calls only send arrival notices), the
+// rest of C in tiles idle_tile_factor times larger; never narrower than
+// min_tile.
 void blas_gemm(const exec::MatrixRef& a, Op op_a, const exec::MatrixRef& b, Op op_b, const exec::MatrixRef& c,
                exec::ScalarValue alpha, exec::ScalarValue beta, const HostBackendOptions& options,
                const exec::ProgressHook& progress) {
   const int64_t k = op_a == Op::N ? a.cols : a.rows;
-  int64_t tiles = 1;
   const bool row_tiles = c.rows > c.cols;
-  if (progress) {
-    const double flops = 2.0 * static_cast<double>(c.rows) * static_cast<double>(c.cols) * static_cast<double>(k);
-    tiles = std::clamp<int64_t>(static_cast<int64_t>(flops / options.tile_flops), 1,
-                                std::max<int64_t>(1, (row_tiles ? c.rows : c.cols) / options.min_tile));
-  }
-  for (int64_t t = 0; t < tiles; ++t) {
-    const int64_t extent = row_tiles ? c.rows : c.cols;
-    const int64_t first = extent * t / tiles, count = extent * (t + 1) / tiles - first;
+  const int64_t extent = row_tiles ? c.rows : c.cols;
+  const double flops_per_line = 2.0 * static_cast<double>(row_tiles ? c.cols : c.rows) * static_cast<double>(k);
+  auto tile_extent = [&](bool in_flight) {
+    if (!progress) return extent;
+    const double flops = options.tile_flops * (in_flight ? 1.0 : options.idle_tile_factor);
+    const double lines = flops_per_line > 0 ? flops / flops_per_line : static_cast<double>(extent);
+    const int64_t wanted = lines >= static_cast<double>(extent) ? extent : static_cast<int64_t>(lines);
+    return std::clamp<int64_t>(wanted, std::min(options.min_tile, extent), extent);
+  };
+  bool in_flight = progress && progress.transfers_in_flight;
+  for (int64_t first = 0; first < extent;) {
+    const int64_t count = std::min(tile_extent(in_flight), extent - first);
     const exec::MatrixRef c_tile =
         row_tiles ? kernels::op_rows(c, Op::N, first, count) : kernels::op_columns(c, Op::N, first, count);
     const exec::MatrixRef a_tile = row_tiles ? kernels::op_rows(a, op_a, first, count) : a;
@@ -117,7 +124,8 @@ void blas_gemm(const exec::MatrixRef& a, Op op_a, const exec::MatrixRef& b, Op o
       default:
         fail(WEAVE_ERROR_INTERNAL, "BLAS multiplies f32, f64, c64 and c128, not ", dtype_name(c.dtype));
     }
-    if (progress && t + 1 < tiles) progress();
+    first += count;
+    if (progress && first < extent) in_flight = progress();
   }
 }
 

@@ -25,10 +25,14 @@ struct HostBackendOptions {
   double tile_flops = 4.0e7;
   // ... and at least this many rows or columns wide: BLAS packs the other
   // operand again for every tile, which cost a 1024 x 1024 x 2048 f64 GEMM
-  // cut into 32-wide tiles half its time again (4 ranks on 2 cores); 128
-  // brought it within noise of the uncut GEMM and left the 1-D operations'
-  // host benchmark where it was.
+  // cut into 32-wide tiles half its time again (4 ranks on 2 cores), and
+  // 32-column tiles made GEMMs 2 x slower on a 2-core machine; 128 brought
+  // it within noise of the uncut GEMM and left the 1-D operations' host
+  // benchmark where it was.
   int64_t min_tile = 128;
+  // Tiles this many times larger when no transfer is in flight (the calls
+  // between them then only send arrival notices).
+  double idle_tile_factor = 64;
 };
 
 class HostBackend final : public exec::ComputeBackend {

@@ -4,6 +4,7 @@
 
 #include "core/error.hpp"
 #include "core/mpi_check.hpp"
+#include "core/nodes.hpp"
 #include "transport/peer/peer_entry.hpp"
 
 namespace weave::internal::transport {
@@ -15,9 +16,10 @@ constexpr int kBusIdLength = 64;
 bool peer_access_usable(const GroupView& group, std::string* why_not) {
   std::string reason;
   int ok = 1;
-  if (ranks_on_my_node(group.comm) != group.size) {
+  const NodeLayout nodes = node_layout(group.comm);
+  if (nodes.nodes > 1) {
     ok = 0;
-    reason = str("the group's ", group.size, " ranks span more than one node");
+    reason = str("the group's ", group.size, " ranks span ", nodes.summary(), nodes.emulated ? " (WEAVE_NODE)" : "");
   }
   // Each rank checks peer access to every other rank's GPU, found by PCI bus id.
   char mine[kBusIdLength] = {0};

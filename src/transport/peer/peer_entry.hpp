@@ -9,7 +9,8 @@
 
 namespace weave::internal::transport {
 
-// Whether every rank of the group shares one node with peer access between
+// Whether every rank of the group shares one node (core/nodes.hpp: a
+// shared-memory domain, refined by WEAVE_NODE) with peer access between
 // their GPUs; every rank gets the same answer, and `why_not` the reason
 // when not. Collective over the group.
 bool peer_access_usable(const GroupView& group, std::string* why_not);

@@ -1,0 +1,253 @@
+#include "api/calibration.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <functional>
+
+#include "backends/cuda/cuda_entry.hpp"
+#include "backends/host/host_backend.hpp"
+#include "core/error.hpp"
+#include "exec/executor.hpp"
+#include "plan/calibration_schedules.hpp"
+#include "transport/registry.hpp"
+
+namespace weave::internal {
+
+namespace {
+
+// Each dimension of the calibration GEMM at most this: large enough for the
+// GEMM's rate at that shape, small enough to take milliseconds.
+constexpr int64_t kHostGemmCap = 512;
+constexpr int64_t kDeviceGemmCap = 4096;
+// Each way of moving data is timed at two sizes (bytes of a rank's buffer):
+// the plan's own (the whole of what its sequential collective moves,
+// rounded up to a power of two: MPI and NCCL switch algorithms with the
+// size, so small transfers do not predict large ones), at most the cap,
+// and a sixteenth of it, at least the floor.
+constexpr double kHostFloorBytes = 64.0 * 1024, kHostCapBytes = 32.0 * 1024 * 1024;
+constexpr double kDeviceFloorBytes = 1024.0 * 1024, kDeviceCapBytes = 256.0 * 1024 * 1024;
+constexpr double kSmallFraction = 1.0 / 16;
+
+// The larger calibration size for `problem`.
+double plan_bytes(const Problem& problem, bool device) {
+  const bool ag = problem.operation == Operation::AgGemm;
+  const double element = static_cast<double>(dtype_size(ag ? problem.dtype : accumulation_type(problem.dtype)));
+  const double whole = static_cast<double>(problem.m) * static_cast<double>(ag ? problem.k : problem.n) * element;
+  const double floor = device ? kDeviceFloorBytes : kHostFloorBytes, cap = device ? kDeviceCapBytes : kHostCapBytes;
+  double bytes = floor / kSmallFraction;
+  while (bytes < whole && bytes < cap) bytes *= 2;
+  return std::min(bytes, cap);
+}
+// Timed runs after one warm-up; the median counts (a loaded machine's
+// fastest run is not what a plan will see).
+constexpr int kRepeats = 3;
+
+double median(std::vector<double> times) {
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+// Calibration workspace is filled with this byte: a small normal number in
+// every element type (a GEMM on zeros would run faster than on data).
+constexpr int kFillByte = 0x3C;
+
+// What the GEMM's calibration runs beside: nothing.
+class NoTransport final : public transport::Transport {
+ public:
+  std::string name() const override { return "none"; }
+  bool stream_ordered() const override { return false; }
+};
+
+class Runner {
+ public:
+  Runner(GridState& grid, const GroupView& group, const plan::Resolved& resolved, const WaitBounds& bounds, bool device)
+      : grid_(grid), group_(group), resolved_(resolved), bounds_(bounds), device_(device) {}
+
+  // Seconds of the median of kRepeats runs of `schedule` on this rank,
+  // over `over` (null: the plan's transport, made on first use).
+  double seconds(const plan::Schedule& schedule, const Problem& problem, transport::Transport* over = nullptr) {
+    std::shared_ptr<exec::ComputeBackend> backend = make_backend(schedule, problem);
+    // MPI's and NCCL's transports do not depend on the schedule they run:
+    // one serves every calibration schedule.
+    if (!over && !transport_) {
+      const transport::TransportContext context{grid_, group_, problem, schedule, resolved_, backend->workspace()};
+      transport_ = transport::transport_row(resolved_.transport).make(context);
+    }
+    transport::Transport& transport = over ? *over : *transport_;
+    exec::ExecutorOptions options;
+    options.bounds = bounds_;
+    options.call = "weave_plan_create (calibration)";
+    options.workspace_owner = backend;
+    exec::Executor executor(schedule, *backend, transport, options);
+    exec::Bindings bindings;
+    bindings.schedule = &schedule;
+    bindings.workspace = backend->workspace();
+    const exec::Scalars scalars{1.0, 0.0};
+    bindings.scalars = scalars;
+    return timed([&] {
+      executor.run(bindings, scalars, nullptr);
+      if (device_) cuda::synchronize(nullptr);
+    });
+  }
+
+  // Host only: the median seconds of the GEMM step of `schedule` cut into
+  // the tiles the executor asks for while transfers are in flight.
+  double tiled_gemm_seconds(const plan::Schedule& schedule, const Problem& problem) {
+    std::shared_ptr<exec::ComputeBackend> backend = make_backend(schedule, problem);
+    exec::Bindings bindings;
+    bindings.schedule = &schedule;
+    bindings.workspace = backend->workspace();
+    const exec::Scalars scalars{1.0, 0.0};
+    exec::ProgressHook in_flight;
+    in_flight.call = [] { return true; };
+    in_flight.transfers_in_flight = true;
+    const auto& gemm = std::get<plan::GemmOp>(schedule.steps.at(0).op);
+    return timed([&] { backend->gemm(gemm, 0, bindings, scalars, in_flight); });
+  }
+
+ private:
+  std::shared_ptr<exec::ComputeBackend> make_backend(const plan::Schedule& schedule, const Problem& problem) const {
+    std::shared_ptr<exec::ComputeBackend> backend;
+    if (device_) {
+      backend = cuda::make_cuda_backend(schedule, problem, cuda::CudaBackendOptions{});
+      if (schedule.workspace_bytes > 0)
+        cuda::fill_device_bytes(backend->workspace(), kFillByte, static_cast<std::size_t>(schedule.workspace_bytes));
+    } else {
+      backend = std::make_shared<host::HostBackend>(schedule, host::HostBackendOptions{});
+      if (schedule.workspace_bytes > 0)
+        std::memset(backend->workspace(), kFillByte, static_cast<std::size_t>(schedule.workspace_bytes));
+    }
+    return backend;
+  }
+
+  // One warm-up run, then the median of kRepeats.
+  static double timed(const std::function<void()>& run) {
+    run();
+    std::vector<double> times;
+    for (int repeat = 0; repeat < kRepeats; ++repeat) {
+      const auto start = std::chrono::steady_clock::now();
+      run();
+      times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    }
+    return median(times);
+  }
+
+  GridState& grid_;
+  const GroupView& group_;
+  const plan::Resolved& resolved_;
+  WaitBounds bounds_;
+  bool device_;
+  std::unique_ptr<transport::Transport> transport_;
+};
+
+int64_t capped(int64_t dimension, int64_t cap) { return dimension <= 0 ? cap : std::min(dimension, cap); }
+
+int64_t elements(double bytes, DType type) {
+  return std::max<int64_t>(1, static_cast<int64_t>(bytes / static_cast<double>(dtype_size(type))));
+}
+
+// The slowest rank's times, on every rank (bounded like every collective
+// of the group's channel).
+std::vector<double> slowest(const GroupView& group, const std::vector<double>& times) {
+  auto all = std::make_shared<std::vector<double>>(times);
+  group.channel->collective(
+      [&](MPI_Request* request) {
+        return MPI_Iallreduce(MPI_IN_PLACE, all->data(), static_cast<int>(all->size()), MPI_DOUBLE, MPI_MAX,
+                              group.channel->comm(), request);
+      },
+      all, "the calibration's times");
+  return *all;
+}
+
+// The links: a point-to-point exchange and each collective at two sizes,
+// and for several nodes of several ranks exchanges within and between nodes.
+std::shared_ptr<plan::Calibration> measure_links(Runner& runner, const GroupView& group, const Problem& p,
+                                                 const NodeLayout& nodes, double large) {
+  const int P = group.size, r = group.rank;
+  const DType type = p.dtype, summed = accumulation_type(p.dtype);
+  const double sizes[] = {large * kSmallFraction, large};
+  std::vector<double> times;
+  auto exchange = [&](int to, int from) {
+    for (double bytes : sizes)
+      times.push_back(runner.seconds(plan::exchange_calibration(p, to, from, elements(bytes, type)), p));
+  };
+  exchange((r + 1) % P, (r - 1 + P) % P);
+  for (plan::CollectiveKind kind :
+       {plan::CollectiveKind::AllGather, plan::CollectiveKind::ReduceScatter, plan::CollectiveKind::AllReduce}) {
+    const DType moved = kind == plan::CollectiveKind::AllGather ? type : summed;
+    for (double bytes : sizes)
+      times.push_back(runner.seconds(plan::collective_calibration(p, kind, elements(bytes, moved) / P * P, moved), p));
+  }
+  const int L = nodes.ranks_per_node(), N = nodes.nodes;
+  const bool levels = N > 1 && L > 1 && static_cast<int>(nodes.node_of_rank.size()) == P;
+  if (levels) {
+    std::vector<std::vector<int>> members(static_cast<std::size_t>(N));
+    for (int q = 0; q < P; ++q)
+      members[static_cast<std::size_t>(nodes.node_of_rank[static_cast<std::size_t>(q)])].push_back(q);
+    const int node = nodes.node_of_rank[static_cast<std::size_t>(r)];
+    const auto& mine = members[static_cast<std::size_t>(node)];
+    const int local = static_cast<int>(std::find(mine.begin(), mine.end(), r) - mine.begin());
+    exchange(mine[static_cast<std::size_t>((local + 1) % L)], mine[static_cast<std::size_t>((local - 1 + L) % L)]);
+    exchange(members[static_cast<std::size_t>((node + 1) % N)][static_cast<std::size_t>(local)],
+             members[static_cast<std::size_t>((node - 1 + N) % N)][static_cast<std::size_t>(local)]);
+  }
+  const std::vector<double> t = slowest(group, times);
+  auto calibration = std::make_shared<plan::Calibration>();
+  auto fit = [&](std::size_t at) { return plan::LinkCost::fit(sizes[0], t[at], sizes[1], t[at + 1]); };
+  calibration->point_to_point = fit(0);
+  calibration->all_gather = fit(2);
+  calibration->reduce_scatter = fit(4);
+  calibration->all_reduce = fit(6);
+  if (levels) {
+    calibration->levels = true;
+    calibration->within_node = fit(8);
+    calibration->between_nodes = fit(10);
+  }
+  return calibration;
+}
+
+}  // namespace
+
+std::shared_ptr<const plan::Calibration> calibrate(GridState& grid, const GroupView& group, const Problem& problem,
+                                                   const plan::Resolved& resolved, const NodeLayout& nodes,
+                                                   const WaitBounds& bounds) {
+  const bool device = resolved.backend == plan::Backend::Cuda;
+  const Problem p = plan::calibration_problem(group.size, group.rank, problem.dtype,
+                                              device ? Memory::Device : Memory::Host);
+  Runner runner(grid, group, resolved, bounds, device);
+  const std::string what = str("group ", static_cast<int>(group.kind), " over ", static_cast<int>(resolved.transport),
+                               " on ", plan::backend_name(resolved.backend), " in ", dtype_name(problem.dtype));
+  // The links once per grid, group, transport, backend, type and size
+  // (measured outside the cache's lock: making a transport may use the
+  // cache).
+  const double large = plan_bytes(problem, device);
+  const std::string links_key = str("calibrated links at ", large, " bytes of ", what);
+  auto links = std::static_pointer_cast<plan::Calibration>(grid.find_cached(links_key));
+  if (!links) {
+    std::shared_ptr<void> measured = measure_links(runner, group, p, nodes, large);
+    links = std::static_pointer_cast<plan::Calibration>(grid.cached(links_key, [&] { return measured; }));
+  }
+  // The GEMM at the plan's shape, each dimension capped, once per shape.
+  const int64_t cap = device ? kDeviceGemmCap : kHostGemmCap;
+  const bool ag = problem.operation == Operation::AgGemm;
+  const int64_t m = capped(problem.m, cap), n = capped(ag ? problem.n_split.max_count() : problem.n, cap),
+                k = capped(ag ? problem.k : problem.k_split.max_count(), cap);
+  // Alone, and on the host also in the tiles it runs in beside transfers.
+  auto rates = std::static_pointer_cast<std::vector<double>>(
+      grid.cached(str("calibrated GEMM ", m, "x", n, "x", k, " of ", what), [&] {
+        NoTransport none;
+        const plan::Schedule gemm = plan::gemm_calibration(p, m, n, k);
+        std::vector<double> times{runner.seconds(gemm, p, &none)};
+        if (!device) times.push_back(runner.tiled_gemm_seconds(gemm, p));
+        const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+        auto per_second = std::make_shared<std::vector<double>>();
+        for (double seconds : slowest(group, times)) per_second->push_back(flops / seconds);
+        return per_second;
+      }));
+  auto calibration = std::make_shared<plan::Calibration>(*links);
+  calibration->gemm_flops_per_s = rates->at(0);
+  if (rates->size() > 1) calibration->overlapped_gemm_flops_per_s = rates->at(1);
+  return calibration;
+}
+
+}  // namespace weave::internal

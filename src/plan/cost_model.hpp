@@ -1,0 +1,101 @@
+// The planner's model of where overlap pays: the time of each algorithm
+// (sequential, ring, direct, pipelined collectives, hierarchical) predicted
+// from what was measured of the machine at plan creation (a Calibration:
+// the GEMM's rate and the time of each way of moving bytes the algorithms
+// use), and the choice among them. Pure: the measurements are passed in.
+//
+// The predictions are a pipeline's: an algorithm that cuts the work into k
+// stages takes the stage it cannot hide (its first GEMM or its last
+// transfer) plus, for every other stage, the longer of its GEMM and its
+// transfer. They ignore what the stages cost each other (a host core that
+// both multiplies and drives the network; NCCL's kernels on SMs the GEMMs
+// want), so an overlapped plan is chosen only when it is predicted at least
+// kModelOverlapMargin faster than the sequential plan: a wrong guess then
+// costs at most what the model underestimates.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/nodes.hpp"
+#include "core/problem.hpp"
+#include "plan/schedule.hpp"
+
+namespace weave::internal::plan {
+
+// Seconds to move `bytes`: latency + bytes * seconds_per_byte.
+struct LinkCost {
+  double latency_s = 0;
+  double seconds_per_byte = 0;
+  double time(double bytes) const { return latency_s + bytes * seconds_per_byte; }
+  // The line through two measurements (bytes, seconds), latency >= 0.
+  static LinkCost fit(double bytes_1, double seconds_1, double bytes_2, double seconds_2);
+};
+
+// What a plan's group, transport and backend were measured to do (the
+// slowest rank's time of each), once per grid, group, transport, backend
+// and element type.
+struct Calibration {
+  double gemm_flops_per_s = 0;
+  // The GEMM's rate while it shares the machine with transfers: on the host
+  // cut into the tiles between which the executor drives them (0: as
+  // gemm_flops_per_s). The overlapped plans' GEMMs run at this rate.
+  double overlapped_gemm_flops_per_s = 0;
+  // Every rank sends `bytes` to one peer while it receives as much from
+  // another (a ring's step).
+  LinkCost point_to_point;
+  // The collective library's, by the bytes of the whole buffer of a rank:
+  // all-gather (every rank's part together), reduce-scatter (what each rank
+  // contributes), all-reduce (the buffer).
+  LinkCost all_gather, reduce_scatter, all_reduce;
+  // Groups spanning several nodes of several ranks: point to point between
+  // ranks of one node, and between ranks of one local index on different
+  // nodes.
+  bool levels = false;
+  LinkCost within_node, between_nodes;
+  // The share of the shorter of two things running side by side (a GEMM, a
+  // transfer) that overlap hides: 1 where the transfers need no core the
+  // GEMM wants (GPUs; a host rank with a spare core for a progress thread),
+  // 0 where they do (host ranks sharing their cores: moving bytes over TCP
+  // or shared memory takes the same cores as BLAS, and only a faster way of
+  // moving them pays). Set by the planner, not measured.
+  double overlap_efficiency = 1;
+  std::string summary() const;  // for describe
+};
+
+// An overlapped plan is chosen only if predicted this much faster than the
+// sequential one (a fraction of the sequential time), and one of another
+// algorithm than the measured rule's (the incumbent) only if predicted this
+// much faster than it too.
+constexpr double kModelOverlapMargin = 0.10;
+
+struct Candidate {
+  Algorithm algorithm = Algorithm::Sequential;
+  int chunks = 1;
+  double seconds = 0;  // predicted
+};
+
+// The predicted time of `algorithm` with `chunks` per shard for `problem`
+// (the slowest rank's share), moving reductions as `options` says (its
+// flags; options.algorithm is ignored).
+double predict_seconds(const Problem& problem, const ScheduleOptions& options, Algorithm algorithm, int chunks,
+                       const Calibration& calibration, const NodeLayout& nodes);
+
+struct ModelChoice {
+  Candidate chosen;
+  std::vector<Candidate> candidates;  // every one predicted, sequential first
+  std::string why;                    // for describe
+};
+
+// The choice among `algorithms` (sequential is always a candidate): the
+// fastest prediction, or the sequential plan unless that is at least
+// kModelOverlapMargin faster; an algorithm other than `incumbent` (what the
+// measured rules would run) also only if it is that much faster than the
+// incumbent's best. `chunks` > 0 fixes the chunks per shard; 0 lets the
+// model pick among the usual depths (ring: `ring_chunks`).
+ModelChoice choose_by_model(const Problem& problem, const ScheduleOptions& options,
+                            const std::vector<Algorithm>& algorithms, int chunks, int ring_chunks,
+                            const Calibration& calibration, const NodeLayout& nodes,
+                            Algorithm incumbent = Algorithm::Sequential);
+
+}  // namespace weave::internal::plan

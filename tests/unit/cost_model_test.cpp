@@ -1,0 +1,278 @@
+// The planner's model (plan/cost_model.hpp): its predictions follow the
+// links and the GEMM rate it is given, the choice takes the fastest
+// prediction only when it beats the sequential plan by the margin, the
+// chunks asked for are kept, and the planner uses it where no measured rule
+// covers the links (host plans; device plans spanning nodes over NCCL),
+// asks for a calibration when it has none, and skips it with
+// WEAVE_CALIBRATE=0.
+#include <gtest/gtest.h>
+
+#include <mpi.h>
+
+#include "core/error.hpp"
+#include "group_problem.hpp"
+#include "plan/cost_model.hpp"
+#include "plan/planner.hpp"
+#include "transport/registry.hpp"
+
+namespace weave_test {
+namespace {
+
+using namespace weave::internal::plan;
+using weave::internal::DType;
+using weave::internal::NodeLayout;
+using weave::internal::Operation;
+
+weave::internal::Problem problem(Operation op, int P, int64_t m, int64_t n, int64_t k, DType t = DType::F64) {
+  GroupCase g;
+  g.operation = op;
+  g.ranks = P;
+  g.m = m;
+  g.n = n;
+  g.k = k;
+  g.dtype = t;
+  return make_group_problems(g)[0];
+}
+
+LinkCost link(double gigabytes_per_s, double latency_us = 10) {
+  LinkCost c;
+  c.latency_s = latency_us * 1e-6;
+  c.seconds_per_byte = 1e-9 / gigabytes_per_s;
+  return c;
+}
+
+// A machine whose point-to-point transfers and collectives run at the
+// given rates, multiplying at `gflops`.
+Calibration machine(double gflops, double p2p, double collectives) {
+  Calibration c;
+  c.gemm_flops_per_s = gflops * 1e9;
+  c.point_to_point = link(p2p);
+  c.all_gather = c.reduce_scatter = c.all_reduce = link(collectives);
+  return c;
+}
+
+NodeLayout one_node(int P) {
+  NodeLayout n;
+  n.node_of_rank.assign(static_cast<std::size_t>(P), 0);
+  return n;
+}
+
+TEST(LinkCost, FitsTwoMeasurements) {
+  const LinkCost c = LinkCost::fit(1000, 2e-6 + 1000e-9, 1e6, 2e-6 + 1e6 * 1e-9);
+  EXPECT_NEAR(c.latency_s, 2e-6, 1e-12);
+  EXPECT_NEAR(c.seconds_per_byte, 1e-9, 1e-15);
+  // A faster large transfer than small one (noise): no negative slope or latency.
+  const LinkCost noisy = LinkCost::fit(1000, 5e-6, 1e6, 4e-6);
+  EXPECT_GE(noisy.latency_s, 0);
+  EXPECT_GT(noisy.seconds_per_byte, 0);
+}
+
+TEST(CostModel, SequentialIsGemmPlusCollective) {
+  const auto p = problem(Operation::AgGemm, 4, 4096, 4096, 4096);
+  const Calibration c = machine(1000, 10, 10);
+  const double gemm = 2.0 * 4096 * 1024 * 4096 / 1e12;
+  const double gather = c.all_gather.time(4096.0 * 4096 * 8);
+  EXPECT_NEAR(predict_seconds(p, {}, Algorithm::Sequential, 1, c, one_node(4)), gemm + gather, 1e-9);
+  // Overlap hides the shorter of the two, less what cannot be hidden.
+  for (Algorithm a : {Algorithm::Ring, Algorithm::Pipelined}) {
+    const double t = predict_seconds(p, {}, a, 4, c, one_node(4));
+    EXPECT_LT(t, gemm + gather) << algorithm_name(a);
+    EXPECT_GE(t, std::max(gemm, gather) * 0.999) << algorithm_name(a);
+  }
+}
+
+TEST(CostModel, ChoosesWhatTheLinksFavour) {
+  const std::vector<Algorithm> all{Algorithm::Ring, Algorithm::Pipelined, Algorithm::Direct};
+  const auto rs = problem(Operation::GemmRs, 4, 8192, 8192, 8192);
+  // Point to point fast, the library's collectives slow: the ring (or the
+  // direct exchange, which moves the same way).
+  ModelChoice c = choose_by_model(rs, {}, all, 0, 2, machine(2000, 20, 2), one_node(4));
+  EXPECT_TRUE(c.chosen.algorithm == Algorithm::Ring || c.chosen.algorithm == Algorithm::Direct) << c.why;
+  // Collectives fast, point to point slow: the pipelined collectives.
+  c = choose_by_model(rs, {}, all, 0, 2, machine(2000, 2, 20), one_node(4));
+  EXPECT_EQ(c.chosen.algorithm, Algorithm::Pipelined) << c.why;
+  EXPECT_GT(c.chosen.chunks, 1);
+  // The GEMM takes all the time: nothing to hide, the sequential plan.
+  c = choose_by_model(rs, {}, all, 0, 2, machine(1, 100, 100), one_node(4));
+  EXPECT_EQ(c.chosen.algorithm, Algorithm::Sequential) << c.why;
+  EXPECT_NE(c.why.find("not 10% faster"), std::string::npos) << c.why;
+  // Every candidate is listed, sequential first.
+  EXPECT_EQ(c.candidates.front().algorithm, Algorithm::Sequential);
+  EXPECT_EQ(c.candidates.size(), 1u + 1u + 3u + 2u);  // ring, pipelined x {2,4,8}, direct x {1,2}
+  // Chunks asked for are the only depth tried.
+  c = choose_by_model(rs, {}, all, 3, 2, machine(2000, 2, 20), one_node(4));
+  for (const Candidate& k : c.candidates)
+    if (k.algorithm != Algorithm::Sequential) EXPECT_EQ(k.chunks, 3);
+}
+
+// Another algorithm than the incumbent (what the measured rules run) must
+// beat it by the margin too: a pipelined plan predicted a little faster
+// than the ring leaves the ring in place.
+TEST(CostModel, TheIncumbentKeepsCloseCalls) {
+  const auto rs = problem(Operation::GemmRs, 4, 8192, 8192, 8192);
+  const std::vector<Algorithm> both{Algorithm::Ring, Algorithm::Pipelined};
+  bool found = false;
+  for (double gflops = 20; gflops < 20000 && !found; gflops *= 1.3)
+  for (double collectives = 1; collectives < 40 && !found; collectives *= 1.05) {
+    const Calibration c = machine(gflops, 10, collectives);
+    double ring = 0, pipelined = 1e30;
+    for (const Candidate& k : choose_by_model(rs, {}, both, 0, 2, c, one_node(4)).candidates) {
+      if (k.algorithm == Algorithm::Ring) ring = k.seconds;
+      if (k.algorithm == Algorithm::Pipelined) pipelined = std::min(pipelined, k.seconds);
+    }
+    const double sequential = predict_seconds(rs, {}, Algorithm::Sequential, 1, c, one_node(4));
+    if (!(pipelined < ring && pipelined > 0.92 * ring && ring < 0.8 * sequential)) continue;
+    found = true;
+    EXPECT_EQ(choose_by_model(rs, {}, both, 0, 2, c, one_node(4), Algorithm::Sequential).chosen.algorithm,
+              Algorithm::Pipelined);
+    EXPECT_EQ(choose_by_model(rs, {}, both, 0, 2, c, one_node(4), Algorithm::Ring).chosen.algorithm, Algorithm::Ring);
+  }
+  EXPECT_TRUE(found) << "no machine where pipelined is predicted just ahead of the ring";
+}
+
+// The overlapped plans' GEMMs run at the rate measured beside transfers
+// (on the host: in tiles); a GEMM-bound plan whose tiles are slower than
+// one GEMM stays sequential.
+TEST(CostModel, OverlappedGemmsAtTheirOwnRate) {
+  const auto ag = problem(Operation::AgGemm, 4, 4096, 4096, 4096);
+  Calibration c = machine(100, 10, 10);
+  const double alone = predict_seconds(ag, {}, Algorithm::Ring, 1, c, one_node(4));
+  c.overlapped_gemm_flops_per_s = 50e9;
+  EXPECT_GT(predict_seconds(ag, {}, Algorithm::Ring, 1, c, one_node(4)), 1.9 * alone);
+  EXPECT_NEAR(predict_seconds(ag, {}, Algorithm::Sequential, 1, c, one_node(4)),
+              predict_seconds(ag, {}, Algorithm::Sequential, 1, machine(100, 10, 10), one_node(4)), 1e-12);
+  EXPECT_EQ(choose_by_model(ag, {}, {Algorithm::Ring, Algorithm::Pipelined}, 0, 1, c, one_node(4)).chosen.algorithm,
+            Algorithm::Sequential);
+}
+
+TEST(CostModel, HierarchicalWhereTheNetworkIsTheSlowLink) {
+  const auto ag = problem(Operation::AgGemm, 4, 16384, 8192, 8192, DType::BF16);
+  NodeLayout nodes;
+  nodes.node_of_rank = {0, 0, 1, 1};
+  nodes.nodes = 2;
+  Calibration c = machine(400000, 2, 2);  // a flat exchange pays the network's rate
+  c.levels = true;
+  c.within_node = link(200);
+  c.between_nodes = link(2);
+  const ModelChoice choice =
+      choose_by_model(ag, {}, {Algorithm::Ring, Algorithm::Pipelined, Algorithm::Hierarchical}, 0, 1, c, nodes);
+  EXPECT_EQ(choice.chosen.algorithm, Algorithm::Hierarchical) << choice.why;
+  // 16-bit products halve what a pipelined reduction moves against float32.
+  const auto rs = problem(Operation::GemmRs, 4, 8192, 8192, 8192, DType::BF16);
+  ScheduleOptions float32;
+  float32.reduce_in_accumulation_type = true;
+  const Calibration flat = machine(400000, 2, 2);
+  EXPECT_LT(predict_seconds(rs, {}, Algorithm::Pipelined, 4, flat, one_node(4)),
+            predict_seconds(rs, float32, Algorithm::Pipelined, 4, flat, one_node(4)));
+}
+
+// --- The planner's use of it ----------------------------------------------
+
+Capabilities host_caps() {
+  Capabilities caps;
+  caps.mpi_thread_level = MPI_THREAD_SINGLE;
+  caps.transports = weave::internal::transport::transport_descriptions();
+  for (TransportDescription& t : caps.transports) t.compiled = t.id == Transport::Mpi;
+  return caps;
+}
+
+TEST(PlannerModel, HostPlansAskForACalibrationThenFollowTheModel) {
+  const weave_plan_desc_t desc{};
+  const auto rs = problem(Operation::GemmRs, 4, 8192, 8192, 8192);
+  Capabilities caps = host_caps();
+  caps.cores_per_rank = 4;  // a spare core each: overlap hides what it can
+  Resolved r = resolve_options(desc, rs, {}, caps);
+  EXPECT_TRUE(r.wants_calibration);
+  caps.calibration = std::make_shared<Calibration>(machine(2000, 2, 20));
+  r = resolve_options(desc, rs, {}, caps);
+  EXPECT_FALSE(r.wants_calibration);
+  EXPECT_EQ(r.schedule.algorithm, Algorithm::Pipelined) << r.notes;
+  EXPECT_NE(r.notes.find("chosen by the model"), std::string::npos) << r.notes;
+  EXPECT_NE(r.notes.find("calibrated at plan creation"), std::string::npos) << r.notes;
+  caps.calibration = std::make_shared<Calibration>(machine(1, 100, 100));
+  EXPECT_EQ(resolve_options(desc, rs, {}, caps).schedule.algorithm, Algorithm::Sequential);
+  // Chunks of the model's choice unless asked for.
+  caps.calibration = std::make_shared<Calibration>(machine(2000, 2, 20));
+  weave_plan_desc_t asked{};
+  asked.chunks_per_shard = 3;
+  EXPECT_EQ(resolve_options(asked, rs, {}, caps).schedule.chunks_per_shard, 3);
+  EXPECT_EQ(resolve_options(desc, rs, {{"WEAVE_CHUNKS", "5"}}, caps).schedule.chunks_per_shard, 5);
+  // Ranks sharing their cores: overlap hides nothing, only a faster way of
+  // moving the bytes pays (point to point 10 x the collectives' rate: the
+  // ring; the same rates: the sequential plan).
+  caps.cores_per_rank = 1;
+  caps.calibration = std::make_shared<Calibration>(machine(2000, 2, 20));
+  r = resolve_options(desc, rs, {}, caps);
+  EXPECT_EQ(r.schedule.algorithm, Algorithm::Sequential) << r.notes;
+  EXPECT_NE(r.notes.find("overlap hides 0% of the shorter work"), std::string::npos) << r.notes;
+  caps.calibration = std::make_shared<Calibration>(machine(2000, 20, 2));
+  r = resolve_options(desc, rs, {}, caps);
+  EXPECT_TRUE(r.schedule.algorithm == Algorithm::Ring || r.schedule.algorithm == Algorithm::Direct) << r.notes;
+  caps.cores_per_rank = 4;
+  caps.calibration = std::make_shared<Calibration>(machine(2000, 2, 20));
+  // A ring direction asked for: the model weighs the ring alone.
+  weave_plan_desc_t backward{};
+  backward.direction = WEAVE_DIRECTION_BACKWARD;
+  r = resolve_options(backward, rs, {}, caps);
+  EXPECT_TRUE(r.schedule.algorithm == Algorithm::Ring || r.schedule.algorithm == Algorithm::Sequential) << r.notes;
+  EXPECT_NE(r.notes.find("a ring direction was asked for"), std::string::npos) << r.notes;
+  r = resolve_options(desc, rs, {{"WEAVE_DIRECTION", "bidirectional"}}, caps);
+  EXPECT_TRUE(r.schedule.algorithm == Algorithm::Ring || r.schedule.algorithm == Algorithm::Sequential) << r.notes;
+  // WEAVE_CALIBRATE=0: no calibration, the measured rule (the ring).
+  caps.calibration = nullptr;
+  r = resolve_options(desc, rs, {{"WEAVE_CALIBRATE", "0"}}, caps);
+  EXPECT_FALSE(r.wants_calibration);
+  EXPECT_EQ(r.schedule.algorithm, Algorithm::Ring);
+  EXPECT_NE(r.notes.find("WEAVE_CALIBRATE=0"), std::string::npos) << r.notes;
+  try {
+    resolve_options(desc, rs, {{"WEAVE_CALIBRATE", "yes"}}, caps);
+    ADD_FAILURE() << "WEAVE_CALIBRATE=yes accepted";
+  } catch (const weave::internal::Error& e) {
+    EXPECT_EQ(e.status(), WEAVE_ERROR_INVALID_VALUE);
+  }
+  // An algorithm asked for: no model, no calibration.
+  weave_plan_desc_t ring{};
+  ring.algorithm = WEAVE_ALGORITHM_RING;
+  EXPECT_FALSE(resolve_options(ring, rs, {}, caps).wants_calibration);
+  EXPECT_FALSE(resolve_options(desc, rs, {{"WEAVE_ALGORITHM", "direct"}}, caps).wants_calibration);
+  // One rank: nothing to choose.
+  EXPECT_FALSE(resolve_options(desc, problem(Operation::GemmRs, 1, 64, 64, 64), {}, caps).wants_calibration);
+}
+
+TEST(PlannerModel, DevicePlansUseItAcrossNodesOnly) {
+  const weave_plan_desc_t desc{};
+  auto rs = problem(Operation::GemmRs, 4, 16384, 16384, 16384, DType::BF16);
+  rs.memory = weave::internal::Memory::Device;
+  Capabilities caps = host_caps();
+  caps.cuda = true;
+  for (TransportDescription& t : caps.transports) t.compiled = true;
+  // One node without peer access: NCCL, the measured rule (sequential).
+  Resolved r = resolve_options(desc, rs, {}, caps);
+  EXPECT_EQ(r.transport, Transport::Nccl);
+  EXPECT_FALSE(r.wants_calibration);
+  EXPECT_EQ(r.schedule.algorithm, Algorithm::Sequential);
+  // Two nodes: the model.
+  caps.nodes.node_of_rank = {0, 0, 1, 1};
+  caps.nodes.nodes = 2;
+  r = resolve_options(desc, rs, {}, caps);
+  EXPECT_TRUE(r.wants_calibration);
+  // The network 10 x slower than the links within a node: two levels.
+  Calibration two_levels = machine(400000, 20, 20);
+  two_levels.levels = true;
+  two_levels.within_node = link(200);
+  two_levels.between_nodes = link(20);
+  caps.calibration = std::make_shared<Calibration>(two_levels);
+  r = resolve_options(desc, rs, {}, caps);
+  EXPECT_EQ(r.schedule.algorithm, Algorithm::Hierarchical) << r.notes;
+  EXPECT_EQ(r.schedule.node_of_rank, caps.nodes.node_of_rank);
+  // Below the device threshold: sequential without asking the model.
+  auto small = problem(Operation::GemmRs, 4, 256, 256, 256, DType::BF16);
+  small.memory = weave::internal::Memory::Device;
+  caps.calibration = nullptr;
+  r = resolve_options(desc, small, {}, caps);
+  EXPECT_FALSE(r.wants_calibration);
+  EXPECT_EQ(r.schedule.algorithm, Algorithm::Sequential);
+}
+
+}  // namespace
+}  // namespace weave_test
