@@ -20,7 +20,7 @@ Schedule gemm_calibration(const Problem& problem, int64_t m, int64_t n, int64_t 
   const int a = b.add_workspace("A", m, k, problem.dtype, Order::ColMajor);
   const int bb = b.add_workspace("B", k, n, problem.dtype, Order::ColMajor);
   const int c = b.add_workspace("C", m, n, problem.dtype, Order::ColMajor);
-  b.add_step(GemmOp{b.whole(a), Op::N, b.whole(bb), Op::N, b.whole(c), Scalar::One, Scalar::Zero}, 0, {}, "gemm");
+  b.add_step(GemmOp{b.whole(a), Op::N, b.whole(bb), Op::N, b.whole(c), Scalar::One, Scalar::Zero, {}, {}}, 0, {}, "gemm");
   return b.finish_schedule(Algorithm::Sequential, Direction::Forward, 1);
 }
 

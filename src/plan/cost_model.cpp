@@ -134,6 +134,7 @@ double predict_seconds(const Problem& p, const ScheduleOptions& o, Algorithm alg
         t += std::max(between.time((Nn - 1) * finished_shard), within.time((L - 1) * Nn * finished_shard));
       return t;
     }
+    case Algorithm::Summa: break;  // WEAVE_GEMM is not the model's to choose
   }
   fail(WEAVE_ERROR_INTERNAL, "no prediction for algorithm ", static_cast<int>(algorithm));
 }
@@ -155,7 +156,8 @@ ModelChoice choose_by_model(const Problem& p, const ScheduleOptions& o, const st
         case Algorithm::Direct: depths = {1, 2}; break;
         case Algorithm::Pipelined: depths = {2, 4, 8}; break;
         case Algorithm::Hierarchical: depths = {2, 4}; break;
-        case Algorithm::Sequential: break;
+        case Algorithm::Sequential:
+        case Algorithm::Summa: break;
       }
     }
     for (int c : depths) add(a, c);

@@ -160,7 +160,7 @@ void hierarchical_ag_gemm(ScheduleBuilder& b, const NodeGrid& g) {
     const int lane = b.next_compute_lane();
     const Region c_rows{kBufferC, pieces.offset(id), 0, pieces.count(id), c_all.cols};
     if (!c_rows.empty()) {
-      const int gemm = b.add_step(GemmOp{a_rows, p.op_a, b_all, p.op_b, c_rows, Scalar::Alpha, Scalar::Beta}, lane,
+      const int gemm = b.add_step(GemmOp{a_rows, p.op_a, b_all, p.op_b, c_rows, Scalar::Alpha, Scalar::Beta, {}, {}}, lane,
                                   {dep}, "gemm " + piece_name(id, c));
       if (p.has_bias) b.add_step(b.add_bias(c_rows), lane, {gemm}, "bias " + piece_name(id, c));
     }

@@ -311,7 +311,7 @@ void local_gemm(ScheduleBuilder& b) {
   int gemm = -1;
   if (p.m > 0 && p.n > 0 && p.k > 0)
     gemm = b.add_step(GemmOp{block(kBufferA, g.a), p.op_a, block(kBufferB, g.b), p.op_b, c_block(plan), Scalar::Alpha,
-                             Scalar::Beta},
+                             Scalar::Beta, {}, {}},
                       0, {}, "gemm");
   finish_c(b, plan, gemm);
   b.notes() += " one rank: local GEMM;";
@@ -414,7 +414,7 @@ void build_summa(ScheduleBuilder& b) {
     deps.push_back(last_gemm);
     const Scalar first = accumulate ? Scalar::Zero : Scalar::Beta;
     last_gemm = b.add_step(GemmOp{a_use[q], Op::N, b_use[q], Op::N, accumulate ? acc : c_block(plan), Scalar::Alpha,
-                                  last_gemm < 0 ? first : Scalar::One},
+                                  last_gemm < 0 ? first : Scalar::One, {}, {}},
                            0, deps, str("gemm panel ", q));
     const int slot = q % S;
     if (a_use[q].buffer == a_slot[slot]) a_readers[slot].push_back(last_gemm);
@@ -491,7 +491,7 @@ void build_gemm_sequential(ScheduleBuilder& b) {
   }
   int gemm = -1;
   if (plan.m_loc > 0 && plan.n_loc > 0 && p.k > 0)
-    gemm = b.add_step(GemmOp{b.whole(a_all), Op::N, b.whole(b_all), Op::N, c_block(plan), Scalar::Alpha, Scalar::Beta},
+    gemm = b.add_step(GemmOp{b.whole(a_all), Op::N, b.whole(b_all), Op::N, c_block(plan), Scalar::Alpha, Scalar::Beta, {}, {}},
                       0, gemm_deps, "gemm");
   finish_c(b, plan, gemm);
   b.notes() += str(panel_notes(plan), " every panel gathered first, then one GEMM;");

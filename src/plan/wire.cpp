@@ -31,6 +31,7 @@ ReductionWire reduction_wire(const Problem& p, const ScheduleOptions& o, Algorit
       w.products = true;
       w.type = p.dtype;
       return w;
+    case Algorithm::Summa: break;  // WEAVE_GEMM reduces nothing
   }
   fail(WEAVE_ERROR_INTERNAL, "no reduction wire for algorithm ", static_cast<int>(algorithm));
 }

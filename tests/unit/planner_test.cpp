@@ -631,6 +631,41 @@ TEST(Planner, PipelinedForEveryOperationWithoutADirection) {
   expect_failure(desc, device_problem(), {}, caps, WEAVE_ERROR_NOT_COMPILED, "the pipelined algorithm over the");
 }
 
+// AG-GEMM rows that travel with scales (FP8) are gathered by the ring and
+// the sequential plan only: the pipelined and hierarchical algorithms asked
+// for by name are refused with the types named, asked for through
+// WEAVE_ALGORITHM they give way to the ring, and the model never weighs
+// them; the reductions, whose rows do not travel, run them with FP8.
+TEST(Planner, ScaledRowsTravelInRingsOnly) {
+  GroupCase g;
+  g.operation = weave::internal::Operation::AgGemm;
+  g.ranks = 4;
+  g.m = 64;
+  g.n = 32;
+  g.k = 48;
+  g.ab_type = weave::internal::DType::E4M3;
+  g.dtype = weave::internal::DType::BF16;
+  g.a_scale = g.b_scale = weave::internal::ScaleMode::RowWise;
+  const weave::internal::Problem fp8 = make_group_problems(g)[0];
+  Capabilities caps = host_only();
+  caps.nodes.node_of_rank = {0, 0, 1, 1};
+  caps.nodes.nodes = 2;
+  for (weave_algorithm_t algorithm : {WEAVE_ALGORITHM_PIPELINED, WEAVE_ALGORITHM_HIERARCHICAL}) {
+    weave_plan_desc_t desc{};
+    desc.algorithm = algorithm;
+    expect_failure(desc, fp8, {}, caps, WEAVE_ERROR_UNSUPPORTED, "AG-GEMM gathers unscaled rows; e4m3");
+  }
+  for (const char* name : {"pipelined", "hierarchical"}) {
+    const Resolved r = resolve_options(weave_plan_desc_t{}, fp8, {{"WEAVE_ALGORITHM", name}}, caps);
+    EXPECT_EQ(r.schedule.algorithm, Algorithm::Ring) << name;
+    EXPECT_NE(r.notes.find("gather unscaled rows"), std::string::npos) << r.notes;
+  }
+  g.operation = weave::internal::Operation::GemmRs;
+  weave_plan_desc_t desc{};
+  desc.algorithm = WEAVE_ALGORITHM_PIPELINED;
+  EXPECT_EQ(resolve_options(desc, make_group_problems(g)[0], {}, caps).schedule.algorithm, Algorithm::Pipelined);
+}
+
 // Hierarchical plans take the node of every group rank from the node
 // layout, need the same number of ranks on every node, and have no ring
 // direction.

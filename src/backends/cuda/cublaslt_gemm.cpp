@@ -235,8 +235,14 @@ void CublasLtGemm::choose_algorithms(const plan::Schedule& schedule, DType in, D
   const uint64_t out_offset = offset_from_aligned_base(schedule, op_.c);
   aligned_ = choose({alignment_of(left_offset), alignment_of(right_offset), alignment_of(out_offset)});
   if (!aligned_.found) return;
+  // The fallback for pointers that are less aligned at execute: each
+  // element's own size, but 16 bytes for FP8 operands (cuBLASLt's FP8
+  // kernels take no less: on H200 an FP8 GEMM found no algorithm for 1-byte
+  // alignment, and chunks of FP8 rows start at any multiple of 16 bytes).
   const uint32_t in_size = static_cast<uint32_t>(dtype_size(in)), out_size = static_cast<uint32_t>(dtype_size(out));
-  const std::array<uint32_t, kOperands> element_alignment{in_size, in_size, out_size};
+  const uint32_t in_alignment = in_size == 1 ? 16u : in_size;
+  const uint32_t out_alignment = in_size == 1 ? std::max(out_size, 16u) : out_size;
+  const std::array<uint32_t, kOperands> element_alignment{in_alignment, in_alignment, out_alignment};
   element_aligned_ = element_alignment == aligned_.alignment ? aligned_ : choose(element_alignment);
 }
 
@@ -272,7 +278,11 @@ CublasLtGemm::Algorithm CublasLtGemm::choose(const std::array<uint32_t, kOperand
                                                                 &result, &found);
   Algorithm algorithm;
   algorithm.alignment = alignment;
-  if (status == CUBLAS_STATUS_NOT_SUPPORTED) return algorithm;  // none for this configuration
+  // None for this configuration. cuBLASLt answers INVALID_VALUE rather than
+  // NOT_SUPPORTED for some scaled FP8 configurations it has no kernel for
+  // (seen on H200 with row-wise and 1x128 scales): the caller then reports
+  // the configuration as unsupported, naming types, scales and alignments.
+  if (status == CUBLAS_STATUS_NOT_SUPPORTED || status == CUBLAS_STATUS_INVALID_VALUE) return algorithm;
   WEAVE_CUBLAS_CHECK(status);
   algorithm.found = found > 0;
   algorithm.algo = result.algo;
@@ -291,7 +301,9 @@ void CublasLtGemm::enqueue(const exec::Bindings& bindings, const exec::Scalars& 
   bool aligned = true;
   for (int i = 0; i < kOperands; ++i) aligned = aligned && actual[i] >= aligned_.alignment[i];
   const Algorithm& algorithm = aligned ? aligned_ : element_aligned_;
-  if (!algorithm.found)
+  bool fallback_aligned = true;
+  for (int i = 0; i < kOperands; ++i) fallback_aligned = fallback_aligned && actual[i] >= algorithm.alignment[i];
+  if (!algorithm.found || !fallback_aligned)
     fail(WEAVE_ERROR_UNSUPPORTED, "a GEMM's pointers are aligned to only ", actual[kLeft], ", ", actual[kRight], ", ",
          actual[kOut], " bytes, and cuBLASLt has no algorithm for that (it needs ", aligned_.alignment[kLeft], ", ",
          aligned_.alignment[kRight], ", ", aligned_.alignment[kOut],
