@@ -207,7 +207,7 @@ typedef WEAVE_ENUM(weave_algorithm_t) {
   WEAVE_ALGORITHM_AUTO = 0, /* automatic: host plans, and device plans whose group spans several nodes, take what
                                the model predicts fastest from a calibration at plan creation (an overlapped plan
                                only when predicted 10% faster than the sequential one); otherwise, and with
-                               WEAVE_CALIBRATE=0, the ring; the direct algorithm for GEMM-RS and GEMM-AR over the
+                               calibration off, the ring; the direct algorithm for GEMM-RS and GEMM-AR over the
                                copy-engine and SM transports; the sequential algorithm for one rank, for device
                                plans below 64 GFLOP per rank, for device GEMM-RS and GEMM-AR over NCCL, and for
                                device AG-GEMM over NCCL below 1 TFLOP per rank; WEAVE_GEMM: SUMMA */
