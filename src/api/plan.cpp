@@ -269,7 +269,7 @@ std::string Plan::describe() const {
       // What a reduction moves (plan/wire.hpp).
       wire = str("; ", plan::describe_wire(plan::reduction_wire(p, r.schedule, s.algorithm)));
     }
-    if (p.operation != Operation::AgGemm && (p.a_scale != ScaleMode::None || p.b_scale != ScaleMode::None))
+    if (p.operation != Operation::AgGemm && p.scaled())
       wire += "; each rank's product uses its own K-slice's scales";
   }
   std::string splits;

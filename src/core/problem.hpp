@@ -84,6 +84,8 @@ struct Problem {
   DType wire_type = DType::F64;
   ScaleMode wire_scale = ScaleMode::None;
   bool quantized() const { return wire_type != a_type; }
+  // A or B carries scales (FP8).
+  bool scaled() const { return a_scale != ScaleMode::None || b_scale != ScaleMode::None; }
   Memory memory = Memory::Host;
   weave_group_t group = WEAVE_GROUP_GRID;
   int group_size = 1, group_rank = 0, group_index = 0;

@@ -142,7 +142,7 @@ void hierarchical_all_gather(ScheduleBuilder& b, const NodeGrid& g, const Split&
 
 void hierarchical_ag_gemm(ScheduleBuilder& b, const NodeGrid& g) {
   const Problem& p = b.problem();
-  if (p.a_scale != ScaleMode::None || p.b_scale != ScaleMode::None || p.quantized())
+  if (p.scaled() || p.quantized())
     fail(WEAVE_ERROR_INTERNAL, "the hierarchical AG-GEMM gathers unscaled rows (the planner runs scaled ones in a ring)");
   const ScheduleOptions& o = b.options();
   const int r = b.rank(), c = o.chunks_per_shard;

@@ -73,7 +73,7 @@ std::string piece_name(int q, int j) { return "rank " + std::to_string(q) + "'s 
 
 void pipelined_ag_gemm(ScheduleBuilder& b) {
   const Problem& p = b.problem();
-  if (p.a_scale != ScaleMode::None || p.b_scale != ScaleMode::None || p.quantized())
+  if (p.scaled() || p.quantized())
     fail(WEAVE_ERROR_INTERNAL, "the pipelined AG-GEMM gathers unscaled rows (the planner runs scaled ones in a ring)");
   const ScheduleOptions& o = b.options();
   const int P = b.P(), r = b.rank(), c = o.chunks_per_shard;

@@ -291,8 +291,7 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
     // AG-GEMM rows that travel with scales (FP8, or quantized to a wire
     // type): the ring and the sequential plan carry them; the pipelined and
     // hierarchical builders gather unscaled rows only.
-    const bool scaled_rows_travel = !reduction && (problem.a_scale != ScaleMode::None ||
-                                                   problem.b_scale != ScaleMode::None || problem.quantized());
+    const bool scaled_rows_travel = !reduction && (problem.scaled() || problem.quantized());
     int algorithm = enum_value(desc.algorithm);
     int model_chunks = 0;  // chunks per shard the model chose with the algorithm
     if (algorithm == WEAVE_ALGORITHM_AUTO) {

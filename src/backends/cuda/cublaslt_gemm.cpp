@@ -298,12 +298,14 @@ void CublasLtGemm::enqueue(const exec::Bindings& bindings, const exec::Scalars& 
     fail(WEAVE_ERROR_INTERNAL, "a GEMM's shape at execute (m=", g.m, " n=", g.n, " k=", g.k,
          ") differs from the one prepared at plan creation (m=", shape_.m, " n=", shape_.n, " k=", shape_.k, ")");
   const std::array<uint32_t, kOperands> actual{alignment_of(g.left), alignment_of(g.right), alignment_of(g.out)};
-  bool aligned = true;
-  for (int i = 0; i < kOperands; ++i) aligned = aligned && actual[i] >= aligned_.alignment[i];
-  const Algorithm& algorithm = aligned ? aligned_ : element_aligned_;
-  bool fallback_aligned = true;
-  for (int i = 0; i < kOperands; ++i) fallback_aligned = fallback_aligned && actual[i] >= algorithm.alignment[i];
-  if (!algorithm.found || !fallback_aligned)
+  // Whether these pointers are as aligned as `a` was chosen for.
+  auto fits = [&](const Algorithm& a) {
+    for (int i = 0; i < kOperands; ++i)
+      if (actual[i] < a.alignment[i]) return false;
+    return true;
+  };
+  const Algorithm& algorithm = fits(aligned_) ? aligned_ : element_aligned_;
+  if (!algorithm.found || !fits(algorithm))
     fail(WEAVE_ERROR_UNSUPPORTED, "a GEMM's pointers are aligned to only ", actual[kLeft], ", ", actual[kRight], ", ",
          actual[kOut], " bytes, and cuBLASLt has no algorithm for that (it needs ", aligned_.alignment[kLeft], ", ",
          aligned_.alignment[kRight], ", ", aligned_.alignment[kOut],
