@@ -101,8 +101,11 @@ TEST(CostModel, ChoosesWhatTheLinksFavour) {
   EXPECT_EQ(c.candidates.size(), 1u + 1u + 3u + 2u);  // ring, pipelined x {2,4,8}, direct x {1,2}
   // Chunks asked for are the only depth tried.
   c = choose_by_model(rs, {}, all, 3, 2, machine(2000, 2, 20), one_node(4));
-  for (const Candidate& k : c.candidates)
-    if (k.algorithm != Algorithm::Sequential) EXPECT_EQ(k.chunks, 3);
+  for (const Candidate& k : c.candidates) {
+    if (k.algorithm != Algorithm::Sequential) {
+      EXPECT_EQ(k.chunks, 3);
+    }
+  }
 }
 
 // Another algorithm than the incumbent (what the measured rules run) must

@@ -121,6 +121,25 @@ struct Sizes {
   int64_t m, n, k;
 };
 
+// A case at the edges of the sizes (K = 0, fewer rows than ranks, a single
+// column, ranks without rows): shards with empty ones, a bias, beta -0.5 and
+// AG-GEMM's gathered output; the caller sets the algorithm and its options.
+ScheduleCase edge_case(Operation op, const Sizes& z, int P, Algorithm algorithm, int chunks) {
+  ScheduleCase c;
+  c.group.operation = op;
+  c.group.ranks = P;
+  c.group.shards = Shards::WithEmpty;
+  c.group.m = z.m;
+  c.group.n = z.n;
+  c.group.k = z.k;
+  c.group.bias = true;
+  c.options.algorithm = algorithm;
+  c.options.chunks_per_shard = chunks;
+  c.options.gathered_output = op == Operation::AgGemm;
+  c.beta = -0.5;
+  return c;
+}
+
 // Sizes, transposes, storage orders, bias, padding and element type, rotated
 // with a case counter so that each meets every operation and algorithm.
 void vary_group(GroupCase& g, int counter) {
@@ -322,19 +341,12 @@ TEST(Schedules, DegenerateShapes) {
           if (direct && op == Operation::AgGemm) continue;
           const Direction d = direct || pipelined ? Direction::Forward
                                                   : static_cast<Direction>(WEAVE_DIRECTION_FORWARD + variant);
-          ScheduleCase c;
-          c.options.algorithm = direct ? Algorithm::Direct : pipelined ? Algorithm::Pipelined : Algorithm::Ring;
-          c.group.operation = op;
-          c.group.ranks = P;
-          c.group.shards = Shards::WithEmpty;
-          c.group.m = z.m;
-          c.group.n = z.n;
-          c.group.k = z.k;
-          c.group.bias = true;
+          ScheduleCase c = edge_case(op, z, P,
+                                     direct      ? Algorithm::Direct
+                                     : pipelined ? Algorithm::Pipelined
+                                                 : Algorithm::Ring,
+                                     3);
           c.options.direction = d;
-          c.options.chunks_per_shard = 3;
-          c.options.gathered_output = op == Operation::AgGemm;
-          c.beta = -0.5;
           cases.push_back(c);
         }
   run_cases(cases, {Model::DepsOnly, Model::StreamOrdered}, 2, 210);
@@ -455,19 +467,9 @@ TEST(Schedules, PeerSumsDegenerateShapes) {
       for (const Sizes& z : sizes)
         for (int P : {2, 3, 5}) {
           if (one_shot && op != Operation::GemmAr) continue;
-          ScheduleCase c;
-          c.options.algorithm = Algorithm::Direct;
+          ScheduleCase c = edge_case(op, z, P, Algorithm::Direct, 3);
           c.options.peer_sums = true;
           c.options.all_reduce_one_shot = one_shot;
-          c.group.operation = op;
-          c.group.ranks = P;
-          c.group.shards = Shards::WithEmpty;
-          c.group.m = z.m;
-          c.group.n = z.n;
-          c.group.k = z.k;
-          c.group.bias = true;
-          c.options.chunks_per_shard = 3;
-          c.beta = -0.5;
           cases.push_back(c);
         }
   run_cases(cases, {Model::DepsOnly, Model::StreamOrdered}, 3, 45);
@@ -614,19 +616,8 @@ std::vector<ScheduleCase> hierarchical_cases() {
   for (Operation op : operations)
     for (const Sizes& z : sizes)
       for (int P : {2, 4, 6}) {
-        ScheduleCase c;
-        c.group.operation = op;
-        c.group.ranks = P;
-        c.group.shards = Shards::WithEmpty;
-        c.group.m = z.m;
-        c.group.n = z.n;
-        c.group.k = z.k;
-        c.group.bias = true;
-        c.options.algorithm = Algorithm::Hierarchical;
-        c.options.chunks_per_shard = 2;
+        ScheduleCase c = edge_case(op, z, P, Algorithm::Hierarchical, 2);
         for (int q = 0; q < P; ++q) c.options.node_of_rank.push_back(q / 2);
-        c.options.gathered_output = op == Operation::AgGemm;
-        c.beta = -0.5;
         cases.push_back(c);
       }
   return cases;
