@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fuzz_input.hpp"
@@ -24,8 +25,6 @@ constexpr int64_t kExecuteBudget = int64_t{1} << 15;
 // Elements of guard values before and after every buffer.
 constexpr int64_t kGuardElements = 16;
 constexpr unsigned char kGuardByte = 0xA5;
-// What C's leading-dimension gaps hold; execute must leave it there.
-constexpr double kGapValue = 12345.0;
 
 int g_rank = 0, g_size = 1;
 
@@ -173,9 +172,15 @@ int element_size_of(int dtype) {
     case WEAVE_FLOAT64: return 8;
     case WEAVE_FLOAT16:
     case WEAVE_BFLOAT16: return 2;
+    case WEAVE_FLOAT8_E4M3:
+    case WEAVE_FLOAT8_E5M2: return 1;
+    case WEAVE_COMPLEX64: return 8;
+    case WEAVE_COMPLEX128: return 16;
   }
   return 0;
 }
+
+bool is_fp8(int dtype) { return dtype == WEAVE_FLOAT8_E4M3 || dtype == WEAVE_FLOAT8_E5M2; }
 
 // Size of a group of the grid, or of the world for a group that is none.
 int group_size_of(weave_grid_t grid, int group) {
@@ -214,7 +219,7 @@ void decode_matrix(FuzzInput& in, weave_grid_t grid, int prows, int pcols, Matri
   weave_matrix_desc_t& d = m.desc;
   d.rows = size_value(in);
   d.cols = size_value(in);
-  store(d.dtype, enum_value(in, 0, 4));
+  store(d.dtype, enum_value(in, 0, 8));
   store(d.distribution, enum_value(in, 0, 5));
   store(d.group, enum_value(in, 0, 2));
   // The block-cyclic fields, read for BLOCK_CYCLIC matrices only (so inputs
@@ -243,6 +248,9 @@ void decode_matrix(FuzzInput& in, weave_grid_t grid, int prows, int pcols, Matri
   d.ld = ld_value(in);
   store(d.order, enum_value(in, 0, 1));
   store(d.memory, enum_value(in, 0, 1));
+  // FP8 matrices need a scale mode (0, none, is an error for them). Read
+  // for them only, so that inputs of the other types decode as they did.
+  if (is_fp8(load(d.dtype))) store(d.scale_mode, enum_value(in, 0, 5));
   m.element_size = element_size_of(load(d.dtype));
 }
 
@@ -328,6 +336,11 @@ PlanCase decode_plan(FuzzInput& in, const std::vector<Matrix>& matrices) {
   static const int32_t wild_flags[] = {1 << 6, 1 << 20, -1, INT32_MIN};
   const uint8_t f = in.byte();
   d.flags = f < 224 ? (in.byte() & 63) : wild_flags[f % 4];
+  // The wire type (AG-GEMM: what A's rows travel as), read last so that
+  // inputs written before it existed decode as they did: mostly none.
+  static const int wire_types[] = {0, 0, 0, 0, 0, WEAVE_FLOAT8_E4M3, WEAVE_BFLOAT16, WEAVE_FLOAT8_E5M2,
+                                   WEAVE_FLOAT32, WEAVE_FLOAT16, WEAVE_COMPLEX64, -1, 100};
+  store(d.wire_type, in.pick(wire_types));
   return p;
 }
 
@@ -352,19 +365,59 @@ void check_plan(weave_plan_t plan, const PlanCase& p, const std::vector<Matrix>&
   if (workspace < 0 || workspace % 256 != 0)
     violated("workspace of " + std::to_string(workspace) + " bytes: not a multiple of its 256-byte slices: " + text);
   const bool host = load(info.backend) == WEAVE_BACKEND_HOST;
-  // (WEAVE_GEMM may move a bias into C's layout even on one rank.)
-  if (host && info.group_size == 1 && workspace != 0 && load(p.desc.operation) != WEAVE_GEMM)
-    violated("a host plan over one rank (nothing to gather or sum) has " + std::to_string(workspace) +
-             " bytes of workspace: " + text);
+  // A host plan over one rank gathers and sums nothing: it needs no
+  // workspace, except that WEAVE_GEMM may move a bias into C's layout; a
+  // GEMM-RS or GEMM-AR of 16-bit C forms alpha op(A) op(B) + beta C + bias
+  // in a float32 copy of C's block and rounds once (unless its partial sums
+  // are asked to travel in C's type); an AG-GEMM with a wire type quantizes
+  // op(A) into the gathered layout, with a float32 scale per row; a complex
+  // operand conjugated (op C) where BLAS cannot take it as it lies is
+  // conjugated into a copy. At most those, each in 256-byte slices.
+  const int operation = load(p.desc.operation);
+  const Matrix& a = matrices[static_cast<size_t>(p.a)];
+  const Matrix& c = matrices[static_cast<size_t>(p.c)];
+  const int wire = load(info.wire_type) != 0 ? load(info.wire_type) : load(a.desc.dtype);
+  const int64_t a_rows = c.local_rows, a_k = load(p.desc.op_a) == WEAVE_OP_N ? a.local_cols : a.local_rows;
+  // rows x cols x size bytes in 256-byte slices; false where that overflows.
+  auto slices = [](int64_t rows, int64_t cols, int64_t size, int64_t& bytes) {
+    return !__builtin_mul_overflow(rows, cols, &bytes) && !__builtin_mul_overflow(bytes, size, &bytes) &&
+           !__builtin_add_overflow(bytes, int64_t{255}, &bytes) && ((bytes -= bytes % 256), true);
+  };
+  if (host && info.group_size == 1 && operation != WEAVE_GEMM) {
+    const bool reduction = operation == WEAVE_GEMM_RS || operation == WEAVE_GEMM_AR;
+    const bool sums_in_float32 = reduction && c.element_size == 2 && !(p.desc.flags & WEAVE_FLAG_REDUCE_IN_OUTPUT_TYPE);
+    const bool quantizes = operation == WEAVE_AG_GEMM && wire != load(a.desc.dtype);
+    int64_t allowed = 0, rows_bytes = 0, scale_bytes = 0;
+    if (sums_in_float32 && !slices(c.local_rows, c.local_cols, 4, allowed))
+      violated("a one-rank plan whose float32 copy of C's block overflows int64_t bytes was accepted: " +
+               std::string(text));
+    if (quantizes) {
+      if (!slices(a_rows, a_k, element_size_of(wire), rows_bytes) || !slices(a_rows, 1, 4, scale_bytes) ||
+          __builtin_add_overflow(rows_bytes, scale_bytes, &allowed))
+        violated("a one-rank AG-GEMM whose quantized op(A) overflows int64_t bytes was accepted: " + std::string(text));
+    }
+    const Matrix& b = matrices[static_cast<size_t>(p.b)];
+    for (const auto& [operand, op] : {std::pair<const Matrix*, int>{&a, load(p.desc.op_a)}, {&b, load(p.desc.op_b)}}) {
+      const int type = load(operand->desc.dtype);
+      int64_t copy = 0;
+      if (op == WEAVE_OP_C && (type == WEAVE_COMPLEX64 || type == WEAVE_COMPLEX128) &&
+          (!slices(operand->local_rows, operand->local_cols, operand->element_size, copy) ||
+           __builtin_add_overflow(allowed, copy, &allowed)))
+        violated("a one-rank plan whose conjugated copy of an operand overflows int64_t bytes was accepted: " +
+                 std::string(text));
+    }
+    if (workspace > allowed)
+      violated("a host plan over one rank (nothing to gather or sum) has " + std::to_string(workspace) +
+               " bytes of workspace where " + std::to_string(allowed) + " suffice: " + text);
+  }
   if (host && info.group_size > 1 && load(p.desc.operation) == WEAVE_AG_GEMM) {
-    // Every AG-GEMM algorithm gathers op(A), M x K, into the workspace. C
-    // holds all M rows; op(A)'s local block all K columns.
-    const Matrix& a = matrices[static_cast<size_t>(p.a)];
-    const Matrix& c = matrices[static_cast<size_t>(p.c)];
-    const int64_t m = c.local_rows, k = load(p.desc.op_a) == WEAVE_OP_N ? a.local_cols : a.local_rows;
+    // Every AG-GEMM algorithm gathers op(A), M x K, into the workspace, in
+    // the type its rows travel as. C holds all M rows; op(A)'s local block
+    // all K columns.
+    const int64_t m = a_rows, k = a_k;
     int64_t gathered = 0;
     if (__builtin_mul_overflow(m, k, &gathered) ||
-        __builtin_mul_overflow(gathered, static_cast<int64_t>(c.element_size), &gathered))
+        __builtin_mul_overflow(gathered, static_cast<int64_t>(element_size_of(wire)), &gathered))
       violated("an AG-GEMM whose gathered op(A), " + std::to_string(m) + " x " + std::to_string(k) +
                ", overflows int64_t bytes was accepted: " + text);
     if (workspace < gathered)
@@ -376,34 +429,73 @@ void check_plan(weave_plan_t plan, const PlanCase& p, const std::vector<Matrix>&
 // ---------------------------------------------------------------------------
 // Execute on guarded buffers.
 
-// One buffer of `elements` elements with guards on both sides.
+// One buffer of `elements` elements of one type with guards on both sides.
 struct Guarded {
   std::vector<unsigned char> bytes;
   int64_t elements = 0;
   int element_size = 8;
+  int dtype = WEAVE_FLOAT64;
 
-  Guarded(int64_t n, int size) : bytes(static_cast<size_t>((n + 2 * kGuardElements) * size), kGuardByte),
-                                 elements(n), element_size(size) {}
-  unsigned char* data() { return bytes.data() + kGuardElements * element_size; }
-  double get(int64_t i) const {
-    const unsigned char* at = bytes.data() + (kGuardElements + i) * element_size;
-    if (element_size == 4) {
-      float f;
-      std::memcpy(&f, at, 4);
-      return f;
-    }
-    double d;
-    std::memcpy(&d, at, 8);
-    return d;
+  Guarded(int64_t n, int type) : elements(n), element_size(std::max(element_size_of(type), 1)), dtype(type) {
+    bytes.assign(static_cast<size_t>((n + 2 * kGuardElements) * element_size), kGuardByte);
   }
-  void set(int64_t i, double value) {
-    unsigned char* at = bytes.data() + (kGuardElements + i) * element_size;
-    if (element_size == 4) {
-      const float f = static_cast<float>(value);
-      std::memcpy(at, &f, 4);
-    } else {
-      std::memcpy(at, &value, 8);
+  unsigned char* data() { return bytes.data() + kGuardElements * element_size; }
+  unsigned char* at(int64_t i) { return data() + i * element_size; }
+  const unsigned char* at(int64_t i) const { return bytes.data() + (kGuardElements + i) * element_size; }
+
+  // A random finite value of the type, of magnitude below 1 (below 1/2 for
+  // the narrow types, so that sums of up to kExecuteBudget products stay
+  // finite in f16), built from its bits where the type has no C++ type.
+  void set_random(int64_t i, uint64_t bits) {
+    unsigned char* p = at(i);
+    const double unit = static_cast<double>(static_cast<int64_t>(bits >> 11) % 2001 - 1000) / 1000.0;
+    const double other = static_cast<double>(static_cast<int64_t>((bits >> 3) & 0xFFFF) % 2001 - 1000) / 1000.0;
+    switch (dtype) {
+      case WEAVE_FLOAT32: { const float f = static_cast<float>(unit); std::memcpy(p, &f, 4); break; }
+      case WEAVE_FLOAT64: std::memcpy(p, &unit, 8); break;
+      case WEAVE_COMPLEX64: {
+        const float f[2] = {static_cast<float>(unit), static_cast<float>(other)};
+        std::memcpy(p, f, 8);
+        break;
+      }
+      case WEAVE_COMPLEX128: { const double d[2] = {unit, other}; std::memcpy(p, d, 16); break; }
+      case WEAVE_FLOAT16: {  // sign, exponent 0-13 (< 1/2), mantissa
+        const uint16_t h = static_cast<uint16_t>(((bits >> 20) & 0x8000) | (((bits >> 8) % 14) << 10) | (bits & 0x3FF));
+        std::memcpy(p, &h, 2);
+        break;
+      }
+      case WEAVE_BFLOAT16: {  // sign, exponent 0-125 (< 1/2), mantissa
+        const uint16_t h = static_cast<uint16_t>(((bits >> 20) & 0x8000) | (((bits >> 8) % 126) << 7) | (bits & 0x7F));
+        std::memcpy(p, &h, 2);
+        break;
+      }
+      case WEAVE_FLOAT8_E4M3: p[0] = static_cast<unsigned char>(bits & 0xAF); break;  // exponent <= 0101: < 1/2
+      case WEAVE_FLOAT8_E5M2: p[0] = static_cast<unsigned char>(bits & 0xBB); break;  // exponent <= 01110: < 1/2
+      default: std::memset(p, 0, static_cast<size_t>(element_size));
     }
+  }
+  bool finite(int64_t i) const {
+    const unsigned char* p = at(i);
+    switch (dtype) {
+      case WEAVE_FLOAT32: case WEAVE_COMPLEX64: return parts_finite<float>(p);
+      case WEAVE_FLOAT64: case WEAVE_COMPLEX128: return parts_finite<double>(p);
+      case WEAVE_FLOAT16: { uint16_t h; std::memcpy(&h, p, 2); return (h & 0x7C00) != 0x7C00; }
+      case WEAVE_BFLOAT16: { uint16_t h; std::memcpy(&h, p, 2); return (h & 0x7F80) != 0x7F80; }
+    }
+    return true;
+  }
+  // Every real part of an element (one, or two for complex) is finite.
+  template <class Real>
+  bool parts_finite(const unsigned char* p) const {
+    for (int part = 0; part < element_size / static_cast<int>(sizeof(Real)); ++part) {
+      Real x;
+      std::memcpy(&x, p + sizeof(Real) * static_cast<size_t>(part), sizeof x);
+      if (!std::isfinite(x)) return false;
+    }
+    return true;
+  }
+  bool same_element(const Guarded& other, int64_t i) const {
+    return std::memcmp(at(i), other.at(i), static_cast<size_t>(element_size)) == 0;
   }
   bool guards_intact() const {
     const size_t guard = static_cast<size_t>(kGuardElements * element_size);
@@ -421,12 +513,14 @@ bool in_block(int64_t at, int64_t rows, int64_t cols, int64_t ld, bool column_ma
 
 // Returns whether the plan was executed.
 bool execute_and_check(FuzzInput& in, weave_plan_t plan, const PlanCase& p, const std::vector<Matrix>& matrices) {
+  weave_plan_info_t info = new_struct<weave_plan_info_t>();
+  check_status(weave_plan_get_info(plan, &info), "weave_plan_get_info");
+  if (load(info.backend) != WEAVE_BACKEND_HOST) return false;
   const Matrix* operand[4] = {&matrices[static_cast<size_t>(p.a)], &matrices[static_cast<size_t>(p.b)],
                               &matrices[static_cast<size_t>(p.c)],
                               p.bias >= 0 ? &matrices[static_cast<size_t>(p.bias)] : nullptr};
-  const int size = operand[2]->element_size;
-  if (size != 4 && size != 8) return false;  // host plans run f32 and f64 only
-  // The gathered A (AG-GEMM, on request): stored like A, M x K for op N.
+  // The gathered A (AG-GEMM, on request): stored like A, M x K for op N,
+  // in the type A's rows travel as.
   const bool gathered = (p.desc.flags & WEAVE_FLAG_GATHERED_OUTPUT) != 0;
   const Matrix& a = *operand[0];
   const bool op_n = load(p.desc.op_a) == WEAVE_OP_N;
@@ -446,33 +540,65 @@ bool execute_and_check(FuzzInput& in, weave_plan_t plan, const PlanCase& p, cons
     small = !__builtin_mul_overflow(used_ld, (a_column_major ? g_cols : g_rows) - 1, &g_elements) &&
             !__builtin_add_overflow(g_elements, a_column_major ? g_rows : g_cols, &g_elements);
   }
+  // The scales of FP8 operands (float32; E8M0 bytes for MXFP8), as many as
+  // the plan says this rank's blocks have.
+  const bool a_scaled = load(info.a_scale_mode) != WEAVE_SCALE_NONE;
+  const bool b_scaled = load(info.b_scale_mode) != WEAVE_SCALE_NONE;
+  const bool gathered_scaled = gathered && info.gathered_a_scale_elements > 0;
   int64_t total = g_elements;
+  for (int64_t scales : {a_scaled ? info.a_scale_elements : 0, b_scaled ? info.b_scale_elements : 0,
+                         gathered_scaled ? info.gathered_a_scale_elements : 0})
+    if (scales < 0 || __builtin_add_overflow(total, scales, &total)) small = false;
   for (const Matrix* x : operand)
     if (x && __builtin_add_overflow(total, x->elements, &total)) small = false;
   // Every rank of the plan's group must take part: execute only where every
   // rank's buffers are small.
   if (!all_ranks(small && total <= kExecuteBudget)) return false;
 
+  const int wire = load(info.wire_type) != 0 ? load(info.wire_type) : load(a.desc.dtype);
+  auto scale_type = [](int mode) { return mode == WEAVE_SCALE_MXFP8 ? 0 : WEAVE_FLOAT32; };
+  // A, B, C, bias, gathered A, A's scales, B's scales, the gathered scales.
   std::vector<Guarded> buffers;
-  for (const Matrix* x : operand) buffers.emplace_back(x ? x->elements : 0, size);
-  buffers.emplace_back(g_elements, size);
+  for (const Matrix* x : operand)
+    buffers.emplace_back(x ? x->elements : 0, x ? load(x->desc.dtype) : WEAVE_FLOAT64);
+  buffers.emplace_back(g_elements, wire);
+  buffers.emplace_back(a_scaled ? info.a_scale_elements : 0, scale_type(load(info.a_scale_mode)));
+  buffers.emplace_back(b_scaled ? info.b_scale_elements : 0, scale_type(load(info.b_scale_mode)));
+  buffers.emplace_back(gathered_scaled ? info.gathered_a_scale_elements : 0,
+                       scale_type(load(info.wire_type) == WEAVE_FLOAT8_E4M3 ? WEAVE_SCALE_ROW_WISE
+                                                                            : load(info.a_scale_mode)));
   uint64_t state = 0x9E3779B97F4A7C15ull ^ in.u64();
-  auto next_value = [&] {
+  auto next_bits = [&] {
     state = state * 6364136223846793005ull + 1442695040888963407ull;
-    return static_cast<double>(static_cast<int64_t>(state >> 11) % 2001 - 1000) / 1000.0;
+    return state;
   };
-  const Matrix& c = *operand[2];
-  const bool c_column_major = load(c.desc.order) == WEAVE_ORDER_COLUMN_MAJOR;
   for (int b = 0; b < 4; ++b)
     for (int64_t i = 0; i < buffers[static_cast<size_t>(b)].elements; ++i)
-      buffers[static_cast<size_t>(b)].set(
-          i, b == 2 && !in_block(i, c.local_rows, c.local_cols, c.ld, c_column_major) ? kGapValue : next_value());
+      buffers[static_cast<size_t>(b)].set_random(i, next_bits());
+  // Scales: powers of two from 1/4 to 1 (E8M0 bytes 125 to 127).
+  for (int b = 5; b < 7; ++b) {
+    Guarded& scales = buffers[static_cast<size_t>(b)];
+    for (int64_t i = 0; i < scales.elements; ++i) {
+      const int exponent = static_cast<int>(next_bits() >> 40) % 3;
+      if (scales.dtype == WEAVE_FLOAT32) {
+        const float f = std::ldexp(1.0f, -exponent);
+        std::memcpy(scales.at(i), &f, 4);
+      } else {
+        scales.at(i)[0] = static_cast<unsigned char>(127 - exponent);
+      }
+    }
+  }
   const std::vector<Guarded> before = buffers;
 
   static const double scalars[] = {1.0, 0.0, -1.0, 0.5, 2.0};
   weave_execute_args_t args = new_struct<weave_execute_args_t>();
   args.alpha = in.pick(scalars);
   args.beta = in.pick(scalars);
+  const int c_type = load(operand[2]->desc.dtype);
+  if (c_type == WEAVE_COMPLEX64 || c_type == WEAVE_COMPLEX128) {
+    args.alpha_imag = in.pick(scalars);
+    args.beta_imag = in.pick(scalars);
+  }
   // An empty block may come as NULL.
   const bool null_when_empty = in.flag();
   auto pointer = [&](int b) -> unsigned char* {
@@ -487,19 +613,25 @@ bool execute_and_check(FuzzInput& in, weave_plan_t plan, const PlanCase& p, cons
     args.gathered_a = pointer(4);
     args.ld_gathered_a = g_ld;
   }
+  if (a_scaled) args.a_scale = pointer(5);
+  if (b_scaled) args.b_scale = pointer(6);
+  if (gathered_scaled) args.gathered_a_scale = pointer(7);
   check_status(weave_execute_ex(plan, &args), "weave_execute_ex");
 
   for (size_t b = 0; b < buffers.size(); ++b)
     if (!buffers[b].guards_intact())
-      violated("execute wrote outside buffer " + std::to_string(b) + " (A, B, C, bias, gathered A)");
-  for (int b : {0, 1, 3})
+      violated("execute wrote outside buffer " + std::to_string(b) +
+               " (A, B, C, bias, gathered A, A's scales, B's scales, gathered scales)");
+  for (int b : {0, 1, 3, 5, 6})
     if (buffers[static_cast<size_t>(b)].bytes != before[static_cast<size_t>(b)].bytes)
-      violated("execute changed input buffer " + std::to_string(b) + " (A, B, C, bias)");
+      violated("execute changed input buffer " + std::to_string(b) + " (A, B, C, bias, gathered A, A's scales, B's scales)");
+  const Matrix& c = *operand[2];
+  const bool c_column_major = load(c.desc.order) == WEAVE_ORDER_COLUMN_MAJOR;
   for (int64_t i = 0; i < c.elements; ++i) {
-    const double x = buffers[2].get(i);
     if (!in_block(i, c.local_rows, c.local_cols, c.ld, c_column_major)) {
-      if (x != kGapValue) violated("execute wrote into a gap of C's leading dimension at element " + std::to_string(i));
-    } else if (!std::isfinite(x)) {
+      if (!buffers[2].same_element(before[2], i))
+        violated("execute wrote into a gap of C's leading dimension at element " + std::to_string(i));
+    } else if (!buffers[2].finite(i)) {
       violated("C holds a non-finite value at element " + std::to_string(i) + " after execute");
     }
   }
