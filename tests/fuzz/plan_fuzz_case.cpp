@@ -616,7 +616,32 @@ bool execute_and_check(FuzzInput& in, weave_plan_t plan, const PlanCase& p, cons
   if (a_scaled) args.a_scale = pointer(5);
   if (b_scaled) args.b_scale = pointer(6);
   if (gathered_scaled) args.gathered_a_scale = pointer(7);
-  check_status(weave_execute_ex(plan, &args), "weave_execute_ex");
+  // Now and then one argument the plan must refuse: an imaginary part of
+  // alpha for a real plan, a scale for an unscaled operand, or no scale
+  // for a scaled one (a rank whose block is empty may pass none).
+  const uint8_t misuse = in.byte();
+  static float stray_scale = 1.0f;
+  bool refused = false;
+  if (misuse >= 248) {
+    const bool complex_plan = c_type == WEAVE_COMPLEX64 || c_type == WEAVE_COMPLEX128;
+    switch (misuse % 3) {
+      case 0: if (!complex_plan) { args.alpha_imag = 0.5; refused = true; } break;
+      case 1: if (!a_scaled) { args.a_scale = &stray_scale; refused = true; } break;
+      case 2: if (b_scaled && info.b_scale_elements > 0) { args.b_scale = nullptr; refused = true; } break;
+    }
+  }
+  const weave_status_t executed = weave_execute_ex(plan, &args);
+  check_status(executed, "weave_execute_ex");
+  if (refused && executed == WEAVE_SUCCESS)
+    violated("weave_execute_ex accepted a wrong argument (misuse " + std::to_string(misuse % 3) +
+             ": alpha_imag for a real plan, a scale for an unscaled A, no scale for a scaled B)");
+  // An execute on one rank that fails (an argument, not a peer) has
+  // written nothing.
+  if (executed != WEAVE_SUCCESS && g_size == 1)
+    for (int b : {2, 4, 7})
+      if (buffers[static_cast<size_t>(b)].bytes != before[static_cast<size_t>(b)].bytes)
+        violated("a failed weave_execute_ex (" + std::string(weave_last_error()) + ") wrote into output buffer " +
+                 std::to_string(b) + " (C, gathered A, gathered scales)");
 
   for (size_t b = 0; b < buffers.size(); ++b)
     if (!buffers[b].guards_intact())
