@@ -130,8 +130,12 @@ double predict_seconds(const Problem& p, const ScheduleOptions& o, Algorithm alg
       }
       const double g = G / c;
       double t = g + (c - 1) * together({g, x_within, x_between}) + x_within + x_between;
+      // The finished rows: between nodes and within them side by side, as
+      // far as the overlap efficiency lets two transfers share the cores
+      // that drive them (on host ranks without a spare core, one after the
+      // other).
       if (all_reduce)
-        t += std::max(between.time((Nn - 1) * finished_shard), within.time((L - 1) * Nn * finished_shard));
+        t += together({between.time((Nn - 1) * finished_shard), within.time((L - 1) * Nn * finished_shard)});
       return t;
     }
     case Algorithm::Summa: break;  // WEAVE_GEMM is not the model's to choose

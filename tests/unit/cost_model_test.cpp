@@ -169,6 +169,37 @@ TEST(CostModel, HierarchicalWhereTheNetworkIsTheSlowLink) {
             predict_seconds(rs, float32, Algorithm::Pipelined, 4, flat, one_node(4)));
 }
 
+// Host ranks sharing their cores (overlap efficiency 0) over one link
+// class (two emulated nodes on a loopback): the hierarchical GEMM-AR moves
+// the same bytes as the ring, one transfer after another, so it is not
+// predicted faster by the margin, and the ring stays. (Its all-gather of
+// finished rows was once predicted as if its two levels ran side by side
+// there, which chose it where the ring measured 7-12% faster.)
+TEST(CostModel, HierarchicalAllReduceGainsNothingWithoutSpareCores) {
+  const auto ar = problem(Operation::GemmAr, 4, 4096, 256, 1024);
+  NodeLayout nodes;
+  nodes.node_of_rank = {0, 0, 1, 1};
+  nodes.nodes = 2;
+  Calibration c = machine(20, 0.1, 0.05);  // communication about three times the GEMM, as measured
+  c.levels = true;
+  c.within_node = c.between_nodes = c.point_to_point;
+  c.overlap_efficiency = 0;
+  const double ring = predict_seconds(ar, {}, Algorithm::Ring, 1, c, nodes);
+  for (int chunks : {2, 4})
+    EXPECT_GT(predict_seconds(ar, {}, Algorithm::Hierarchical, chunks, c, nodes), 0.9 * ring) << chunks;
+  const ModelChoice choice =
+      choose_by_model(ar, {}, {Algorithm::Ring, Algorithm::Pipelined, Algorithm::Hierarchical}, 0, 1, c, nodes,
+                      Algorithm::Ring);
+  EXPECT_NE(choice.chosen.algorithm, Algorithm::Hierarchical) << choice.why;
+  // Where the two levels do run side by side (a GPU's NVLink beside its
+  // network), the finished rows take the longer of the two.
+  c.overlap_efficiency = 1;
+  c.within_node = link(200);
+  const double fast_within = predict_seconds(ar, {}, Algorithm::Hierarchical, 2, c, nodes);
+  c.within_node = link(400);
+  EXPECT_NEAR(predict_seconds(ar, {}, Algorithm::Hierarchical, 2, c, nodes), fast_within, 0.02 * fast_within);
+}
+
 // --- The planner's use of it ----------------------------------------------
 
 Capabilities host_caps() {
