@@ -4,14 +4,20 @@
 
 namespace weave::internal::exec {
 
-MatrixRef Bindings::resolve(const plan::Region& region) const {
-  const plan::BufferSpec& spec = schedule->buffers.at(region.buffer);
+MatrixRef layout_of(const plan::Schedule& schedule, const plan::Region& region) {
+  const plan::BufferSpec& spec = schedule.buffers.at(region.buffer);
   MatrixRef ref;
   ref.rows = region.rows;
   ref.cols = region.cols;
   ref.dtype = spec.dtype;
   ref.order = spec.order;
   ref.ld = spec.ld;
+  return ref;
+}
+
+MatrixRef Bindings::resolve(const plan::Region& region) const {
+  const plan::BufferSpec& spec = schedule->buffers.at(region.buffer);
+  MatrixRef ref = layout_of(*schedule, region);
   const bool user_buffer = region.buffer < plan::kFirstWorkspaceBuffer;
   char* base = static_cast<char*>(user_buffer ? const_cast<void*>(user[region.buffer]) : workspace);
   if (region.buffer == plan::kBufferGathered && gathered_ld > 0) ref.ld = gathered_ld;

@@ -45,6 +45,9 @@ struct Scalars {
   }
 };
 
+// A region's matrix as backends see it, without a pointer (plan time).
+MatrixRef layout_of(const plan::Schedule& schedule, const plan::Region& region);
+
 struct Bindings {
   const plan::Schedule* schedule = nullptr;
   std::array<const void*, plan::kFirstWorkspaceBuffer> user{};  // A, B, C, bias, gathered

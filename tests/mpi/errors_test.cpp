@@ -1157,6 +1157,53 @@ void overflowing_workspace(weave_grid_t grid) {
   if (p.h) fail_here("a failed weave_plan_create left a handle");
 }
 
+// Leading dimensions beyond BLAS's integers (a 32-bit BLAS). A matrix of
+// one column never steps by its ld, so any ld it was created with is fine:
+// the product is right (it failed in the BLAS call at execute, which left
+// the plan unusable). With two columns the BLAS would need the ld: plan
+// creation refuses it, naming it, instead of an execute failing halfway.
+void leading_dimensions_beyond_blas(weave_grid_t grid) {
+  const int64_t M = 2 * g_size, K = 3, huge = int64_t{1} << 40;
+  for (int64_t columns : {int64_t{1}, int64_t{2}}) {
+    Operands o;
+    weave_matrix_desc_t dc = desc_of(M, columns * g_size, WEAVE_DIST_BLOCK_COLUMN);
+    dc.ld = columns == 1 ? huge : (int64_t{1} << 31) + 5;
+    if (!create(grid, desc_of(M, K, WEAVE_DIST_BLOCK_ROW), &o.a) ||
+        !create(grid, desc_of(K, columns * g_size, WEAVE_DIST_BLOCK_COLUMN), &o.b) || !create(grid, dc, &o.c))
+      return;
+    const weave_plan_desc_t pd = plan_desc(WEAVE_AG_GEMM, o);
+    Matrix& a = o.a;
+    Matrix& b = o.b;
+    Matrix& c = o.c;
+    Plan p;
+    if (columns == 2) {
+#ifdef WEAVE_BLAS_ILP64
+      EXPECT_OK(weave_plan_create(grid, &pd, &p.h));
+#else
+      EXPECT_STATUS(weave_plan_create(grid, &pd, &p.h), WEAVE_ERROR_UNSUPPORTED, "ldc = 2147483653",
+                    "BLAS integer range", "WEAVE_BLAS_ILP64");
+      if (p.h) fail_here("a failed weave_plan_create left a handle");
+#endif
+      continue;
+    }
+    EXPECT_OK(weave_plan_create(grid, &pd, &p.h));
+    if (!p.h) return;
+    // A: row i of my rows is (i + 1) everywhere; B: ones. C = A B: row i
+    // of C holds K (i + 1) in its one column.
+    std::vector<double> av = local_buffer(a.h, 0.0), bv = local_buffer(b.h, 1.0), cv = local_buffer(c.h, -7.0);
+    int64_t rows = 0, cols = 0, row0 = 0, col0 = 0;
+    weave_matrix_local_shape(a.h, &rows, &cols);
+    weave_matrix_local_offset(a.h, &row0, &col0);
+    for (int64_t j = 0; j < cols; ++j)
+      for (int64_t i = 0; i < rows; ++i) av[static_cast<size_t>(i + j * rows)] = static_cast<double>(row0 + i + 1);
+    EXPECT_OK(weave_execute(p.h, 1.0, av.data(), bv.data(), 0.0, cv.data(), nullptr, nullptr));
+    for (int64_t i = 0; i < M; ++i)
+      if (cv[static_cast<size_t>(i)] != static_cast<double>(K * (i + 1)))
+        fail_here("C(" + std::to_string(i) + ", 0) = " + std::to_string(cv[static_cast<size_t>(i)]) + ", not " +
+                  std::to_string(K * (i + 1)));
+  }
+}
+
 // Sets an environment variable for one scope, on this rank.
 struct ScopedEnvironment {
   std::string name, saved;
@@ -1350,6 +1397,7 @@ int main(int argc, char** argv) {
     run_check("matrix extents that overflow 64 bits", [&] { overflowing_matrix_extents(g); });
     run_check("counts whose sum overflows 64 bits", [&] { overflowing_count_sums(g); });
     run_check("workspace that overflows 64 bits", [&] { overflowing_workspace(g); });
+    run_check("leading dimensions beyond the BLAS integers", [&] { leading_dimensions_beyond_blas(g); });
     run_check("timeout and chunk counts that overflow", [&] { overflowing_timeout_and_counts(g); });
     run_check("timeout of a ring when rank 0 does not execute",
               [&] { timeout(g, WEAVE_ALGORITHM_RING, false); });

@@ -11,17 +11,7 @@ namespace {
 
 constexpr uint32_t kMaxAlignment = 256;  // what cuBLASLt asks for at most (and cudaMalloc gives)
 
-// A region's matrix as backends see it, without a pointer (plan time).
-exec::MatrixRef layout_of(const plan::Schedule& schedule, const plan::Region& region) {
-  const plan::BufferSpec& spec = schedule.buffer(region);
-  exec::MatrixRef ref;
-  ref.rows = region.rows;
-  ref.cols = region.cols;
-  ref.ld = spec.ld;
-  ref.dtype = spec.dtype;
-  ref.order = spec.order;
-  return ref;
-}
+using exec::layout_of;
 
 // Byte offset of a region's first element from a 256-byte aligned base:
 // the caller's buffer, or the workspace.

@@ -63,14 +63,37 @@ blas_int to_blas_int(int64_t value, const char* what) {
 
 char blas_op(Op op) { return op == Op::N ? 'N' : op == Op::T ? 'T' : 'C'; }
 
+// A column-major operand's leading dimension as BLAS gets it: a matrix of
+// one column never steps by it, so it gets the smallest valid one (the
+// caller's may be any size, beyond BLAS's integers too).
+int64_t leading_dimension(int64_t ld, int64_t rows, int64_t cols) { return cols <= 1 ? std::max<int64_t>(1, rows) : ld; }
+
+// The integer arguments of one BLAS GEMM; fails (before anything runs
+// where the plan checks them at creation) where one does not fit BLAS's
+// integers.
+struct BlasArguments {
+  blas_int m = 0, n = 0, k = 0, lda = 1, ldb = 1, ldc = 1;
+};
+
+BlasArguments blas_arguments(const kernels::ColumnMajorGemm& g) {
+  const bool left_n = g.op_left == Op::N, right_n = g.op_right == Op::N;
+  BlasArguments b;
+  b.m = to_blas_int(g.m, "m");
+  b.n = to_blas_int(g.n, "n");
+  b.k = to_blas_int(g.k, "k");
+  b.lda = to_blas_int(leading_dimension(g.ld_left, left_n ? g.m : g.k, left_n ? g.k : g.m), "lda");
+  b.ldb = to_blas_int(leading_dimension(g.ld_right, right_n ? g.k : g.n, right_n ? g.n : g.k), "ldb");
+  b.ldc = to_blas_int(leading_dimension(g.ld_out, g.m, g.n), "ldc");
+  return b;
+}
+
 // One BLAS GEMM in real type R, on real (components 1) or complex
 // (components 2: cgemm, zgemm) elements; alpha and beta as (real, imaginary).
 template <class R, int components>
 void call_gemm(const kernels::ColumnMajorGemm& g, exec::ScalarValue alpha, exec::ScalarValue beta) {
   const char ta = blas_op(g.op_left), tb = blas_op(g.op_right);
-  const blas_int m = to_blas_int(g.m, "m"), n = to_blas_int(g.n, "n"), k = to_blas_int(g.k, "k");
-  const blas_int lda = to_blas_int(g.ld_left, "lda"), ldb = to_blas_int(g.ld_right, "ldb"),
-                 ldc = to_blas_int(g.ld_out, "ldc");
+  const BlasArguments args = blas_arguments(g);
+  const blas_int m = args.m, n = args.n, k = args.k, lda = args.lda, ldb = args.ldb, ldc = args.ldc;
   const R* a = static_cast<const R*>(g.left);
   const R* b = static_cast<const R*>(g.right);
   R* c = static_cast<R*>(g.out);
@@ -257,6 +280,8 @@ void dequantize(const exec::MatrixRef& x, Op op, int64_t rows, int64_t cols, con
   if (!known) fail(WEAVE_ERROR_INTERNAL, "the host backend cannot decode ", dtype_name(x.dtype));
 }
 
+using exec::layout_of;
+
 exec::MatrixRef float_matrix(float* data, int64_t rows, int64_t cols) {
   exec::MatrixRef m;
   m.data = data;
@@ -278,12 +303,24 @@ bool HostBackend::native(const plan::Schedule& schedule, const plan::GemmOp& op)
 
 HostBackend::HostBackend(const plan::Schedule& schedule, HostBackendOptions options) : options_(options) {
   ensure_kokkos_initialized();
-  // The emulated GEMMs' float32 scratch: the largest decoded A, B and (for a
-  // C that is not float32) C of any of them.
+  // Every GEMM's sizes and leading dimensions fit BLAS's integers (tiles
+  // are only smaller), checked here so that a plan that cannot run is
+  // refused when it is created, not halfway through an execute. And the
+  // emulated GEMMs' float32 scratch: the largest decoded A, B and (for a C
+  // that is not float32) C of any of them.
   int64_t scratch_floats = 0;
   for (const plan::Step& step : schedule.steps) {
     const auto* op = std::get_if<plan::GemmOp>(&step.op);
-    if (!op || native(schedule, *op)) continue;
+    if (!op) continue;
+    const exec::MatrixRef c = layout_of(schedule, op->c);
+    const int64_t gemm_k = op->op_a == Op::N ? op->a.cols : op->a.rows;
+    if (native(schedule, *op))
+      blas_arguments(kernels::to_column_major(layout_of(schedule, op->a), op->op_a, layout_of(schedule, op->b),
+                                              op->op_b, c));
+    else if (schedule.buffer(op->c).dtype == DType::F32)
+      blas_arguments(kernels::to_column_major(float_matrix(nullptr, c.rows, gemm_k), Op::N,
+                                              float_matrix(nullptr, gemm_k, c.cols), Op::N, c));
+    if (native(schedule, *op)) continue;
     for (const plan::Region* r : {&op->a, &op->b})
       if (dtype_row(schedule.buffer(*r).dtype).host == Support::No)
         fail(WEAVE_ERROR_UNSUPPORTED_TYPE, "the host backend cannot multiply ", dtype_name(schedule.buffer(*r).dtype));
