@@ -317,9 +317,10 @@ HostBackend::HostBackend(const plan::Schedule& schedule, HostBackendOptions opti
     if (native(schedule, *op))
       blas_arguments(kernels::to_column_major(layout_of(schedule, op->a), op->op_a, layout_of(schedule, op->b),
                                               op->op_b, c));
-    else if (schedule.buffer(op->c).dtype == DType::F32)
-      blas_arguments(kernels::to_column_major(float_matrix(nullptr, c.rows, gemm_k), Op::N,
-                                              float_matrix(nullptr, gemm_k, c.cols), Op::N, c));
+    else  // into C itself (float32), else into a float32 copy of it
+      blas_arguments(kernels::to_column_major(
+          float_matrix(nullptr, c.rows, gemm_k), Op::N, float_matrix(nullptr, gemm_k, c.cols), Op::N,
+          schedule.buffer(op->c).dtype == DType::F32 ? c : float_matrix(nullptr, c.rows, c.cols)));
     if (native(schedule, *op)) continue;
     for (const plan::Region* r : {&op->a, &op->b})
       if (dtype_row(schedule.buffer(*r).dtype).host == Support::No)
