@@ -12,6 +12,7 @@
 #include "core/enum_value.hpp"
 #include "core/error.hpp"
 #include "core/wait_bounds.hpp"
+#include "plan/wire.hpp"
 
 namespace weave::internal::plan {
 
@@ -393,6 +394,25 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
                              : str(" sequential chosen: over ", transport->title, " the ring paid only from ",
                                    transport->ag_gemm_ring_min_flops / 1e9, " GFLOP per rank, this is ", flops / 1e9,
                                    " (WEAVE_ALGORITHM=ring overrides);");
+        }
+        // A plan whose collective would sum 16-bit partial sums (asked for
+        // with WEAVE_FLAG_REDUCE_IN_OUTPUT_TYPE) over a library that cannot
+        // (MPI): the ring, which honours the flag with sums of its own.
+        // (Asked for by name, such a plan is refused when its transport is
+        // made, saying so.)
+        if (reduction && P > 1 &&
+            (algorithm == WEAVE_ALGORITHM_SEQUENTIAL || algorithm == WEAVE_ALGORITHM_PIPELINED)) {
+          ScheduleOptions flags;
+          flags.reduce_in_output_type = (desc.flags & WEAVE_FLAG_REDUCE_IN_OUTPUT_TYPE) != 0;
+          flags.reduce_in_accumulation_type = (desc.flags & WEAVE_FLAG_REDUCE_IN_ACCUMULATION_TYPE) != 0;
+          const ReductionWire wire = reduction_wire(problem, flags, static_cast<Algorithm>(algorithm));
+          if (wire.summed_by_collective && dtype_size(wire.type) == 2 && transport->collectives == Collectives::Own &&
+              !transport->own_collectives_sum_16_bit) {
+            notes += str(" ring chosen: the ", algorithm_name(static_cast<Algorithm>(algorithm)), " plan's ",
+                         transport->title, " collectives cannot sum the ", dtype_name(wire.type),
+                         " partial sums WEAVE_FLAG_REDUCE_IN_OUTPUT_TYPE asks for;");
+            algorithm = WEAVE_ALGORITHM_RING;
+          }
         }
       }
     }

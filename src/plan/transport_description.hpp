@@ -74,6 +74,9 @@ struct TransportDescription {
   // (schedules with PeerSum steps).
   bool reads_peer_memory = false;
   Collectives collectives = Collectives::Own;
+  // Collectives::Own: the library's reduce-scatter and all-reduce sum f16
+  // and bf16 (NCCL's do; MPI has no datatype for them).
+  bool own_collectives_sum_16_bit = false;
   // Calls MPI while an execute runs, so a host progress thread needs
   // MPI_THREAD_SERIALIZED or higher.
   bool calls_mpi = false;

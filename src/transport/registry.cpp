@@ -29,6 +29,7 @@ std::unique_ptr<Transport> make_mpi(const TransportContext& c) {
   if (max_tag > mpi->max_tag())
     fail(WEAVE_ERROR_UNSUPPORTED, "this schedule needs MPI tags up to ", max_tag, " but MPI_TAG_UB is ",
          mpi->max_tag(), "; use fewer chunks_per_shard (or wider panels, WEAVE_PANEL_WIDTH)");
+  MpiTransport::check_collectives(c.schedule);
   return mpi;
 }
 
@@ -116,6 +117,7 @@ std::vector<TransportRow> make_table() {
     d.progression = Progression::StreamOrdered;
     d.sms = SmUse::LibraryKernels;
     d.collectives = Collectives::Own;
+    d.own_collectives_sum_16_bit = true;
     d.automatic = true;
     d.reduction_algorithm = Algorithm::Sequential;  // measured: doc/performance.md
     d.ag_gemm_ring_min_flops = plan::kNcclRingMinFlops;

@@ -1204,6 +1204,34 @@ void leading_dimensions_beyond_blas(weave_grid_t grid) {
   }
 }
 
+// A sequential or pipelined reduction asked for by name, with 16-bit
+// partial sums (WEAVE_FLAG_REDUCE_IN_OUTPUT_TYPE) that MPI's collectives
+// cannot sum: refused at plan creation, on every rank (it failed in the
+// first execute and left the plan unusable). Left automatic, the plan runs
+// the ring instead.
+void sums_mpi_cannot_take(weave_grid_t grid) {
+  if (g_size < 2) return skip("one rank sums nothing");
+  for (weave_operation_t op : {WEAVE_GEMM_RS, WEAVE_GEMM_AR}) {
+    Operands o;
+    if (!make_operands(grid, op, 4 * g_size, 6, 4 * g_size, &o, WEAVE_FLOAT16)) return;
+    for (weave_algorithm_t algorithm : {WEAVE_ALGORITHM_SEQUENTIAL, WEAVE_ALGORITHM_PIPELINED, WEAVE_ALGORITHM_AUTO}) {
+      weave_plan_desc_t pd = plan_desc(op, o);
+      pd.algorithm = algorithm;
+      pd.transport = WEAVE_TRANSPORT_MPI;
+      pd.flags = WEAVE_FLAG_REDUCE_IN_OUTPUT_TYPE;
+      Plan p;
+      if (algorithm != WEAVE_ALGORITHM_AUTO) {
+        EXPECT_STATUS(weave_plan_create(grid, &pd, &p.h), WEAVE_ERROR_UNSUPPORTED_TYPE, "MPI cannot sum f16");
+        if (p.h) fail_here("a failed weave_plan_create left a handle");
+        continue;
+      }
+      EXPECT_OK(weave_plan_create(grid, &pd, &p.h));
+      std::vector<uint16_t> a(256, 0), b(256, 0), c(256, 0);  // zeros: f16 0.0
+      if (p.h) EXPECT_OK(weave_execute(p.h, 1.0, a.data(), b.data(), 0.0, c.data(), nullptr, nullptr));
+    }
+  }
+}
+
 // Sets an environment variable for one scope, on this rank.
 struct ScopedEnvironment {
   std::string name, saved;
@@ -1398,6 +1426,7 @@ int main(int argc, char** argv) {
     run_check("counts whose sum overflows 64 bits", [&] { overflowing_count_sums(g); });
     run_check("workspace that overflows 64 bits", [&] { overflowing_workspace(g); });
     run_check("leading dimensions beyond the BLAS integers", [&] { leading_dimensions_beyond_blas(g); });
+    run_check("16-bit sums MPI cannot take", [&] { sums_mpi_cannot_take(g); });
     run_check("timeout and chunk counts that overflow", [&] { overflowing_timeout_and_counts(g); });
     run_check("timeout of a ring when rank 0 does not execute",
               [&] { timeout(g, WEAVE_ALGORITHM_RING, false); });

@@ -273,6 +273,29 @@ TEST(PlannerModel, HostPlansAskForACalibrationThenFollowTheModel) {
   EXPECT_FALSE(resolve_options(desc, problem(Operation::GemmRs, 1, 64, 64, 64), {}, caps).wants_calibration);
 }
 
+// 16-bit partial sums asked for (WEAVE_FLAG_REDUCE_IN_OUTPUT_TYPE) where
+// the model prefers the sequential plan: MPI's reduce-scatter and
+// all-reduce cannot sum f16, so the automatic choice is the ring, which sums
+// them itself (the sequential plan failed in its first execute).
+TEST(PlannerModel, NoCollectiveSumsOfTypesMpiCannotSum) {
+  Capabilities caps = host_caps();
+  caps.cores_per_rank = 4;
+  caps.calibration = std::make_shared<Calibration>(machine(1, 100, 100));  // the sequential plan wins
+  weave_plan_desc_t desc{};
+  for (Operation op : {Operation::GemmRs, Operation::GemmAr}) {
+    const auto half = problem(op, 4, 512, 512, 512, DType::F16);
+    desc.flags = 0;
+    EXPECT_EQ(resolve_options(desc, half, {}, caps).schedule.algorithm, Algorithm::Sequential);
+    desc.flags = WEAVE_FLAG_REDUCE_IN_OUTPUT_TYPE;
+    const Resolved r = resolve_options(desc, half, {}, caps);
+    EXPECT_EQ(r.schedule.algorithm, Algorithm::Ring) << r.notes;
+    EXPECT_NE(r.notes.find("cannot sum the f16 partial sums"), std::string::npos) << r.notes;
+    // f32 sums MPI can: the model's choice stands.
+    EXPECT_EQ(resolve_options(desc, problem(op, 4, 512, 512, 512, DType::F32), {}, caps).schedule.algorithm,
+              Algorithm::Sequential);
+  }
+}
+
 TEST(PlannerModel, DevicePlansUseItAcrossNodesOnly) {
   const weave_plan_desc_t desc{};
   auto rs = problem(Operation::GemmRs, 4, 16384, 16384, 16384, DType::BF16);

@@ -31,7 +31,43 @@ int to_int(int64_t value, const char* what) {
   return static_cast<int>(value);
 }
 
+// What one collective step hands MPI: its datatype and its int counts and
+// displacements in that datatype's units. Fails where MPI cannot take them
+// (checked for every collective when the transport is made, so that a plan
+// that cannot run is refused at creation, not in an execute).
+struct MpiCollective {
+  MPI_Datatype datatype = MPI_BYTE;
+  int64_t unit_bytes = 1;
+  std::vector<int> counts, displs;
+  int all_reduce_count = 0;
+};
+
+MpiCollective mpi_collective(const plan::Schedule& s, const plan::CollectiveOp& op) {
+  // Complex elements travel and are summed as pairs of their component type.
+  const DType type = component_type(s.buffer(op.recv).dtype);
+  MpiCollective c;
+  const bool sums = op.kind != plan::CollectiveKind::AllGather;
+  c.datatype = sums || type == DType::F64 || type == DType::F32 ? mpi_type(type) : MPI_BYTE;
+  const int64_t scale = c.datatype == MPI_BYTE ? static_cast<int64_t>(dtype_size(type)) : components(s.buffer(op.recv).dtype);
+  c.unit_bytes = c.datatype == MPI_BYTE ? 1 : static_cast<int64_t>(dtype_size(type));
+  int64_t offset = 0;
+  for (int64_t count : op.counts) {
+    c.counts.push_back(to_int(checked_mul(count, scale, "a collective count"), "collective count"));
+    c.displs.push_back(to_int(checked_mul(offset, scale, "a collective displacement"), "collective displacement"));
+    offset = checked_add(offset, count, "a collective displacement");
+  }
+  if (op.kind == plan::CollectiveKind::AllReduce)
+    c.all_reduce_count =
+        to_int(checked_mul(op.counts.at(0), scale, "an all-reduce count"), "all-reduce count");
+  return c;
+}
+
 }  // namespace
+
+void MpiTransport::check_collectives(const plan::Schedule& schedule) {
+  for (const plan::Step& step : schedule.steps)
+    if (const auto* op = std::get_if<plan::CollectiveOp>(&step.op)) mpi_collective(schedule, *op);
+}
 
 MpiTransport::MpiTransport(SharedComm comm) : comm_(std::move(comm)) {
   int* tag_ub = nullptr;
@@ -98,37 +134,26 @@ int MpiTransport::post(const plan::Step& step, const exec::Bindings& bindings) {
     case plan::StepKind::Collective: {
       const auto& op = std::get<plan::CollectiveOp>(step.op);
       const exec::MatrixRef send = bindings.resolve(op.send), recv = bindings.resolve(op.recv);
-      // Complex elements travel and are summed as pairs of their component type.
-      const DType type = component_type(s.buffer(op.recv).dtype);
-      const MPI_Datatype mt = type == DType::F64 || type == DType::F32 ? mpi_type(type) : MPI_BYTE;
-      const int64_t scale = mt == MPI_BYTE ? static_cast<int64_t>(dtype_size(type)) : components(s.buffer(op.recv).dtype);
-      std::vector<int> counts, displs;
-      int64_t offset = 0;
-      for (int64_t c : op.counts) {
-        counts.push_back(to_int(checked_mul(c, scale, "a collective count"), "collective count"));
-        displs.push_back(to_int(checked_mul(offset, scale, "a collective displacement"), "collective displacement"));
-        offset = checked_add(offset, c, "a collective displacement");
-      }
+      MpiCollective c = mpi_collective(s, op);
       MPI_Request r = MPI_REQUEST_NULL;
       int rank = 0;
       MPI_Comm_rank(comm_->get(), &rank);
       switch (op.kind) {
         case plan::CollectiveKind::AllGather: {
           // In place when my part already sits where it belongs.
-          const char* mine = static_cast<const char*>(recv.data) + displs[rank] * (mt == MPI_BYTE ? 1 : dtype_size(type));
+          const char* mine = static_cast<const char*>(recv.data) + c.displs[rank] * c.unit_bytes;
           const void* sendbuf = send.data == mine ? MPI_IN_PLACE : send.data;
-          WEAVE_MPI_CHECK(MPI_Iallgatherv(sendbuf, counts[rank], mt, recv.data, counts.data(), displs.data(), mt,
-                                          comm_->get(), &r));
+          WEAVE_MPI_CHECK(MPI_Iallgatherv(sendbuf, c.counts[rank], c.datatype, recv.data, c.counts.data(),
+                                          c.displs.data(), c.datatype, comm_->get(), &r));
           break;
         }
         case plan::CollectiveKind::ReduceScatter:
-          WEAVE_MPI_CHECK(MPI_Ireduce_scatter(send.data, recv.data, counts.data(), mpi_type(type), MPI_SUM, comm_->get(), &r));
+          WEAVE_MPI_CHECK(MPI_Ireduce_scatter(send.data, recv.data, c.counts.data(), c.datatype, MPI_SUM,
+                                              comm_->get(), &r));
           break;
         case plan::CollectiveKind::AllReduce:
-          WEAVE_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, recv.data,
-                                         to_int(checked_mul(op.counts.at(0), scale, "an all-reduce count"),
-                                                "all-reduce count"),
-                                         mpi_type(type), MPI_SUM, comm_->get(), &r));
+          WEAVE_MPI_CHECK(
+              MPI_Iallreduce(MPI_IN_PLACE, recv.data, c.all_reduce_count, c.datatype, MPI_SUM, comm_->get(), &r));
           break;
       }
       out.push_back(r);

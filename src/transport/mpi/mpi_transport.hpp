@@ -32,6 +32,9 @@ class MpiTransport final : public Transport {
 
   // Largest tag this MPI accepts (MPI_TAG_UB).
   int max_tag() const { return max_tag_; }
+  // Fails where MPI cannot take one of the schedule's collectives (int
+  // counts; a sum in a type MPI has no datatype for), before any execute.
+  static void check_collectives(const plan::Schedule& schedule);
 
  private:
   int add(std::vector<MPI_Request> requests, bool receive);
