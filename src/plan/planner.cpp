@@ -40,6 +40,12 @@ Environment read_environment() {
 
 namespace {
 
+// What the plan's flags say a reduction moves (plan/wire.hpp reads these).
+void set_reduction_flags(int32_t flags, ScheduleOptions& o) {
+  o.reduce_in_output_type = (flags & WEAVE_FLAG_REDUCE_IN_OUTPUT_TYPE) != 0;
+  o.reduce_in_accumulation_type = (flags & WEAVE_FLAG_REDUCE_IN_ACCUMULATION_TYPE) != 0;
+}
+
 // Value of an environment variable chosen from `names` (index = enum value).
 template <class Enum>
 bool env_choice(const Environment& env, const char* variable, const std::map<std::string, Enum>& names, Enum* out) {
@@ -349,8 +355,7 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
           notes += str(" sequential chosen: ", flops / 1e9, " GFLOP per rank is too little for overlap to pay;");
         } else if (model_applies && calibrate && caps.calibration) {
           ScheduleOptions wire;
-          wire.reduce_in_output_type = (desc.flags & WEAVE_FLAG_REDUCE_IN_OUTPUT_TYPE) != 0;
-          wire.reduce_in_accumulation_type = (desc.flags & WEAVE_FLAG_REDUCE_IN_ACCUMULATION_TYPE) != 0;
+          set_reduction_flags(desc.flags, wire);
           // A backward or bidirectional direction asked for is a ring's.
           const auto env_direction = env.find("WEAVE_DIRECTION");
           const bool ring_asked =
@@ -403,8 +408,7 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
         if (reduction && P > 1 &&
             (algorithm == WEAVE_ALGORITHM_SEQUENTIAL || algorithm == WEAVE_ALGORITHM_PIPELINED)) {
           ScheduleOptions flags;
-          flags.reduce_in_output_type = (desc.flags & WEAVE_FLAG_REDUCE_IN_OUTPUT_TYPE) != 0;
-          flags.reduce_in_accumulation_type = (desc.flags & WEAVE_FLAG_REDUCE_IN_ACCUMULATION_TYPE) != 0;
+          set_reduction_flags(desc.flags, flags);
           const ReductionWire wire = reduction_wire(problem, flags, static_cast<Algorithm>(algorithm));
           if (wire.summed_by_collective && dtype_size(wire.type) == 2 && transport->collectives == Collectives::Own &&
               !transport->own_collectives_sum_16_bit) {
@@ -609,8 +613,7 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
     notes += " device waits on stream memory operations, unbounded (WEAVE_DEVICE_WAIT);";
 
   r.schedule.gathered_output = (desc.flags & WEAVE_FLAG_GATHERED_OUTPUT) != 0;
-  r.schedule.reduce_in_output_type = (desc.flags & WEAVE_FLAG_REDUCE_IN_OUTPUT_TYPE) != 0;
-  r.schedule.reduce_in_accumulation_type = (desc.flags & WEAVE_FLAG_REDUCE_IN_ACCUMULATION_TYPE) != 0;
+  set_reduction_flags(desc.flags, r.schedule);
 
   // Host progress.
   int progress = enum_value(desc.progress);

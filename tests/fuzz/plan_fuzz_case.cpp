@@ -181,6 +181,7 @@ int element_size_of(int dtype) {
 }
 
 bool is_fp8(int dtype) { return dtype == WEAVE_FLOAT8_E4M3 || dtype == WEAVE_FLOAT8_E5M2; }
+bool is_complex(int dtype) { return dtype == WEAVE_COMPLEX64 || dtype == WEAVE_COMPLEX128; }
 
 // Size of a group of the grid, or of the world for a group that is none.
 int group_size_of(weave_grid_t grid, int group) {
@@ -344,7 +345,13 @@ PlanCase decode_plan(FuzzInput& in, const std::vector<Matrix>& matrices) {
   return p;
 }
 
-void check_plan(weave_plan_t plan, const PlanCase& p, const std::vector<Matrix>& matrices) {
+// The type A's rows travel as (AG-GEMM's wire type; A's own without one).
+int wire_type_of(const weave_plan_info_t& info, const Matrix& a) {
+  return load(info.wire_type) != 0 ? load(info.wire_type) : load(a.desc.dtype);
+}
+
+// Checks what the plan says of itself, and returns its info.
+weave_plan_info_t check_plan(weave_plan_t plan, const PlanCase& p, const std::vector<Matrix>& matrices) {
   weave_plan_info_t info = new_struct<weave_plan_info_t>();
   check_status(weave_plan_get_info(plan, &info), "weave_plan_get_info");
   const char* text = nullptr;
@@ -376,7 +383,7 @@ void check_plan(weave_plan_t plan, const PlanCase& p, const std::vector<Matrix>&
   const int operation = load(p.desc.operation);
   const Matrix& a = matrices[static_cast<size_t>(p.a)];
   const Matrix& c = matrices[static_cast<size_t>(p.c)];
-  const int wire = load(info.wire_type) != 0 ? load(info.wire_type) : load(a.desc.dtype);
+  const int wire = wire_type_of(info, a);
   const int64_t a_rows = c.local_rows, a_k = load(p.desc.op_a) == WEAVE_OP_N ? a.local_cols : a.local_rows;
   // rows x cols x size bytes in 256-byte slices; false where that overflows.
   auto slices = [](int64_t rows, int64_t cols, int64_t size, int64_t& bytes) {
@@ -400,7 +407,7 @@ void check_plan(weave_plan_t plan, const PlanCase& p, const std::vector<Matrix>&
     for (const auto& [operand, op] : {std::pair<const Matrix*, int>{&a, load(p.desc.op_a)}, {&b, load(p.desc.op_b)}}) {
       const int type = load(operand->desc.dtype);
       int64_t copy = 0;
-      if (op == WEAVE_OP_C && (type == WEAVE_COMPLEX64 || type == WEAVE_COMPLEX128) &&
+      if (op == WEAVE_OP_C && is_complex(type) &&
           (!slices(operand->local_rows, operand->local_cols, operand->element_size, copy) ||
            __builtin_add_overflow(allowed, copy, &allowed)))
         violated("a one-rank plan whose conjugated copy of an operand overflows int64_t bytes was accepted: " +
@@ -424,6 +431,7 @@ void check_plan(weave_plan_t plan, const PlanCase& p, const std::vector<Matrix>&
       violated("AG-GEMM workspace of " + std::to_string(workspace) + " bytes cannot hold the gathered op(A) of " +
                std::to_string(gathered) + ": " + text);
   }
+  return info;
 }
 
 // ---------------------------------------------------------------------------
@@ -512,9 +520,8 @@ bool in_block(int64_t at, int64_t rows, int64_t cols, int64_t ld, bool column_ma
 }
 
 // Returns whether the plan was executed.
-bool execute_and_check(FuzzInput& in, weave_plan_t plan, const PlanCase& p, const std::vector<Matrix>& matrices) {
-  weave_plan_info_t info = new_struct<weave_plan_info_t>();
-  check_status(weave_plan_get_info(plan, &info), "weave_plan_get_info");
+bool execute_and_check(FuzzInput& in, weave_plan_t plan, const weave_plan_info_t& info, const PlanCase& p,
+                       const std::vector<Matrix>& matrices) {
   if (load(info.backend) != WEAVE_BACKEND_HOST) return false;
   const Matrix* operand[4] = {&matrices[static_cast<size_t>(p.a)], &matrices[static_cast<size_t>(p.b)],
                               &matrices[static_cast<size_t>(p.c)],
@@ -555,7 +562,7 @@ bool execute_and_check(FuzzInput& in, weave_plan_t plan, const PlanCase& p, cons
   // rank's buffers are small.
   if (!all_ranks(small && total <= kExecuteBudget)) return false;
 
-  const int wire = load(info.wire_type) != 0 ? load(info.wire_type) : load(a.desc.dtype);
+  const int wire = wire_type_of(info, a);
   auto scale_type = [](int mode) { return mode == WEAVE_SCALE_MXFP8 ? 0 : WEAVE_FLOAT32; };
   // A, B, C, bias, gathered A, A's scales, B's scales, the gathered scales.
   std::vector<Guarded> buffers;
@@ -594,8 +601,8 @@ bool execute_and_check(FuzzInput& in, weave_plan_t plan, const PlanCase& p, cons
   weave_execute_args_t args = new_struct<weave_execute_args_t>();
   args.alpha = in.pick(scalars);
   args.beta = in.pick(scalars);
-  const int c_type = load(operand[2]->desc.dtype);
-  if (c_type == WEAVE_COMPLEX64 || c_type == WEAVE_COMPLEX128) {
+  const bool complex_plan = is_complex(load(operand[2]->desc.dtype));
+  if (complex_plan) {
     args.alpha_imag = in.pick(scalars);
     args.beta_imag = in.pick(scalars);
   }
@@ -623,7 +630,6 @@ bool execute_and_check(FuzzInput& in, weave_plan_t plan, const PlanCase& p, cons
   static float stray_scale = 1.0f;
   bool refused = false;
   if (misuse >= 248) {
-    const bool complex_plan = c_type == WEAVE_COMPLEX64 || c_type == WEAVE_COMPLEX128;
     switch (misuse % 3) {
       case 0: if (!complex_plan) { args.alpha_imag = 0.5; refused = true; } break;
       case 1: if (!a_scaled) { args.a_scale = &stray_scale; refused = true; } break;
@@ -704,8 +710,8 @@ CaseOutcome run_case(const uint8_t* data, std::size_t size) {
   if (status != WEAVE_SUCCESS && plan) violated("a failed weave_plan_create left a handle");
   if (plan) {
     outcome.plan = true;
-    check_plan(plan, p, matrices);
-    outcome.executed = execute_and_check(in, plan, p, matrices);
+    const weave_plan_info_t info = check_plan(plan, p, matrices);
+    outcome.executed = execute_and_check(in, plan, info, p, matrices);
   }
   check_status(weave_plan_destroy(plan), "weave_plan_destroy");
   for (Matrix& m : matrices) check_status(weave_matrix_destroy(m.handle), "weave_matrix_destroy");

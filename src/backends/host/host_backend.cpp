@@ -92,21 +92,20 @@ BlasArguments blas_arguments(const kernels::ColumnMajorGemm& g) {
 template <class R, int components>
 void call_gemm(const kernels::ColumnMajorGemm& g, exec::ScalarValue alpha, exec::ScalarValue beta) {
   const char ta = blas_op(g.op_left), tb = blas_op(g.op_right);
-  const BlasArguments args = blas_arguments(g);
-  const blas_int m = args.m, n = args.n, k = args.k, lda = args.lda, ldb = args.ldb, ldc = args.ldc;
+  const BlasArguments x = blas_arguments(g);
   const R* a = static_cast<const R*>(g.left);
   const R* b = static_cast<const R*>(g.right);
   R* c = static_cast<R*>(g.out);
   const R alpha_v[2] = {static_cast<R>(alpha.re), static_cast<R>(alpha.im)};
   const R beta_v[2] = {static_cast<R>(beta.re), static_cast<R>(beta.im)};
   if constexpr (std::is_same_v<R, float> && components == 1)
-    sgemm_(&ta, &tb, &m, &n, &k, alpha_v, a, &lda, b, &ldb, beta_v, c, &ldc, 1, 1);
+    sgemm_(&ta, &tb, &x.m, &x.n, &x.k, alpha_v, a, &x.lda, b, &x.ldb, beta_v, c, &x.ldc, 1, 1);
   else if constexpr (std::is_same_v<R, double> && components == 1)
-    dgemm_(&ta, &tb, &m, &n, &k, alpha_v, a, &lda, b, &ldb, beta_v, c, &ldc, 1, 1);
+    dgemm_(&ta, &tb, &x.m, &x.n, &x.k, alpha_v, a, &x.lda, b, &x.ldb, beta_v, c, &x.ldc, 1, 1);
   else if constexpr (std::is_same_v<R, float>)
-    cgemm_(&ta, &tb, &m, &n, &k, alpha_v, a, &lda, b, &ldb, beta_v, c, &ldc, 1, 1);
+    cgemm_(&ta, &tb, &x.m, &x.n, &x.k, alpha_v, a, &x.lda, b, &x.ldb, beta_v, c, &x.ldc, 1, 1);
   else
-    zgemm_(&ta, &tb, &m, &n, &k, alpha_v, a, &lda, b, &ldb, beta_v, c, &ldc, 1, 1);
+    zgemm_(&ta, &tb, &x.m, &x.n, &x.k, alpha_v, a, &x.lda, b, &x.ldb, beta_v, c, &x.ldc, 1, 1);
 }
 
 // C = alpha op(A) op(B) + beta C in BLAS (A, B and C all f32, f64, c64 or
@@ -314,14 +313,15 @@ HostBackend::HostBackend(const plan::Schedule& schedule, HostBackendOptions opti
     if (!op) continue;
     const exec::MatrixRef c = layout_of(schedule, op->c);
     const int64_t gemm_k = op->op_a == Op::N ? op->a.cols : op->a.rows;
-    if (native(schedule, *op))
+    const bool native_gemm = native(schedule, *op);
+    if (native_gemm)
       blas_arguments(kernels::to_column_major(layout_of(schedule, op->a), op->op_a, layout_of(schedule, op->b),
                                               op->op_b, c));
     else  // into C itself (float32), else into a float32 copy of it
       blas_arguments(kernels::to_column_major(
           float_matrix(nullptr, c.rows, gemm_k), Op::N, float_matrix(nullptr, gemm_k, c.cols), Op::N,
           schedule.buffer(op->c).dtype == DType::F32 ? c : float_matrix(nullptr, c.rows, c.cols)));
-    if (native(schedule, *op)) continue;
+    if (native_gemm) continue;
     for (const plan::Region* r : {&op->a, &op->b})
       if (dtype_row(schedule.buffer(*r).dtype).host == Support::No)
         fail(WEAVE_ERROR_UNSUPPORTED_TYPE, "the host backend cannot multiply ", dtype_name(schedule.buffer(*r).dtype));

@@ -38,8 +38,7 @@ int to_int(int64_t value, const char* what) {
 struct MpiCollective {
   MPI_Datatype datatype = MPI_BYTE;
   int64_t unit_bytes = 1;
-  std::vector<int> counts, displs;
-  int all_reduce_count = 0;
+  std::vector<int> counts, displs;  // an all-reduce: one count, the buffer's
 };
 
 MpiCollective mpi_collective(const plan::Schedule& s, const plan::CollectiveOp& op) {
@@ -56,9 +55,6 @@ MpiCollective mpi_collective(const plan::Schedule& s, const plan::CollectiveOp& 
     c.displs.push_back(to_int(checked_mul(offset, scale, "a collective displacement"), "collective displacement"));
     offset = checked_add(offset, count, "a collective displacement");
   }
-  if (op.kind == plan::CollectiveKind::AllReduce)
-    c.all_reduce_count =
-        to_int(checked_mul(op.counts.at(0), scale, "an all-reduce count"), "all-reduce count");
   return c;
 }
 
@@ -134,7 +130,7 @@ int MpiTransport::post(const plan::Step& step, const exec::Bindings& bindings) {
     case plan::StepKind::Collective: {
       const auto& op = std::get<plan::CollectiveOp>(step.op);
       const exec::MatrixRef send = bindings.resolve(op.send), recv = bindings.resolve(op.recv);
-      MpiCollective c = mpi_collective(s, op);
+      const MpiCollective c = mpi_collective(s, op);
       MPI_Request r = MPI_REQUEST_NULL;
       int rank = 0;
       MPI_Comm_rank(comm_->get(), &rank);
@@ -153,7 +149,7 @@ int MpiTransport::post(const plan::Step& step, const exec::Bindings& bindings) {
           break;
         case plan::CollectiveKind::AllReduce:
           WEAVE_MPI_CHECK(
-              MPI_Iallreduce(MPI_IN_PLACE, recv.data, c.all_reduce_count, c.datatype, MPI_SUM, comm_->get(), &r));
+              MPI_Iallreduce(MPI_IN_PLACE, recv.data, c.counts.at(0), c.datatype, MPI_SUM, comm_->get(), &r));
           break;
       }
       out.push_back(r);
