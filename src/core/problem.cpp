@@ -296,6 +296,21 @@ GroupMatrix resolve_in_group(const MatrixDesc& m, const GroupView& group, const 
 }
 
 
+namespace {
+
+// Rows a chunk of op(A) or C begins on (Problem::chunk_unit): the 128-row
+// bands of 128x128 and MXFP8 scales on A, 16 rows for any other FP8 GEMM
+// (cuBLASLt's FP8 kernels take the rows of a column-major result, and the
+// outer extent of their operands, in multiples of 16), else 1.
+int64_t chunk_unit_of(const Problem& p) {
+  const ScaleMode a_mode = p.quantized() ? p.wire_scale : p.a_scale;
+  if (a_mode == ScaleMode::Block128x128 || a_mode == ScaleMode::Mxfp8) return 128;
+  const DType multiplied = p.quantized() ? p.wire_type : p.a_type;
+  return dtype_size(multiplied) == 1 || dtype_size(p.b_type) == 1 ? 16 : 1;
+}
+
+}  // namespace
+
 Problem make_problem(Operation operation, weave_group_t group_kind, Op op_a, Op op_b,
                      const MatrixDesc& a, const MatrixDesc& b, const MatrixDesc& c,
                      const MatrixDesc* bias, int wire_type) {
@@ -381,6 +396,8 @@ Problem make_problem(Operation operation, weave_group_t group_kind, Op op_a, Op 
   const bool a_n = op_a == Op::N, b_n = op_b == Op::N;
   p.a_scales = scale_layout(p.a_scale, a_n ? p.a.rows : p.a.cols, a_n ? p.a.cols : p.a.rows);
   p.b_scales = scale_layout(p.b_scale, b_n ? p.b.cols : p.b.rows, b_n ? p.b.rows : p.b.cols);
+  p.chunk_unit = chunk_unit_of(p);
+  if (operation == Operation::GemmAr) p.m_split = Split::balanced(p.m, P, p.chunk_unit);
   return p;
 }
 

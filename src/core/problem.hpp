@@ -95,6 +95,11 @@ struct Problem {
   //   GEMM-AR: m_split = balanced rows of C (how the ring divides the work),
   //            k_split as for GEMM-RS.
   Split m_split, n_split, k_split;
+  // Chunks of op(A)'s rows (AG-GEMM) or of C's rows (the reductions), and
+  // GEMM-AR's balanced row split, begin on multiples of this many rows
+  // counted from their shard's start: 16 for FP8 GEMMs, 128 where A's
+  // scales cover 128-row bands, else 1 (problem.cpp says why).
+  int64_t chunk_unit = 1;
   LocalBlock a, b, c, bias;
   bool has_bias = false;
   // WEAVE_GEMM: the layouts over the whole grid (the group); the local

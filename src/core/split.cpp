@@ -17,9 +17,12 @@ Split::Split(std::vector<int64_t> counts) : counts_(std::move(counts)) {
   total_ = running;
 }
 
-Split Split::balanced(int64_t n, int parts) {
+Split Split::balanced(int64_t n, int parts, int64_t unit) {
+  if (parts < 1 || unit < 1) fail(WEAVE_ERROR_INTERNAL, "a split of ", n, " into ", parts, " parts of unit ", unit);
   std::vector<int64_t> counts(parts);
-  for (int i = 0; i < parts; ++i) counts[i] = n / parts + (i < n % parts ? 1 : 0);
+  const int64_t units = n / unit;
+  for (int i = 0; i < parts; ++i) counts[i] = (units / parts + (i < units % parts ? 1 : 0)) * unit;
+  counts[parts - 1] += n % unit;
   return Split(std::move(counts));
 }
 
@@ -40,12 +43,12 @@ int64_t Split::max_count() const {
   return counts_.empty() ? 0 : *std::max_element(counts_.begin(), counts_.end());
 }
 
-Split Split::refine(int pieces) const {
+Split Split::refine(int pieces, int64_t unit) const {
   if (pieces < 1) fail(WEAVE_ERROR_INTERNAL, "a split refined into ", pieces, " pieces");
   std::vector<int64_t> refined;
   refined.reserve(counts_.size() * static_cast<std::size_t>(pieces));
   for (int64_t c : counts_) {
-    Split sub = balanced(c, pieces);
+    Split sub = balanced(c, pieces, unit);
     refined.insert(refined.end(), sub.counts_.begin(), sub.counts_.end());
   }
   return Split(std::move(refined));

@@ -12,7 +12,10 @@ class Split {
  public:
   Split() = default;
   // n items over `parts` owners, the first n % parts owners one item more.
-  static Split balanced(int64_t n, int parts);
+  // With a `unit` above 1, whole units are balanced instead and every part
+  // but the last begins and ends on a multiple of `unit` (the last takes
+  // what is left over).
+  static Split balanced(int64_t n, int parts, int64_t unit = 1);
   // Validates: `counts.size() == parts`, no negative count, sum == n. `what`
   // names the argument in the error message.
   static Split from_counts(const std::vector<int64_t>& counts, int64_t n, const std::string& what);
@@ -27,8 +30,9 @@ class Split {
   int64_t max_count() const;
 
   // Each part cut into `pieces` balanced sub-ranges: piece j of part p is
-  // refined part p * pieces + j.
-  Split refine(int pieces) const;
+  // refined part p * pieces + j. With a `unit`, the cuts within a part fall
+  // on multiples of `unit` counted from the part's start (balanced above).
+  Split refine(int pieces, int64_t unit = 1) const;
 
   bool operator==(const Split& other) const { return counts_ == other.counts_; }
   bool operator!=(const Split& other) const { return !(*this == other); }

@@ -34,7 +34,7 @@ void build_ag_gemm_ring(ScheduleBuilder& b) {
   const Problem& p = b.problem();
   const ScheduleOptions& o = b.options();
   const int P = b.P(), r = b.rank(), c = o.chunks_per_shard;
-  const Split pieces = p.m_split.refine(c);  // piece q * c + j: chunk j of rank q's rows
+  const Split pieces = p.m_split.refine(c, p.chunk_unit);  // piece q * c + j: chunk j of rank q's rows
 
   // The gather buffer stores op(A) rows contiguously: row-major M x K for
   // op N (A's rows), column-major K x M for op T (A's columns).

@@ -146,7 +146,7 @@ void hierarchical_ag_gemm(ScheduleBuilder& b, const NodeGrid& g) {
     fail(WEAVE_ERROR_INTERNAL, "the hierarchical AG-GEMM gathers unscaled rows (the planner runs scaled ones in a ring)");
   const ScheduleOptions& o = b.options();
   const int r = b.rank(), c = o.chunks_per_shard;
-  const Split pieces = p.m_split.refine(c);
+  const Split pieces = p.m_split.refine(c, p.chunk_unit);
   const Order gather_order = p.op_a == Op::N ? Order::RowMajor : Order::ColMajor;
   const int gather = p.op_a == Op::N ? b.add_workspace("gathered op(A)", p.m, p.k, p.dtype, gather_order)
                                      : b.add_workspace("gathered op(A)", p.k, p.m, p.dtype, gather_order);
@@ -194,7 +194,7 @@ void hierarchical_reduction(ScheduleBuilder& b, const NodeGrid& g) {
   const int n0 = g.node(r), l0 = g.local(r), N = g.nodes(), L = g.per_node();
   const bool all_reduce = p.operation == Operation::GemmAr;
   const DType wire = reduction_wire(p, o, Algorithm::Hierarchical).type;
-  const Split pieces = p.m_split.refine(c);
+  const Split pieces = p.m_split.refine(c, p.chunk_unit);
   auto id_of = [&](int q, int j) { return q * c + j; };
   auto rows = [&](int q, int j) { return pieces.count(id_of(q, j)); };
   auto c_rows = [&](int j) {

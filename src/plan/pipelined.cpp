@@ -37,7 +37,7 @@ namespace {
 // Chunk j = piece j of every rank's shard, in rank order.
 class Chunks {
  public:
-  Chunks(const Split& shards, int chunks) : pieces_(shards.refine(chunks)), P_(shards.parts()), c_(chunks) {
+  Chunks(const Split& shards, int chunks, int64_t unit) : pieces_(shards.refine(chunks, unit)), P_(shards.parts()), c_(chunks) {
     first_.assign(static_cast<std::size_t>(c_) + 1, 0);
     for (int j = 0; j < c_; ++j) {
       int64_t rows = 0;
@@ -77,7 +77,7 @@ void pipelined_ag_gemm(ScheduleBuilder& b) {
     fail(WEAVE_ERROR_INTERNAL, "the pipelined AG-GEMM gathers unscaled rows (the planner runs scaled ones in a ring)");
   const ScheduleOptions& o = b.options();
   const int P = b.P(), r = b.rank(), c = o.chunks_per_shard;
-  const Chunks chunks(p.m_split, c);
+  const Chunks chunks(p.m_split, c, p.chunk_unit);
   // Chunk-major gathered op(A): row-major M x K for op N, column-major K x M
   // for op T, so that every chunk (and every piece) is contiguous.
   const Order gather_order = p.op_a == Op::N ? Order::RowMajor : Order::ColMajor;
@@ -139,7 +139,7 @@ void pipelined_reduction(ScheduleBuilder& b) {
   const int P = b.P(), r = b.rank(), c = o.chunks_per_shard;
   const bool all_reduce = p.operation == Operation::GemmAr;
   const ReductionWire wire = reduction_wire(p, o, Algorithm::Pipelined);
-  const Chunks chunks(p.m_split, c);
+  const Chunks chunks(p.m_split, c, p.chunk_unit);
   auto c_rows = [&](int q, int j) {
     return Region{kBufferC, chunks.offset(q, j) - (all_reduce ? 0 : p.m_split.offset(r)), 0, chunks.count(q, j), p.n};
   };

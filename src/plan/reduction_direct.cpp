@@ -43,7 +43,7 @@ void build_reduction_direct(ScheduleBuilder& b) {
   const ScheduleOptions& o = b.options();
   const int P = b.P(), r = b.rank(), c = o.chunks_per_shard;
   const bool all_reduce = p.operation == Operation::GemmAr;
-  const Split pieces = p.m_split.refine(c);  // piece q * c + j: chunk j of rank q's rows of C
+  const Split pieces = p.m_split.refine(c, p.chunk_unit);  // piece q * c + j: chunk j of rank q's rows of C
   // Products travel in C's type (each rounded once), or on request in the
   // accumulation type.
   const DType wire = product_type(p, o);

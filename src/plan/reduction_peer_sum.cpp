@@ -53,7 +53,7 @@ void build_reduction_peer_sums(ScheduleBuilder& b) {
          " ranks' products, this group has ", P, " ranks; use the copy_engine transport");
   const bool all_reduce = p.operation == Operation::GemmAr;
   const bool one_shot = all_reduce && o.all_reduce_one_shot;
-  const Split pieces = p.m_split.refine(c);  // piece q * c + j: chunk j of rank q's rows of C
+  const Split pieces = p.m_split.refine(c, p.chunk_unit);  // piece q * c + j: chunk j of rank q's rows of C
   const int piece_count = P * c;
   auto rows_of = [&](int id) { return pieces.count(id); };
   auto label = [&](const std::string& what, int id) { return piece_label(what, id, c); };

@@ -42,7 +42,7 @@ void build_reduction_ring(ScheduleBuilder& b) {
   const ScheduleOptions& o = b.options();
   const int P = b.P(), r = b.rank(), c = o.chunks_per_shard;
   const bool all_reduce = p.operation == Operation::GemmAr;
-  const Split pieces = p.m_split.refine(c);  // piece q * c + j: chunk j of rank q's rows of C
+  const Split pieces = p.m_split.refine(c, p.chunk_unit);  // piece q * c + j: chunk j of rank q's rows of C
   const DType acc = o.reduce_in_output_type ? p.dtype : accumulation_type(p.dtype);
   // At least two slots: with one, the receive of step s+1 would wait for the
   // send of step s from the same slot, and both sit in one batch.

@@ -760,8 +760,9 @@ void fp8_types_and_scale_modes(weave_grid_t grid) {
     wd.c = rs_c.h;
     EXPECT_STATUS(weave_plan_create(grid, &wd, &p.h), WEAVE_ERROR_UNSUPPORTED, "wire_type is for AG-GEMM");
   }
-  // Scales that cover 128-row bands on an A whose chunks, or the gathered
-  // output of whose shards, would cut a band.
+  // Scales that cover 128-row bands on an A the gathered output of whose
+  // shards would cut a band; chunks of such an A begin on bands
+  // (Problem::chunk_unit), so asking for more of them is no error.
   if (g_size > 1) {
     Matrix a_bands;
     if (!create(grid, fp8_desc(M, K, dist.a, WEAVE_FLOAT8_E4M3, WEAVE_SCALE_BLOCK_128X128), &a_bands)) return;
@@ -771,7 +772,9 @@ void fp8_types_and_scale_modes(weave_grid_t grid) {
     pd.flags = 0;
     pd.chunks_per_shard = 2;
     pd.algorithm = WEAVE_ALGORITHM_RING;
-    EXPECT_STATUS(weave_plan_create(grid, &pd, &p.h), WEAVE_ERROR_UNSUPPORTED, "128x128 blocks", "128 rows");
+    EXPECT_OK(weave_plan_create(grid, &pd, &p.h));
+    weave_plan_destroy(p.h);
+    p.h = nullptr;
   }
   if (p.h || m.h) fail_here("a failed create left a handle");
 }

@@ -111,6 +111,22 @@ TEST(Split, OutOfRangePartThrows) {
   EXPECT_THROW(s.offset(-1), std::out_of_range);
 }
 
+TEST(Split, BalancedInUnitsCutsOnMultiplesOfTheUnit) {
+  // 5 whole units of 16 over 3 parts, the 3 items left over to the last.
+  EXPECT_EQ(Split::balanced(83, 3, 16).counts(), (Counts{32, 32, 19}));
+  // Fewer units than parts: the last parts are empty but for the rest.
+  EXPECT_EQ(Split::balanced(40, 4, 16).counts(), (Counts{16, 16, 0, 8}));
+  EXPECT_EQ(Split::balanced(7, 2, 16).counts(), (Counts{0, 7}));
+  EXPECT_EQ(Split::balanced(10, 3, 1), Split::balanced(10, 3));
+}
+
+TEST(Split, RefineInUnitsCutsEachPartFromItsOwnStart) {
+  // Parts 54 and 80: chunk boundaries at multiples of 16 within each part.
+  const Split s = Split::from_counts({54, 80}, 134, "c").refine(3, 16);
+  EXPECT_EQ(s.counts(), (Counts{16, 16, 22, 32, 32, 16}));
+  EXPECT_EQ(offsets(s), (Counts{0, 16, 32, 54, 86, 118}));
+}
+
 TEST(Split, FormatCounts) {
   EXPECT_EQ(format_counts({}), "[]");
   EXPECT_EQ(format_counts({1, 0, 22}), "[1,0,22]");
