@@ -115,14 +115,15 @@ def call_op(op, values):
     """Calls a torch.ops overload with the arguments its schema names, taken from
     `values` by name: the symm_mem operations' signatures differ between
     PyTorch versions (e.g. scatter_dim became orig_scatter_dim and
-    scatter_dim_after_maybe_reshape plus output_shape)."""
+    scatter_dim_after_maybe_reshape plus output_shape; A_shard of
+    fused_all_gather_scaled_matmul is A in 2.11)."""
     schema = op.default._schema
     kwargs = {}
     for argument in schema.arguments:
         if argument.name in values:
             kwargs[argument.name] = values[argument.name]
         elif not argument.has_default_value():
-            raise TypeError(f"{schema.name}: no value for its argument {argument.name}")
+            raise TypeError(f"{schema.name}: no value for its argument {argument.name} (schema: {schema})")
     return op(**kwargs)
 
 
@@ -182,7 +183,7 @@ def fp8_peers(args, shapes, rank, size, group, results):
                             else:
                                 a.copy_(q)
                         call_op(torch.ops.symm_mem.fused_all_gather_scaled_matmul, {
-                            "A_shard": a, "Bs": [b], "A_scale": a_scale, "B_scales": [b_scale], "gather_dim": 0,
+                            "A_shard": a, "A": a, "Bs": [b], "A_scale": a_scale, "B_scales": [b_scale], "gather_dim": 0,
                             "group_name": group.group_name, "biases": [None], "result_scales": [None],
                             "out_dtypes": [bf16], "use_fast_accum": [False]})
                     plain = a_shard

@@ -15,6 +15,9 @@ if(_weave_mpiexec_version MATCHES "Open MPI|OpenRTE")
   set(WEAVE_MPIEXEC_EXTRA_FLAGS --oversubscribe)
   set(WEAVE_MPIEXEC_TCP_FLAGS --mca pml ob1 --mca btl tcp,self)
 endif()
+# Seconds one MPI test may run before ctest stops it (scripts/gpu/check.sh
+# lowers it so that one hung test cannot take a whole GPU session).
+set(WEAVE_TEST_TIMEOUT 600 CACHE STRING "Seconds one MPI test may take before ctest stops it")
 set(WEAVE_TEST_ENVIRONMENT
     OMPI_ALLOW_RUN_AS_ROOT=1
     OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -32,7 +35,7 @@ set(WEAVE_TEST_ENVIRONMENT
 function(weave_add_mpi_test name target)
   cmake_parse_arguments(PARSE_ARGV 2 arg "" "TIMEOUT;SKIP_RETURN_CODE" "RANKS;ARGS;LABELS;ENVIRONMENT;LAUNCHER_FLAGS")
   if(NOT arg_TIMEOUT)
-    set(arg_TIMEOUT 600)
+    set(arg_TIMEOUT ${WEAVE_TEST_TIMEOUT})
   endif()
   foreach(ranks IN LISTS arg_RANKS)
     set(test_name "${name}.np${ranks}")

@@ -30,6 +30,14 @@
 #                    doc/kokkos.md says how such a Kokkos is built.
 #
 #   GPU_TESTS        0 to skip the gpu tests (default 1)
+#   TEST_JOBS        gpu tests run this many at a time (default 1: each test
+#                    has the GPUs to itself). Above 1, tests share GPUs, so
+#                    the ones that fail are run again one at a time and the
+#                    serial result counts (both are in ctest.log)
+#   TEST_TIMEOUT     seconds one gpu test may take before ctest stops it
+#                    (default 600)
+#   FP8_SUPPORT      0 to skip weave-fp8-support (default 1): which scaled
+#                    FP8 GEMMs cuBLASLt runs on GPU 0 (fp8-support.txt)
 #   GPU_BENCH        0 to skip the benchmark (default 1): weave-bench on every
 #                    GPU (bf16, tensor-parallel shapes) and, where PyTorch is
 #                    installed, its fused operations on the same shapes
@@ -55,6 +63,7 @@
 #                    e4m3 (--wire-type e4m3, bench-<N>gpu-fp8-wire.*) on
 #                    FP8_SHAPES, and where PyTorch is installed its FP8 peers
 #                    (bench/torch_peers.py --fp8, torch-<N>gpu-fp8.*)
+#   FP8_RUNS         which of the FP8 runs (default "rowwise block wire")
 #   FP8_SHAPES       global MxKxN shapes of the FP8 runs (default
 #                    "4096x8192x8192 8192x8192x8192 16384x8192x28672 16384x16384x16384")
 #   FP8_BLOCK_SHAPES shapes of the block-scaled run (default: FP8_SHAPES)
@@ -252,6 +261,7 @@ if ! cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja \
   -DGTest_DIR="$GTEST_DIR" \
   -DBLAS_LIBRARIES="$BLAS_LIBRARY" \
   -DWEAVE_GPU_TEST_MAX_RANKS="$MAX_RANKS" \
+  -DWEAVE_TEST_TIMEOUT="${TEST_TIMEOUT:-600}" \
   -DMPIEXEC_PREFLAGS="$PREFLAGS" \
   "${KOKKOS_ARGS[@]}" \
   "${CUBLASMP_ARGS[@]}" \
@@ -275,6 +285,13 @@ if ! cmake --build "$BUILD_DIR" -j "$JOBS" "${BUILD_TARGET_ARGS[@]}" >"$OUT/buil
 fi
 WARNINGS=$(grep -c "warning" "$OUT/build.log" || true)
 say "build done ($WARNINGS warning lines in $OUT/build.log)"
+
+# --- What cuBLASLt's FP8 GEMMs take on this GPU ------------------------------------
+if [ "${FP8_SUPPORT:-1}" = 1 ] && [ -x "$BUILD_DIR/bench/weave-fp8-support" ]; then
+  CUDA_VISIBLE_DEVICES=0 timeout 150 "$BUILD_DIR/bench/weave-fp8-support" >"$OUT/fp8-support.txt" 2>&1 ||
+    say "weave-fp8-support failed (see $OUT/fp8-support.txt)"
+  say "FP8 support on GPU 0: $(tail -n 1 "$OUT/fp8-support.txt") ($OUT/fp8-support.txt)"
+fi
 
 # --- Benchmark -------------------------------------------------------------------
 # Weave against the GEMM alone, the communication alone and the sequential
@@ -321,11 +338,18 @@ run_bench() {
     local default_shapes="4096x8192x8192 8192x8192x8192 16384x8192x28672 16384x16384x16384"
     for shape in ${FP8_SHAPES:-$default_shapes}; do fp8_shapes+=(--shape "$shape"); done
     for shape in ${FP8_BLOCK_SHAPES:-${FP8_SHAPES:-$default_shapes}}; do block_shapes+=(--shape "$shape"); done
-    bench_fp8 -fp8 --dtype fp8 --scales rowwise "${fp8_shapes[@]}" || say "FP8 weave-bench failed or ran out of time"
-    bench_fp8 -fp8-block --dtype fp8 --scales block "${block_shapes[@]}" ||
-      say "block-scaled FP8 weave-bench failed or ran out of time"
-    bench_fp8 -fp8-wire --dtype bf16 --wire-type e4m3 --ops ag "${fp8_shapes[@]}" ||
-      say "e4m3-wire weave-bench failed or ran out of time"
+    local runs=" ${FP8_RUNS:-rowwise block wire} "
+    if [[ "$runs" == *" rowwise "* ]]; then
+      bench_fp8 -fp8 --dtype fp8 --scales rowwise "${fp8_shapes[@]}" || say "FP8 weave-bench failed or ran out of time"
+    fi
+    if [[ "$runs" == *" block "* ]]; then
+      bench_fp8 -fp8-block --dtype fp8 --scales block "${block_shapes[@]}" ||
+        say "block-scaled FP8 weave-bench failed or ran out of time"
+    fi
+    if [[ "$runs" == *" wire "* ]]; then
+      bench_fp8 -fp8-wire --dtype bf16 --wire-type e4m3 --ops ag "${fp8_shapes[@]}" ||
+        say "e4m3-wire weave-bench failed or ran out of time"
+    fi
     if [ "${TORCH_PEERS:-1}" = 1 ] && python3 -c "import torch.distributed._symmetric_memory" >/dev/null 2>&1; then
       timeout "$budget" "${launcher[@]}" -x PYTHONUNBUFFERED=1 python3 "$ROOT/bench/torch_peers.py" --fp8 \
         "${fp8_shapes[@]}" --json "$OUT/torch-${GPUS}gpu-fp8.json" 2>&1 | tee "$OUT/torch-${GPUS}gpu-fp8.txt" ||
@@ -411,8 +435,16 @@ CTEST_RC=0
 if [ "${GPU_TESTS:-1}" = 1 ]; then
   say "running ctest -L gpu"
   # shellcheck disable=SC2086
-  (cd "$BUILD_DIR" && ctest -L "^gpu$" -j 1 --output-on-failure --output-junit "$OUT/junit.xml" ${CTEST_ARGS:-}) \
-    >"$OUT/ctest.log" 2>&1 || CTEST_RC=$?
+  (cd "$BUILD_DIR" && ctest -L "^gpu$" -j "${TEST_JOBS:-1}" --output-on-failure --output-junit "$OUT/junit.xml" \
+    ${CTEST_ARGS:-}) >"$OUT/ctest.log" 2>&1 || CTEST_RC=$?
+  # Tests that shared their GPUs with others and failed: again, alone; the
+  # summary below reads the last line of each test, so this result counts.
+  if [ "$CTEST_RC" -ne 0 ] && [ "${TEST_JOBS:-1}" -gt 1 ]; then
+    say "tests ran ${TEST_JOBS} at a time and some failed: running those again one at a time"
+    echo "=== failed tests again, one at a time ===" >>"$OUT/ctest.log"
+    CTEST_RC=0
+    (cd "$BUILD_DIR" && ctest --rerun-failed -j 1 --output-on-failure) >>"$OUT/ctest.log" 2>&1 || CTEST_RC=$?
+  fi
   # With a CUDA Kokkos: the Kokkos View tests and the Kokkos example, whose
   # Views then live in CUDA memory, at up to MAX_RANKS ranks (the compile-time
   # rejection tests rebuild the tree and say nothing about CUDA: left out).
