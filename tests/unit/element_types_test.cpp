@@ -1,7 +1,8 @@
 // The element types: the type table's rows, the library's FP8 and 16-bit
 // conversions bit for bit against the tests' own reading of the formats
 // (support/float8_reference.hpp, support/half_precision.hpp), and the scale
-// layouts against the tests' reading of doc/fp8.md.
+// layouts against the tests' reading of doc/fp8.md; which pairs of scale
+// modes the CUDA backend hands to cuBLASLt.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -12,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cuda/fp8_scale_pairs.hpp"
 #include "core/dtype.hpp"
 #include "core/scale_layout.hpp"
 #include "kernels/dequantize.hpp"
@@ -109,6 +111,25 @@ TEST(TypeTable, PairsAndOutputs) {
 }
 
 // Every code of both formats decodes to the value the format defines.
+// The CUDA backend's allowed pairs of scale modes, either way round: what
+// cuBLASLt multiplied on sm_90 (doc/fp8.md), tensor-wise x row-wise by
+// broadcasting, MXFP8 pairs from sm_100; nothing else (row-wise x 128x128
+// made cuBLASLt abort).
+TEST(TypeTable, Fp8ScalePairsTheCudaBackendRuns) {
+  using weave::internal::ScaleMode;
+  using weave::internal::cuda::scale_modes_multiply;
+  const ScaleMode T = ScaleMode::Tensor, R = ScaleMode::RowWise, V = ScaleMode::Block1x128,
+                  B = ScaleMode::Block128x128, M = ScaleMode::Mxfp8;
+  const std::set<std::pair<ScaleMode, ScaleMode>> hopper = {{T, T}, {R, R}, {V, V}, {V, B}, {B, V}, {T, R}, {R, T}};
+  for (ScaleMode a : {T, R, V, B, M, ScaleMode::None})
+    for (ScaleMode b : {T, R, V, B, M, ScaleMode::None}) {
+      EXPECT_EQ(scale_modes_multiply(a, b, 90), hopper.count({a, b}) == 1)
+          << static_cast<int>(a) << " x " << static_cast<int>(b);
+      EXPECT_EQ(scale_modes_multiply(a, b, 100), hopper.count({a, b}) == 1 || (a == M && b == M))
+          << static_cast<int>(a) << " x " << static_cast<int>(b);
+    }
+}
+
 TEST(Float8, DecodesEveryCode) {
   for (unsigned code = 0; code < 256; ++code) {
     const auto c = static_cast<uint8_t>(code);

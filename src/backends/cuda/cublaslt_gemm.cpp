@@ -3,6 +3,8 @@
 #include <cstdint>
 
 #include "backends/cuda/cuda_check.hpp"
+#include "backends/cuda/fp8_scale_pairs.hpp"
+#include "backends/cuda/scale_broadcast.hpp"
 #include "core/error.hpp"
 
 namespace weave::internal::cuda {
@@ -65,7 +67,7 @@ GemmWork gemm_work(const plan::GemmOp& op) {
 
 CublasLtGemm::CublasLtGemm(cublasLtHandle_t handle, const plan::Schedule& schedule, const plan::GemmOp& op,
                            bool allow_tf32, std::size_t workspace_bytes, const GemmDevice& device,
-                           int32_t sm_count_target, const plan::EpilogueOp* bias)
+                           int32_t sm_count_target, const plan::EpilogueOp* bias, const void* placeholder)
     : handle_(handle), op_(op), workspace_bytes_(workspace_bytes) {
   const exec::MatrixRef a = layout_of(schedule, op.a), b = layout_of(schedule, op.b), c = layout_of(schedule, op.c);
   shape_ = kernels::to_column_major(a, op.op_a, b, op.op_b, c);
@@ -117,7 +119,15 @@ CublasLtGemm::CublasLtGemm(cublasLtHandle_t handle, const plan::Schedule& schedu
     if (sm_count_target > 0)
       WEAVE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET,
                                                         &sm_count_target, sizeof sm_count_target));
-    if (scaled) set_scale_modes(device, left, right);
+    if (scaled) {
+      set_scale_modes(device, left, right);
+      if (placeholder) {
+        WEAVE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &placeholder,
+                                                          sizeof placeholder));
+        WEAVE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &placeholder,
+                                                          sizeof placeholder));
+      }
+    }
     // Stored shapes of the column-major operands.
     const uint64_t m = static_cast<uint64_t>(shape_.m), n = static_cast<uint64_t>(shape_.n),
                    k = static_cast<uint64_t>(shape_.k);
@@ -212,7 +222,35 @@ void CublasLtGemm::set_scale_modes(const GemmDevice& device, const exec::MatrixR
          device.name, ") need both operands K-contiguous: A row-major with op_a N or column-major with op_a T, B "
          "column-major with op_b N or row-major with op_b T (PyTorch's x @ w.T of row-major tensors); this GEMM's ",
          shape_.op_left == Op::T ? "B" : "A", " is not (doc/fp8.md)");
-  const int32_t left_mode = cublas_scale_mode(left_scale.mode), right_mode = cublas_scale_mode(right_scale.mode);
+  // Only the pairs of scale modes cuBLASLt has kernels for reach it: asked
+  // for row-wise x 128x128 scales, cuBLASLt 13.1 aborted the process on
+  // sm_90, and it refuses the other mixed pairs (weave-fp8-support's table
+  // in doc/fp8.md). All allowed pairs are symmetric, so A's and B's modes
+  // name them in either order.
+  if (!scale_modes_multiply(left_scale.mode, right_scale.mode, device.compute_capability))
+    fail(WEAVE_ERROR_UNSUPPORTED, "cuBLASLt has no FP8 GEMM for ", scale_mode_name(op_.a_scale.mode), " scales on A with ",
+         scale_mode_name(op_.b_scale.mode), " scales on B; it multiplies tensor-wise x tensor-wise, row-wise x "
+         "row-wise, 1x128 x 1x128 and 1x128 x 128x128 (either way round), ",
+         device.compute_capability >= 100 ? "MXFP8 x MXFP8, " : "",
+         "and Weave adds tensor-wise x row-wise (doc/fp8.md); device ", device.index, " (", device.name, ") is sm_",
+         device.compute_capability);
+  int32_t left_mode = cublas_scale_mode(left_scale.mode), right_mode = cublas_scale_mode(right_scale.mode);
+  // Tensor-wise against row-wise: cuBLASLt multiplies only matching pairs,
+  // so the tensor-wise scale goes out per row of its operand; any other
+  // tensor-wise scale gets an aligned float to be copied into (enqueue).
+  const ScaleMode modes[2] = {left_scale.mode, right_scale.mode};
+  const int64_t outer[2] = {shape_.m, shape_.n};  // rows of cuBLASLt's op(A), columns of its op(B)
+  int32_t* cublas_modes[2] = {&left_mode, &right_mode};
+  for (int side = 0; side < 2; ++side) {
+    if (modes[side] != ScaleMode::Tensor) continue;
+    StagedScale& staged = staged_[static_cast<std::size_t>(side)];
+    staged.always = modes[1 - side] == ScaleMode::RowWise;
+    staged.count = staged.always ? outer[side] : 1;
+    if (staged.always) *cublas_modes[side] = CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
+    WEAVE_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&staged.buffer),
+                                static_cast<std::size_t>(staged.count) * sizeof(float)));
+    prepare_broadcast_scale();
+  }
   WEAVE_CUBLAS_CHECK(
       cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &left_mode, sizeof left_mode));
   WEAVE_CUBLAS_CHECK(
@@ -239,6 +277,10 @@ void CublasLtGemm::choose_algorithms(const plan::Schedule& schedule, DType in, D
 CublasLtGemm::~CublasLtGemm() { release(); }
 
 void CublasLtGemm::release() noexcept {
+  for (StagedScale& staged : staged_) {
+    if (staged.buffer) cudaFree(staged.buffer);
+    staged = StagedScale{};
+  }
   for (cublasLtMatrixLayout_t& layout : layouts_)
     if (layout) {
       cublasLtMatrixLayoutDestroy(layout);
@@ -308,9 +350,17 @@ void CublasLtGemm::enqueue(const exec::Bindings& bindings, const exec::Scalars& 
   };
   const plan::ScaleOperand& left_scale = swapped_ ? op_.b_scale : op_.a_scale;
   const plan::ScaleOperand& right_scale = swapped_ ? op_.a_scale : op_.b_scale;
-  if (left_scale.scaled()) set_pointer(CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, bindings.resolve(left_scale.region).data);
-  if (right_scale.scaled())
-    set_pointer(CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, bindings.resolve(right_scale.region).data);
+  const void* left_scales = left_scale.scaled() ? bindings.resolve(left_scale.region).data : nullptr;
+  const void* right_scales = right_scale.scaled() ? bindings.resolve(right_scale.region).data : nullptr;
+  const void** scales[2] = {&left_scales, &right_scales};
+  for (int side = 0; side < 2; ++side) {
+    const StagedScale& staged = staged_[static_cast<std::size_t>(side)];
+    if (!staged.buffer || !*scales[side] || (!staged.always && alignment_of(*scales[side]) >= 16)) continue;
+    launch_broadcast_scale(staged.buffer, static_cast<const float*>(*scales[side]), staged.count, stream);
+    *scales[side] = staged.buffer;
+  }
+  if (left_scales) set_pointer(CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, left_scales);
+  if (right_scales) set_pointer(CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, right_scales);
   if (bias_) set_pointer(CUBLASLT_MATMUL_DESC_BIAS_POINTER, bindings.resolve(bias_->bias).data);
   // Scalars in the scale type: (real, imaginary) for complex types, of
   // which cuBLASLt reads the first part alone for real ones.

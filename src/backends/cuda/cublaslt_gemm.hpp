@@ -59,9 +59,14 @@ class CublasLtGemm {
   // free); 0: every SM of the device. `bias`: the bias step that follows
   // the GEMM (C += bias on the GEMM's C), for the GEMM to do in its
   // epilogue where it can (fused_bias() says whether it does).
+  // `placeholder` is device memory (any, at least 256 bytes) whose address
+  // stands in for the scales' while cuBLASLt's heuristic is asked: it
+  // refuses scales per row or per block (INVALID_VALUE, on sm_90 with
+  // cuBLASLt 13.1) when their pointers are still unset, and the real ones
+  // come only at execute.
   CublasLtGemm(cublasLtHandle_t handle, const plan::Schedule& schedule, const plan::GemmOp& op, bool allow_tf32,
                std::size_t workspace_bytes, const GemmDevice& device, int32_t sm_count_target = 0,
-               const plan::EpilogueOp* bias = nullptr);
+               const plan::EpilogueOp* bias = nullptr, const void* placeholder = nullptr);
   bool fused_bias() const { return bias_ != nullptr; }
   ~CublasLtGemm();
   CublasLtGemm(const CublasLtGemm&) = delete;
@@ -95,6 +100,19 @@ class CublasLtGemm {
   cublasLtMatmulDesc_t desc_ = nullptr;
   std::array<cublasLtMatrixLayout_t, kOperands> layouts_{};
   Algorithm aligned_, element_aligned_;
+  // Scales cuBLASLt reads from this GEMM's own device memory instead of
+  // the plan's (scale_broadcast.hpp), per operand (left, right):
+  //   - a tensor-wise scale against row-wise ones, written out per row of
+  //     its operand (cuBLASLt multiplies only matching pairs), always;
+  //   - any other tensor-wise scale, copied where its pointer at execute is
+  //     not 16-byte aligned (one float per shard lies 4 bytes from the next
+  //     in gathered scales; on H200 cuBLASLt answered NOT_SUPPORTED for it).
+  struct StagedScale {
+    int64_t count = 0;       // floats written: 0 (none), 1 or the outer extent
+    bool always = false;     // every execute (broadcast), or only when misaligned
+    float* buffer = nullptr; // cudaMalloc'd at plan creation
+  };
+  std::array<StagedScale, 2> staged_{};
 };
 
 }  // namespace weave::internal::cuda

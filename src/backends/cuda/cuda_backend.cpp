@@ -125,9 +125,15 @@ void CudaBackend::prepare_steps() {
   cublas_workspaces_.assign(lanes, nullptr);
   for (std::size_t lane = 0; lane < lane_multiplies.size(); ++lane)
     if (lane_multiplies[lane]) WEAVE_CUDA_CHECK(cudaMalloc(&cublas_workspaces_[lane], kCublasWorkspaceBytes));
+  // A cuBLAS workspace stands in for the scales' address while cuBLASLt
+  // picks each scaled GEMM's algorithm (cublaslt_gemm.hpp).
+  const void* placeholder = nullptr;
+  for (void* w : cublas_workspaces_)
+    if (w && !placeholder) placeholder = w;
   for (const auto& [op, bias] : matmul_steps) {
     prepared_[op].matmul = std::make_unique<CublasLtGemm>(cublas_, schedule_, *op, options_.allow_tf32,
-                                                          kCublasWorkspaceBytes, gemm_device_, gemm_sms_, bias);
+                                                          kCublasWorkspaceBytes, gemm_device_, gemm_sms_, bias,
+                                                          placeholder);
     if (prepared_[op].matmul->fused_bias()) fused_bias_steps_.insert(bias);
   }
 }

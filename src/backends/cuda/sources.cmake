@@ -13,7 +13,8 @@ if(WEAVE_ENABLE_CUDA)
     backends/cuda/cublaslt_gemm.cpp
     backends/cuda/epilogue_launcher.cu
     backends/cuda/kokkos_lanes.cpp
-    backends/cuda/quantize_launcher.cu)
+    backends/cuda/quantize_launcher.cu
+    backends/cuda/scale_broadcast.cu)
   set_target_properties(weave_objects PROPERTIES
     CUDA_STANDARD 17
     CUDA_STANDARD_REQUIRED ON
