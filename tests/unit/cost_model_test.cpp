@@ -308,10 +308,16 @@ TEST(PlannerModel, DevicePlansUseItAcrossNodesOnly) {
   EXPECT_EQ(r.transport, Transport::Nccl);
   EXPECT_FALSE(r.wants_calibration);
   EXPECT_EQ(r.schedule.algorithm, Algorithm::Sequential);
-  // Two nodes: the model.
+  // Two nodes: the reductions' measured rule (pipelined, planner_test.cpp),
+  // AG-GEMM the model.
   caps.nodes.node_of_rank = {0, 0, 1, 1};
   caps.nodes.nodes = 2;
   r = resolve_options(desc, rs, {}, caps);
+  EXPECT_FALSE(r.wants_calibration);
+  EXPECT_EQ(r.schedule.algorithm, Algorithm::Pipelined) << r.notes;
+  auto ag = problem(Operation::AgGemm, 4, 16384, 16384, 16384, DType::BF16);
+  ag.memory = weave::internal::Memory::Device;
+  r = resolve_options(desc, ag, {}, caps);
   EXPECT_TRUE(r.wants_calibration);
   // The network 10 x slower than the links within a node: two levels.
   Calibration two_levels = machine(400000, 20, 20);
@@ -319,7 +325,7 @@ TEST(PlannerModel, DevicePlansUseItAcrossNodesOnly) {
   two_levels.within_node = link(200);
   two_levels.between_nodes = link(20);
   caps.calibration = std::make_shared<Calibration>(two_levels);
-  r = resolve_options(desc, rs, {}, caps);
+  r = resolve_options(desc, ag, {}, caps);
   EXPECT_EQ(r.schedule.algorithm, Algorithm::Hierarchical) << r.notes;
   EXPECT_EQ(r.schedule.node_of_rank, caps.nodes.node_of_rank);
   // Below the device threshold: sequential without asking the model.

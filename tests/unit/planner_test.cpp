@@ -329,6 +329,32 @@ TEST(Planner, DeviceReductionsOverCopyEnginesRunDirect) {
             Algorithm::Sequential);
 }
 
+// Device reductions whose group spans nodes run the pipelined plan (the
+// measured rule: no calibration asked for), from the overlap threshold up;
+// below it, and for AG-GEMM (the model's), not.
+TEST(Planner, DeviceReductionsAcrossNodesRunPipelined) {
+  using weave::internal::Operation;
+  const weave_plan_desc_t desc{};
+  Capabilities caps = everything();
+  caps.nodes.node_of_rank = {0, 0, 1, 1};
+  caps.nodes.nodes = 2;
+  for (Operation op : {Operation::GemmRs, Operation::GemmAr}) {
+    const Resolved r = resolve_options(desc, device_case(op), {}, caps);
+    EXPECT_EQ(r.transport, Transport::Nccl);
+    EXPECT_EQ(r.schedule.algorithm, Algorithm::Pipelined);
+    EXPECT_FALSE(r.wants_calibration);
+    EXPECT_NE(r.notes.find("pipelined chosen: across 2 nodes"), std::string::npos) << r.notes;
+    EXPECT_EQ(resolve_options(desc, device_case(op, 1024), {}, caps).schedule.algorithm, Algorithm::Sequential);
+    // Asked for by name, another algorithm is kept.
+    EXPECT_EQ(resolve_options(desc, device_case(op), {{"WEAVE_ALGORITHM", "hierarchical"}}, caps).schedule.algorithm,
+              Algorithm::Hierarchical);
+  }
+  EXPECT_TRUE(resolve_options(desc, device_case(Operation::AgGemm), {}, caps).wants_calibration);
+  // Within one node nothing changes: the reductions stay sequential over NCCL.
+  caps.nodes = {};
+  EXPECT_EQ(resolve_options(desc, device_case(Operation::GemmRs), {}, caps).schedule.algorithm, Algorithm::Sequential);
+}
+
 // One variable for a whole program: WEAVE_ALGORITHM=direct applies to the
 // reductions, and AG-GEMM plans say they run the ring instead.
 TEST(Planner, DirectFromTheEnvironmentAppliesToReductions) {
