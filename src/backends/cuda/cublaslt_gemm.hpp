@@ -68,6 +68,9 @@ class CublasLtGemm {
                std::size_t workspace_bytes, const GemmDevice& device, int32_t sm_count_target = 0,
                const plan::EpilogueOp* bias = nullptr, const void* placeholder = nullptr);
   bool fused_bias() const { return bias_ != nullptr; }
+  // Whether a tensor-wise scale is written out per row before every run
+  // (tensor-wise against row-wise scales, a pair cuBLASLt has no kernel for).
+  bool broadcasts_scale() const { return staged_[0].always || staged_[1].always; }
   ~CublasLtGemm();
   CublasLtGemm(const CublasLtGemm&) = delete;
   CublasLtGemm& operator=(const CublasLtGemm&) = delete;

@@ -135,6 +135,7 @@ void CudaBackend::prepare_steps() {
                                                           kCublasWorkspaceBytes, gemm_device_, gemm_sms_, bias,
                                                           placeholder);
     if (prepared_[op].matmul->fused_bias()) fused_bias_steps_.insert(bias);
+    if (prepared_[op].matmul->broadcasts_scale()) ++broadcast_scale_gemms_;
   }
 }
 
@@ -198,6 +199,10 @@ std::string CudaBackend::name() const {
              kokkos_lanes_ ? ", element-wise steps on Kokkos::Cuda" : "",
              fused_bias_steps_.empty() ? std::string()
                                        : str(", ", fused_bias_steps_.size(), " GEMMs add the bias in their epilogue"),
+             broadcast_scale_gemms_ == 0
+                 ? std::string()
+                 : str(", ", broadcast_scale_gemms_, " GEMMs write a tensor-wise scale out per row (cuBLASLt has no "
+                       "tensor-wise x row-wise kernel)"),
              ")");
 }
 

@@ -87,6 +87,7 @@ class CudaBackend final : public exec::ComputeBackend {
   std::unique_ptr<KokkosLanes> kokkos_lanes_;
   // Bias steps whose GEMM adds the bias in its epilogue: nothing to enqueue.
   std::set<const plan::EpilogueOp*> fused_bias_steps_;
+  int broadcast_scale_gemms_ = 0;  // GEMMs whose tensor-wise scale goes out per row (describe)
   GemmDevice gemm_device_;
 };
 
