@@ -296,8 +296,6 @@ GroupMatrix resolve_in_group(const MatrixDesc& m, const GroupView& group, const 
 }
 
 
-namespace {
-
 // Rows a chunk of op(A) or C begins on (Problem::chunk_unit): the 128-row
 // bands of 128x128 and MXFP8 scales on A, 16 rows for any other FP8 GEMM
 // (cuBLASLt's FP8 kernels take the rows of a column-major result, and the
@@ -308,8 +306,6 @@ int64_t chunk_unit_of(const Problem& p) {
   const DType multiplied = p.quantized() ? p.wire_type : p.a_type;
   return dtype_size(multiplied) == 1 || dtype_size(p.b_type) == 1 ? 16 : 1;
 }
-
-}  // namespace
 
 Problem make_problem(Operation operation, weave_group_t group_kind, Op op_a, Op op_b,
                      const MatrixDesc& a, const MatrixDesc& b, const MatrixDesc& c,

@@ -115,6 +115,10 @@ struct Problem {
   std::string types() const;
 };
 
+// What Problem::chunk_unit is for `p` (its types, scale modes and wire
+// type set): 128, 16 or 1 (problem.cpp says why).
+int64_t chunk_unit_of(const Problem& p);
+
 // Resolves a matrix to what it is within `group` (a BLOCK_2D matrix becomes
 // the panel of my grid row or column). Throws on a distribution that cannot
 // be used over this group.

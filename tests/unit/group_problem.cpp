@@ -100,6 +100,10 @@ std::vector<weave::internal::Problem> make_group_problems(const GroupCase& c) {
     // The scales of the blocks, in op form: op(A) outer (rows) x K, op(B) K x outer (columns).
     p.a_scales = weave::internal::scale_layout(c.a_scale, a_rows, a_cols);
     p.b_scales = weave::internal::scale_layout(c.b_scale, b_cols, b_rows);
+    // As make_problem sets them: the chunk unit, and GEMM-AR's balanced
+    // rows in it.
+    p.chunk_unit = weave::internal::chunk_unit_of(p);
+    if (c.operation == Operation::GemmAr) p.m_split = weave::internal::Split::balanced(c.m, P, p.chunk_unit);
     problems.push_back(p);
   }
   return problems;

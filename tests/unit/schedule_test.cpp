@@ -584,6 +584,67 @@ TEST(Schedules, DirectMakesProductsForOthersBeforeItsOwn) {
       }
 }
 
+// FP8 chunks begin on multiples of 16 rows of their shard (128 where A's
+// scales cover 128-row bands; cuBLASLt had no FP8 kernel for a 54-row
+// chunk): the rows of the GEMMs' results are the shards cut by
+// Split::refine in that unit, and unscaled types keep balanced chunks.
+TEST(Schedules, Fp8ChunksKeepSixteenRowMultiples) {
+  using weave::internal::plan::StepKind;
+  using weave::internal::ScaleMode;
+  struct Kind {
+    std::optional<DType> ab_type, wire_type;
+    ScaleMode a_scale, b_scale;
+    int64_t unit;
+  };
+  const Kind kinds[] = {{DType::E4M3, std::nullopt, ScaleMode::RowWise, ScaleMode::RowWise, 16},
+                        {DType::E4M3, DType::E4M3, ScaleMode::None, ScaleMode::Tensor, 16},
+                        {DType::E4M3, std::nullopt, ScaleMode::Block128x128, ScaleMode::Block1x128, 128},
+                        {std::nullopt, std::nullopt, ScaleMode::None, ScaleMode::None, 1}};
+  const int chunks = 3;
+  for (const Kind& kind : kinds)
+    for (Operation op : {Operation::AgGemm, Operation::GemmRs, Operation::GemmAr})
+      for (int P : {2, 3}) {
+        if (kind.wire_type && op != Operation::AgGemm) continue;
+        // GEMM-RS's A holds all M rows, cut where the caller cut C: band
+        // scales need C's shards on bands, which uneven ones are not.
+        if (kind.unit == 128 && op == Operation::GemmRs) continue;
+        GroupCase g;
+        g.operation = op;
+        g.ranks = P;
+        g.m = kind.unit == 128 ? 300 * P : 83 * P;
+        g.n = 32;
+        g.k = 256;
+        g.shards = Shards::Uneven;
+        g.dtype = DType::BF16;
+        g.ab_type = kind.ab_type;
+        g.wire_type = kind.wire_type;
+        g.a_scale = kind.a_scale;
+        g.b_scale = kind.b_scale;
+        ScheduleOptions o;
+        o.algorithm = op == Operation::AgGemm ? Algorithm::Ring : Algorithm::Direct;
+        o.chunks_per_shard = chunks;
+        for (const weave::internal::Problem& p : make_group_problems(g)) {
+          EXPECT_EQ(p.chunk_unit, kind.unit) << g.name();
+          const weave::internal::plan::Schedule s = weave::internal::plan::build_schedule(p, o);
+          std::vector<int64_t> rows, expected;
+          for (const auto& step : s.steps)
+            if (step.kind() == StepKind::Gemm) {
+              const int64_t r = std::get<weave::internal::plan::GemmOp>(step.op).c.rows;
+              if (r > 0) rows.push_back(r);
+            }
+          const weave::internal::Split pieces = p.m_split.refine(chunks, kind.unit);
+          for (int64_t r : pieces.counts())
+            if (r > 0) expected.push_back(r);
+          if (rows.empty() && p.c.cols == 0) continue;  // no columns of C here: no GEMMs
+          std::sort(rows.begin(), rows.end());
+          std::sort(expected.begin(), expected.end());
+          EXPECT_EQ(rows, expected) << g.name() << " rank " << p.group_rank;
+          // And it matters: balanced chunks of these shards are not whole units.
+          if (kind.unit > 1) EXPECT_NE(p.m_split.refine(chunks, kind.unit), p.m_split.refine(chunks)) << g.name();
+        }
+      }
+}
+
 // Hierarchical plans: every operation over groups of N nodes of L ranks
 // (every divisor L of P = 1..6), the nodes' ranks consecutive or
 // interleaved (rank q on node q % N), 1 to 3 chunks, every shard pattern,
