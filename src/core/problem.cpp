@@ -295,7 +295,6 @@ GroupMatrix resolve_in_group(const MatrixDesc& m, const GroupView& group, const 
   return g;
 }
 
-
 // Rows a chunk of op(A) or C begins on (Problem::chunk_unit): the 128-row
 // bands of 128x128 and MXFP8 scales on A, 16 rows for any other FP8 GEMM
 // (cuBLASLt's FP8 kernels take the rows of a column-major result, and the
@@ -329,6 +328,7 @@ Problem make_problem(Operation operation, weave_group_t group_kind, Op op_a, Op 
   const int P = group.size;
 
   check_operands_alike(p, grid, a, b, c, bias, wire_type);
+  p.chunk_unit = chunk_unit_of(p);  // needs the types and scale modes just checked
 
   const std::string op_a_name = str("op(A) (op_a=", op_name(op_a), ")");
   const std::string op_b_name = str("op(B) (op_b=", op_name(op_b), ")");
@@ -366,7 +366,7 @@ Problem make_problem(Operation operation, weave_group_t group_kind, Op op_a, Op 
         p.m_split = require_split(gc, SplitDim::Rows, P, "C", "GEMM-RS scatters the rows of C");
       } else {
         require_unsplit(gc, P, "C", "GEMM-AR leaves the whole C on every rank");
-        p.m_split = Split::balanced(p.m, P);
+        p.m_split = Split::balanced(p.m, P, p.chunk_unit);
       }
       break;
     }
@@ -392,8 +392,6 @@ Problem make_problem(Operation operation, weave_group_t group_kind, Op op_a, Op 
   const bool a_n = op_a == Op::N, b_n = op_b == Op::N;
   p.a_scales = scale_layout(p.a_scale, a_n ? p.a.rows : p.a.cols, a_n ? p.a.cols : p.a.rows);
   p.b_scales = scale_layout(p.b_scale, b_n ? p.b.cols : p.b.rows, b_n ? p.b.rows : p.b.cols);
-  p.chunk_unit = chunk_unit_of(p);
-  if (operation == Operation::GemmAr) p.m_split = Split::balanced(p.m, P, p.chunk_unit);
   return p;
 }
 

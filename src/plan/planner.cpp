@@ -337,9 +337,10 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
         // measured across nodes: WEAVE_ALGORITHM=ring asks for the ring).
         const Algorithm measured = transport->reduction_algorithm;
         const double min_flops = transport->reads_peer_memory ? kPeerSumOverlapMinFlops : kDeviceOverlapMinFlops;
-        // Where no measured rule covers the links (host plans; device plans
-        // whose group spans several nodes, over NCCL) the model chooses, from
-        // a calibration at plan creation (plan/cost_model.hpp).
+        // A transport with collectives of its own that reaches any rank
+        // (NCCL, MPI, UCX): where the two rules below apply.
+        const bool own_collectives_anywhere =
+            P > 1 && transport->collectives == Collectives::Own && transport->reach == Reach::AnyRanks;
         // Device reductions across nodes over NCCL: a measured rule. On 2
         // emulated nodes of 2 H200s (host-staged NCCL, doc/performance.md)
         // the pipelined plan beat the sequential, ring and hierarchical ones
@@ -348,11 +349,12 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
         // plan (up to 1.05 x sequential). Below the overlap threshold the
         // sequential plan stays: at 1024 rows the pipelined plan took
         // 0.69 ms both times, the sequential one 1.28 and then 0.61.
-        const bool pipelined_across_nodes = reduction && P > 1 && r.backend == Backend::Cuda &&
-                                            caps.nodes.nodes > 1 && transport->collectives == Collectives::Own &&
-                                            transport->reach == Reach::AnyRanks;
-        const bool model_applies = P > 1 && transport->collectives == Collectives::Own &&
-                                   transport->reach == Reach::AnyRanks && !pipelined_across_nodes &&
+        const bool pipelined_across_nodes =
+            own_collectives_anywhere && reduction && r.backend == Backend::Cuda && caps.nodes.nodes > 1;
+        // Where no other measured rule covers the links (host plans; device
+        // AG-GEMM whose group spans several nodes, over NCCL) the model
+        // chooses, from a calibration at plan creation (plan/cost_model.hpp).
+        const bool model_applies = own_collectives_anywhere && !pipelined_across_nodes &&
                                    (r.backend == Backend::Host || caps.nodes.nodes > 1);
         bool calibrate = true;
         env_choice<bool>(env, "WEAVE_CALIBRATE", {{"1", true}, {"0", false}}, &calibrate);
