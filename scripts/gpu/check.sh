@@ -122,7 +122,7 @@
 # the log).
 set -euo pipefail
 
-say() { printf '[gpu-check] %s\n' "$*"; }
+say() { printf '[gpu-check %4ds] %s\n' "$SECONDS" "$*"; }
 die() {
   printf '[gpu-check] ERROR: %s\n' "$*" >&2
   exit 1

@@ -11,6 +11,8 @@
 #include <map>
 #include <memory>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 #include "support/element_types.hpp"
 
@@ -1166,13 +1168,39 @@ int run_case_list(int argc, char** argv, const CaseGenerator& make_cases) {
   std::vector<Case> cases = make_cases(options, rng);
   for (Case& c : cases) c.memory = options.memory;
   int failures = 0;
+  // Wall time of every case (plan creation, executes, checks), so that a
+  // slow list says which of its cases are slow.
+  std::vector<std::pair<double, std::size_t>> seconds;
+  seconds.reserve(cases.size());
+  const char* each = std::getenv("WEAVE_TEST_CASE_TIMES");
+  const bool print_each = each != nullptr && std::strcmp(each, "0") != 0 && *each != '\0';
+  const double list_start = MPI_Wtime();
   for (std::size_t i = 0; i < cases.size(); ++i) {
     const uint64_t case_seed = seed + 7919ULL * i;
+    const double start = MPI_Wtime();
     if (!all_ranks(run_case(cases[i], case_seed))) {
       ++failures;
       if (g_rank == 0)
         std::printf("FAIL case %zu (replay: --seed %llu): %s\n", i, seed, cases[i].name().c_str());
     }
+    seconds.emplace_back(MPI_Wtime() - start, i);
+    // Every case's time as it ends (WEAVE_TEST_CASE_TIMES=1), for a list
+    // that may be stopped before its summary.
+    if (g_rank == 0 && print_each) {
+      std::printf("  %8.1f ms  case %zu: %s\n", 1e3 * seconds.back().first, i, cases[i].name().c_str());
+      std::fflush(stdout);
+    }
+  }
+  if (g_rank == 0 && !seconds.empty()) {
+    const double total = MPI_Wtime() - list_start;
+    const std::size_t shown = std::min<std::size_t>(5, seconds.size());
+    std::partial_sort(seconds.begin(), seconds.begin() + static_cast<std::ptrdiff_t>(shown), seconds.end(),
+                      [](const auto& x, const auto& y) { return x.first > y.first; });
+    std::printf("%.2f s for %zu cases (%.1f ms each on average); the slowest:\n", total, cases.size(),
+                1e3 * total / static_cast<double>(cases.size()));
+    for (std::size_t j = 0; j < shown; ++j)
+      std::printf("  %8.1f ms  case %zu: %s\n", 1e3 * seconds[j].first, seconds[j].second,
+                  cases[seconds[j].second].name().c_str());
   }
   if (g_rank == 0)
     std::printf("%s: %zu cases on %d ranks, %s memory, %d failed (seed %llu)\n", failures ? "FAILED" : "PASSED",

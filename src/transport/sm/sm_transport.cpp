@@ -144,8 +144,14 @@ void SmTransport::enqueue_peer_sum(const plan::Step& step, const exec::Bindings&
                                    cudaStream_t stream) const {
   const auto& op = std::get<plan::PeerSumOp>(step.op);
   const exec::MatrixRef dst = bindings.resolve(op.dst);
-  if (dst.rows == 0 || dst.cols == 0) return;
   const std::vector<sm::TermLink>& links = peer_sums_->terms(&step);
+  // An empty result still takes part in the handshake: its peers published
+  // their (empty) products and wait for the release, and their ready flags
+  // must be reset for the next execute. Only a sum without flags is skipped.
+  const bool handshake = std::any_of(links.begin(), links.end(), [](const sm::TermLink& link) {
+    return link.ready_flag != nullptr || link.released_flag != nullptr;
+  });
+  if ((dst.rows == 0 || dst.cols == 0) && !handshake) return;
   sm::PeerSumLaunch launch;
   launch.dst_type = dst.dtype;
   launch.term_type = op.term_type;
