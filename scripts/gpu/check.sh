@@ -17,7 +17,8 @@
 #   CUDA_HOME        the CUDA toolkit (default: /usr/local/cuda)
 #   BUILD_DIR        build directory (default: build-gpu)
 #   GPU_COUNT        use this many GPUs instead of all that nvidia-smi lists
-#   CTEST_ARGS       extra ctest arguments (e.g. "-R graph_capture")
+#   CTEST_ARGS       extra ctest arguments of the gpu tests (e.g. "-R graph_capture";
+#                    the Kokkos tests of a KOKKOS_CUDA_ROOT run all run)
 #   KOKKOS_CUDA_ROOT a Kokkos 4.x install with its CUDA backend (lib/cmake/Kokkos,
 #                    bin/nvcc_wrapper), used instead of Debian's Serial Kokkos;
 #                    where the folder is missing but <folder>.tar.xz exists, the
@@ -452,7 +453,7 @@ if [ "${GPU_TESTS:-1}" = 1 ]; then
     say "running ctest -L kokkos -LE compile (Kokkos with CUDA)"
     # shellcheck disable=SC2086
     (cd "$BUILD_DIR" && ctest -L "^kokkos$" -LE "^compile$" -R "\\.np[1-$MAX_RANKS]$" -j 1 --output-on-failure \
-      --output-junit "$OUT/junit-kokkos.xml" ${CTEST_ARGS:-}) >>"$OUT/ctest.log" 2>&1 || CTEST_RC=$?
+      --output-junit "$OUT/junit-kokkos.xml") >>"$OUT/ctest.log" 2>&1 || CTEST_RC=$?
   fi
 else
   say "gpu tests skipped (GPU_TESTS=0)"

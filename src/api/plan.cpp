@@ -358,11 +358,12 @@ void Plan::validate_execute_args(const weave_execute_args_t& args) const {
   if (p.has_bias && args.bias)
     check_buffer(args.bias_type, args.bias_elements, p.bias_type, elements_of(p.bias, "bias"), "bias");
   auto check_pointer = [&](const void* pointer, const LocalBlock& block, const char* name) {
-    const bool empty = block.rows == 0 || block.cols == 0;
-    if (!pointer) {
-      if (empty) return;
+    // An empty block is never read or written: its pointer may be anything
+    // (NULL, or what a zero-extent array hands out, such as the host
+    // address Kokkos gives a zero-extent CudaSpace View).
+    if (block.rows == 0 || block.cols == 0) return;
+    if (!pointer)
       fail(WEAVE_ERROR_NULL_ARGUMENT, name, " is NULL but this rank's block is ", block.rows, " x ", block.cols);
-    }
     if (can_ask_cuda && cuda::is_device_pointer(pointer) != device)
       fail(WEAVE_ERROR_POINTER_KIND, name, " = ", pointer, " is a ", device ? "host" : "device",
            " pointer but the plan's matrices live in ", device ? "device" : "host", " memory");
@@ -384,11 +385,10 @@ void Plan::validate_execute_args(const weave_execute_args_t& args) const {
              ", which has no scales");
       return;
     }
-    if (!pointer) {
-      if (needed == 0) return;
+    if (needed == 0) return;  // no scales to read: any pointer, as for an empty block
+    if (!pointer)
       fail(WEAVE_ERROR_NULL_ARGUMENT, name, " is NULL but the plan's ", operand, " is ", dtype_name(type), " with ",
            scale_mode_name(mode), " scales: this rank's needs ", needed, " (weave_execute_ex takes them)");
-    }
     if (can_ask_cuda && cuda::is_device_pointer(pointer) != device)
       fail(WEAVE_ERROR_POINTER_KIND, name, " = ", pointer, " is a ", device ? "host" : "device",
            " pointer but the plan's matrices (and their scales) live in ", device ? "device" : "host", " memory");

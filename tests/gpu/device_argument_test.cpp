@@ -6,6 +6,7 @@
 //   - device matrices with the host backend: WEAVE_ERROR_POINTER_KIND at
 //     plan creation;
 //   - a host plan given a stream: WEAVE_ERROR_INVALID_VALUE;
+//   - empty blocks take any pointer (never read): a host address runs;
 //   - a device plan with a transport the host drives: the mpi transport is
 //     refused at plan creation (WEAVE_ERROR_UNSUPPORTED); where this build
 //     has a host-driven transport that device plans can use (ucx), capturing
@@ -307,6 +308,46 @@ void run_fp8(weave_grid_t grid, cudaStream_t stream) {
 
 }  // namespace
 
+// Empty blocks are never read or written, so their pointers are not
+// checked: a host address for an empty block of a device plan (what Kokkos
+// hands out for a zero-extent CudaSpace View) runs like NULL.
+void run_empty_blocks(weave_grid_t grid, cudaStream_t stream) {
+  const int64_t N = 2 * g_size, K = 8;
+  Matrices m;
+  weave_matrix_desc_t d{};
+  d.dtype = WEAVE_FLOAT32;
+  d.memory = WEAVE_MEMORY_DEVICE;
+  d.rows = 0;  // M = 0: A and C are empty on every rank, B is not
+  d.cols = K;
+  d.distribution = WEAVE_DIST_BLOCK_ROW;
+  bool made = weave_matrix_create(grid, &d, &m.a) == WEAVE_SUCCESS;
+  d.rows = K;
+  d.cols = N;
+  d.distribution = WEAVE_DIST_BLOCK_COLUMN;
+  made = made && weave_matrix_create(grid, &d, &m.b) == WEAVE_SUCCESS;
+  d.rows = 0;
+  made = made && weave_matrix_create(grid, &d, &m.c) == WEAVE_SUCCESS;
+  if (!made) {
+    std::fprintf(stderr, "rank %d: matrix creation failed: %s\n", g_rank, weave_last_error());
+    ++g_failures;
+    return;
+  }
+  weave_plan_desc_t pd = plan_desc(m);
+  weave_plan_t plan = nullptr;
+  expect_status("device plan with empty A and C", weave_plan_create(grid, &pd, &plan), WEAVE_SUCCESS, nullptr);
+  if (!plan) return;
+  void* dev_b = nullptr;
+  WEAVE_TEST_CUDA(cudaMalloc(&dev_b, static_cast<std::size_t>(std::max<int64_t>(elements(m.b), 1)) * sizeof(float)));
+  float host_a = 1.0f, host_c = 2.0f;
+  expect_status("host pointers for empty blocks of a device plan",
+                weave_execute(plan, 1.0, &host_a, dev_b, 0.0, &host_c, nullptr, stream), WEAVE_SUCCESS, nullptr);
+  WEAVE_TEST_CUDA(cudaStreamSynchronize(stream));
+  expect_status(host_c == 2.0f ? "the empty C's pointer was not written" : "the empty C's pointer was written",
+                host_c == 2.0f ? WEAVE_SUCCESS : WEAVE_ERROR_INTERNAL, WEAVE_SUCCESS, nullptr);
+  weave_plan_destroy(plan);
+  cudaFree(dev_b);
+}
+
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
@@ -328,6 +369,7 @@ int main(int argc, char** argv) {
     WEAVE_TEST_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     run(grid, stream);
     run_fp8(grid, stream);
+    run_empty_blocks(grid, stream);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "rank %d: %s\n", g_rank, e.what());
     ++g_failures;
