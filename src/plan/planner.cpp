@@ -341,35 +341,66 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
         // (NCCL, MPI, UCX): where the two rules below apply.
         const bool own_collectives_anywhere =
             P > 1 && transport->collectives == Collectives::Own && transport->reach == Reach::AnyRanks;
-        // Device reductions across nodes over NCCL: a measured rule. On 2
-        // emulated nodes of 2 H200s (host-staged NCCL, doc/performance.md)
-        // the pipelined plan beat the sequential, ring and hierarchical ones
-        // for GEMM-RS and GEMM-AR on every shape from 4096x8192x8192 up,
-        // 0.76-0.95 x sequential, where the model chose the hierarchical
-        // plan (up to 1.05 x sequential). Below the overlap threshold the
-        // sequential plan stays: at 1024 rows the pipelined plan took
-        // 0.69 ms both times, the sequential one 1.28 and then 0.61.
-        const bool pipelined_across_nodes =
+        // Device reductions across nodes over NCCL: a measured rule (each
+        // emulated configuration measured on H100s or H200s, ms ratios to
+        // the sequential plan; doc/performance.md). Nodes of several GPUs
+        // with host-staged NCCL (reduce-scatter calibrated at 33 GB/s): the
+        // pipelined plan beat the sequential, ring and hierarchical ones for
+        // GEMM-RS and GEMM-AR on every shape from 4096x8192x8192 up, in two
+        // runs (0.75-0.95). Nodes of one GPU: host-staged (50 GB/s) it lost
+        // 4-35% on four of six reductions; over sockets (8 GB/s) it took
+        // 1.20-1.45 x in one run and 0.64-0.74 x in another (the sockets'
+        // collective times moved 2 x between runs). So: pipelined where
+        // nodes hold several ranks and the calibrated link is fast, else
+        // the sequential plan, which is never slower than itself. Below the
+        // overlap threshold, or uncalibrated (WEAVE_CALIBRATE=0), the
+        // sequential plan too.
+        const bool reductions_across_nodes =
             own_collectives_anywhere && reduction && r.backend == Backend::Cuda && caps.nodes.nodes > 1;
+        double reduction_bytes_per_s = 0;
+        if (reductions_across_nodes && caps.calibration && caps.calibration->reduce_scatter.seconds_per_byte > 0)
+          reduction_bytes_per_s = 1.0 / caps.calibration->reduce_scatter.seconds_per_byte;
+        const bool several_per_node = caps.nodes.ranks_per_node() > 1;
+        const bool pipelined_across_nodes = reductions_across_nodes && several_per_node &&
+                                            reduction_bytes_per_s >= kPipelinedAcrossNodesMinBytesPerSecond;
         // Where no other measured rule covers the links (host plans; device
         // AG-GEMM whose group spans several nodes, over NCCL) the model
         // chooses, from a calibration at plan creation (plan/cost_model.hpp).
-        const bool model_applies = own_collectives_anywhere && !pipelined_across_nodes &&
+        const bool model_applies = own_collectives_anywhere && !reductions_across_nodes &&
                                    (r.backend == Backend::Host || caps.nodes.nodes > 1);
         bool calibrate = true;
         env_choice<bool>(env, "WEAVE_CALIBRATE", {{"1", true}, {"0", false}}, &calibrate);
         const bool too_small = r.backend == Backend::Cuda && problem.group_size > 1 && flops < min_flops;
         // Not measured yet: the plan calibrates, then resolves again; the
         // rules below stand in until then.
-        if (model_applies && calibrate && !caps.calibration && !too_small) r.wants_calibration = true;
-        if (model_applies && !calibrate) notes += " no calibration (WEAVE_CALIBRATE=0): the measured rules choose;";
+        if ((model_applies || reductions_across_nodes) && calibrate && !caps.calibration && !too_small)
+          r.wants_calibration = true;
+        if ((model_applies || reductions_across_nodes) && !calibrate)
+          notes += " no calibration (WEAVE_CALIBRATE=0): the measured rules choose;";
         if (too_small) {
           algorithm = WEAVE_ALGORITHM_SEQUENTIAL;
           notes += str(" sequential chosen: ", flops / 1e9, " GFLOP per rank is too little for overlap to pay;");
         } else if (pipelined_across_nodes) {
           algorithm = WEAVE_ALGORITHM_PIPELINED;
           notes += str(" pipelined chosen: across ", caps.nodes.summary(), " over ", transport->title,
-                       " the pipelined reductions measured fastest from 4096x8192x8192 up (doc/performance.md);");
+                       " reduce-scatter calibrated at ", reduction_bytes_per_s / 1e9, " GB/s, at least ",
+                       kPipelinedAcrossNodesMinBytesPerSecond / 1e9,
+                       ", where the pipelined reductions measured fastest (doc/performance.md);");
+        } else if (reductions_across_nodes) {
+          algorithm = WEAVE_ALGORITHM_SEQUENTIAL;
+          if (caps.calibration && !several_per_node)
+            notes += str(" sequential chosen: across ", caps.nodes.summary(), " (one rank per node) the pipelined "
+                         "reductions measured faster in some runs and slower in others than the sequential plan "
+                         "(doc/performance.md);");
+          else if (caps.calibration)
+            notes += str(" sequential chosen: across ", caps.nodes.summary(), " over ", transport->title,
+                         " reduce-scatter calibrated at ", reduction_bytes_per_s / 1e9, " GB/s, below ",
+                         kPipelinedAcrossNodesMinBytesPerSecond / 1e9,
+                         ", where the pipelined and ring reductions measured slower than the sequential plan "
+                         "(doc/performance.md);");
+          else
+            notes += str(" sequential chosen: across ", caps.nodes.summary(), " the reductions' choice needs the "
+                         "link's calibration;");
         } else if (model_applies && calibrate && caps.calibration) {
           ScheduleOptions wire;
           set_reduction_flags(desc.flags, wire);

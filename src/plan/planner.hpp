@@ -117,6 +117,15 @@ constexpr int64_t kDevicePanelWidth = 1024;
 // collective's fixed cost stays small against a quarter of a large
 // operation's bytes. Provisional, not measured.
 constexpr int kPipelinedChunks = 4;
+// Device GEMM-RS and GEMM-AR whose group spans nodes of several ranks run
+// the pipelined plan where the calibrated reduce-scatter moves at least this
+// many bytes per second (of a rank's buffer), else the sequential plan:
+// measured on emulated links, host-staged NCCL calibrated at 33 GB/s over
+// 2 x 2 GPUs (pipelined 0.75-0.95 x sequential) and NCCL over sockets at
+// 8 GB/s (pipelined 1.20-1.45 x in one run of 2 x 1 GPUs); the bound lies
+// between them (planner.cpp, doc/performance.md). Not measured on a real
+// network.
+constexpr double kPipelinedAcrossNodesMinBytesPerSecond = 16e9;
 
 // Limits of the plan descriptor's counts. Pieces of shards and steps grow
 // with chunks_per_shard (and MPI tags with twice group size times it); a

@@ -308,13 +308,13 @@ TEST(PlannerModel, DevicePlansUseItAcrossNodesOnly) {
   EXPECT_EQ(r.transport, Transport::Nccl);
   EXPECT_FALSE(r.wants_calibration);
   EXPECT_EQ(r.schedule.algorithm, Algorithm::Sequential);
-  // Two nodes: the reductions' measured rule (pipelined, planner_test.cpp),
-  // AG-GEMM the model.
+  // Two nodes: the reductions' measured rule, which reads the calibrated
+  // link (planner_test.cpp), AG-GEMM the model; both calibrate first.
   caps.nodes.node_of_rank = {0, 0, 1, 1};
   caps.nodes.nodes = 2;
   r = resolve_options(desc, rs, {}, caps);
-  EXPECT_FALSE(r.wants_calibration);
-  EXPECT_EQ(r.schedule.algorithm, Algorithm::Pipelined) << r.notes;
+  EXPECT_TRUE(r.wants_calibration);
+  EXPECT_EQ(r.schedule.algorithm, Algorithm::Sequential) << r.notes;
   auto ag = problem(Operation::AgGemm, 4, 16384, 16384, 16384, DType::BF16);
   ag.memory = weave::internal::Memory::Device;
   r = resolve_options(desc, ag, {}, caps);

@@ -5,6 +5,7 @@
 
 #include <mpi.h>
 
+#include <memory>
 #include <set>
 #include <string>
 
@@ -329,24 +330,54 @@ TEST(Planner, DeviceReductionsOverCopyEnginesRunDirect) {
             Algorithm::Sequential);
 }
 
-// Device reductions whose group spans nodes run the pipelined plan (the
-// measured rule: no calibration asked for), from the overlap threshold up;
-// below it, and for AG-GEMM (the model's), not.
-TEST(Planner, DeviceReductionsAcrossNodesRunPipelined) {
+// Device GEMM-RS and GEMM-AR whose group spans nodes: the plan calibrates
+// the link first, then runs the pipelined plan where nodes hold several
+// ranks over a fast link (the host-staged emulation's 29-33 GB/s), and the
+// sequential one over a slow link (sockets, 7.8 GB/s), with one rank per
+// node, or without a calibration (WEAVE_CALIBRATE=0).
+TEST(Planner, DeviceReductionsAcrossNodesFollowTheCalibratedLink) {
   using weave::internal::Operation;
+  using weave::internal::plan::Calibration;
   const weave_plan_desc_t desc{};
   Capabilities caps = everything();
   caps.nodes.node_of_rank = {0, 0, 1, 1};
   caps.nodes.nodes = 2;
+  auto link = [](double bytes_per_s) {
+    auto c = std::make_shared<Calibration>();
+    c->reduce_scatter.seconds_per_byte = 1.0 / bytes_per_s;
+    return std::shared_ptr<const Calibration>(c);
+  };
   for (Operation op : {Operation::GemmRs, Operation::GemmAr}) {
-    const Resolved r = resolve_options(desc, device_case(op), {}, caps);
-    EXPECT_EQ(r.transport, Transport::Nccl);
-    EXPECT_EQ(r.schedule.algorithm, Algorithm::Pipelined);
-    EXPECT_FALSE(r.wants_calibration);
-    EXPECT_NE(r.notes.find("pipelined chosen: across 2 nodes"), std::string::npos) << r.notes;
-    EXPECT_EQ(resolve_options(desc, device_case(op, 1024), {}, caps).schedule.algorithm, Algorithm::Sequential);
+    // Not calibrated yet: asks for it; meanwhile the sequential plan.
+    const Resolved first = resolve_options(desc, device_case(op), {}, caps);
+    EXPECT_EQ(first.transport, Transport::Nccl);
+    EXPECT_TRUE(first.wants_calibration);
+    EXPECT_EQ(first.schedule.algorithm, Algorithm::Sequential);
+    Capabilities fast = caps, slow = caps;
+    fast.calibration = link(29e9);
+    slow.calibration = link(7.8e9);
+    const Resolved piped = resolve_options(desc, device_case(op), {}, fast);
+    EXPECT_EQ(piped.schedule.algorithm, Algorithm::Pipelined);
+    EXPECT_FALSE(piped.wants_calibration);
+    EXPECT_NE(piped.notes.find("pipelined chosen: across 2 nodes"), std::string::npos) << piped.notes;
+    const Resolved seq = resolve_options(desc, device_case(op), {}, slow);
+    EXPECT_EQ(seq.schedule.algorithm, Algorithm::Sequential);
+    EXPECT_NE(seq.notes.find("below 16"), std::string::npos) << seq.notes;
+    // Without a calibration the sequential plan, and no calibration asked for.
+    const Resolved off = resolve_options(desc, device_case(op), {{"WEAVE_CALIBRATE", "0"}}, caps);
+    EXPECT_EQ(off.schedule.algorithm, Algorithm::Sequential);
+    EXPECT_FALSE(off.wants_calibration);
+    // Below the overlap threshold the sequential plan, whatever the link.
+    EXPECT_EQ(resolve_options(desc, device_case(op, 1024), {}, fast).schedule.algorithm, Algorithm::Sequential);
+    // Nodes of one rank each: the sequential plan, however fast the link.
+    Capabilities single = fast;
+    single.nodes.node_of_rank = {0, 1, 2, 3};
+    single.nodes.nodes = 4;
+    const Resolved one_each = resolve_options(desc, device_case(op), {}, single);
+    EXPECT_EQ(one_each.schedule.algorithm, Algorithm::Sequential);
+    EXPECT_NE(one_each.notes.find("one rank per node"), std::string::npos) << one_each.notes;
     // Asked for by name, another algorithm is kept.
-    EXPECT_EQ(resolve_options(desc, device_case(op), {{"WEAVE_ALGORITHM", "hierarchical"}}, caps).schedule.algorithm,
+    EXPECT_EQ(resolve_options(desc, device_case(op), {{"WEAVE_ALGORITHM", "hierarchical"}}, slow).schedule.algorithm,
               Algorithm::Hierarchical);
   }
   EXPECT_TRUE(resolve_options(desc, device_case(Operation::AgGemm), {}, caps).wants_calibration);
