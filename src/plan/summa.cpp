@@ -17,9 +17,12 @@
 // that broadcasting them one by one would cost more than moving them) is
 // first moved into that layout, in panels of the plan's width
 // (grid_redistribution.hpp); so is a bias whose columns lie unlike C's.
-// Panels are the common refinement of op(A)'s and op(B)'s K layouts
-// (summa_panels.hpp), so blocks that do not line up give narrower panels,
-// never a wrong answer.
+// Panels join pieces of the common refinement of op(A)'s and op(B)'s K
+// layouts (summa_panels.hpp): blocks that do not line up give narrower
+// pieces, never a wrong answer, and the pieces of one owner pair join into
+// panels of up to the plan's width; a side whose pieces do not lie one
+// after another in its owner's local array is packed into the panel's slot
+// first.
 //
 // The sequential variant moves every panel first (one batch) into whole
 // op(A) and op(B) blocks, then multiplies once: the baseline the overlap is
@@ -42,10 +45,11 @@ constexpr int kRedistributeTagA = 0, kRedistributeTagB = 1, kRedistributeTagBias
 constexpr int kFirstPanelTag = 3;
 int panel_tag(int panel, bool a) { return kFirstPanelTag + 2 * panel + (a ? 0 : 1); }
 
-// In-place panels narrower than this on average, when there are more than
-// kNarrowPanelsFrom of them, are moved into panels of the plan's width
-// first: a broadcast and a GEMM per block of a few columns cost more than
-// moving the operands once. Not measured yet (a first guess).
+// In-place panel pieces narrower than this on average, when there are more
+// than kNarrowPanelsFrom of them, are moved into panels of the plan's width
+// first: a broadcast and a GEMM per block of a few columns (or a panel
+// packed from as many pieces) cost more than moving the operands once. Not
+// measured yet (a first guess).
 constexpr int64_t kMinPanelWidth = 16;
 constexpr std::size_t kNarrowPanelsFrom = 64;
 // Panels carry tags 3 + 2p and 4 + 2p, within what every transport's tags
@@ -183,9 +187,10 @@ GemmPlan prepare_operands(ScheduleBuilder& b) {
   const AxisLayout a_k_moved = AxisLayout::cyclic(p.k, width, 0, g.pcols);
   const AxisLayout b_k_moved = AxisLayout::cyclic(p.k, width, 0, g.prows);
   plan.panels = summa_panels(a_in_place ? g.a.cols : a_k_moved, b_in_place ? g.b.rows : b_k_moved, width);
+  std::size_t pieces = 0;
+  for (const Panel& panel : plan.panels) pieces += panel.pieces.size();
   const bool narrow = plan.panels.size() > static_cast<std::size_t>(kMaxSummaPanels) ||
-                      (plan.panels.size() > kNarrowPanelsFrom &&
-                       p.k / static_cast<int64_t>(plan.panels.size()) < kMinPanelWidth);
+                      (pieces > kNarrowPanelsFrom && p.k / static_cast<int64_t>(pieces) < kMinPanelWidth);
   if (narrow && (a_in_place || b_in_place)) {
     a_in_place = b_in_place = false;
     plan.panels = summa_panels(a_k_moved, b_k_moved, width);
@@ -249,12 +254,46 @@ GemmPlan prepare_operands(ScheduleBuilder& b) {
 Region c_block(const GemmPlan& plan) { return Region{kBufferC, plan.c_row0, plan.c_col0, plan.m_loc, plan.n_loc}; }
 Region bias_block(const GemmPlan& plan) { return Region{plan.bias_buffer, 0, plan.c_col0, 1, plan.n_loc}; }
 
-// Panel `panel` of op(A) (my rows) and of op(B) (my columns) where their owners hold them.
-Region a_panel(const GemmPlan& plan, const Panel& panel) {
-  return Region{plan.a.buffer, plan.a.outer_begin, panel.a_local, plan.m_loc, panel.width};
+// Panel `panel` of op(A) (my rows) or of op(B) (my columns) where its
+// owner holds it, when its pieces lie one after another there
+// (panel.contiguous(is_a)).
+Region held_panel(const GemmPlan& plan, const Panel& panel, bool is_a) {
+  const PanelPiece& first = panel.pieces.front();
+  return is_a ? Region{plan.a.buffer, plan.a.outer_begin, first.a_local, plan.m_loc, panel.width}
+              : Region{plan.b.buffer, first.b_local, plan.b.outer_begin, panel.width, plan.n_loc};
 }
-Region b_panel(const GemmPlan& plan, const Panel& panel) {
-  return Region{plan.b.buffer, panel.b_local, plan.b.outer_begin, panel.width, plan.n_loc};
+
+// The runs of consecutive local positions (src) that one side of `panel`
+// is made of, and where each goes in the panel (dst).
+std::vector<IndexRun> panel_runs(const Panel& panel, bool is_a) {
+  std::vector<IndexRun> runs;
+  int64_t offset = 0;
+  for (const PanelPiece& piece : panel.pieces) {
+    const int64_t local = is_a ? piece.a_local : piece.b_local;
+    if (!runs.empty() && runs.back().src + runs.back().length == local)
+      runs.back().length += piece.width;
+    else
+      runs.push_back(IndexRun{local, offset, piece.width});
+    offset += piece.width;
+  }
+  return runs;
+}
+
+// The step that puts one side of `panel` into `dst` (m_loc x width of
+// op(A), width x n_loc of op(B)): one copy where its pieces lie one after
+// another, else one rectangle per run.
+StepOp pack_panel(ScheduleBuilder& b, const GemmPlan& plan, const Panel& panel, bool is_a, const Region& dst) {
+  if (panel.contiguous(is_a)) return b.copy(dst, held_panel(plan, panel, is_a));
+  const SummaOperand& x = is_a ? plan.a : plan.b;
+  const std::vector<IndexRun> outer{IndexRun{x.outer_begin, 0, is_a ? plan.m_loc : plan.n_loc}};
+  const std::vector<IndexRun> k = panel_runs(panel, is_a);
+  return RearrangeOp{dst, b.whole(x.buffer), Op::N, is_a ? outer : k, is_a ? k : outer};
+}
+
+std::string pieces_label(const Panel& panel, bool is_a) {
+  if (panel.contiguous(is_a)) return "";
+  const std::size_t runs = panel_runs(panel, is_a).size();
+  return str(" (", runs, " runs)");
 }
 
 // beta * C (and bias) when no product reaches my block (K = 0), or bias
@@ -280,10 +319,26 @@ void finish_c(ScheduleBuilder& b, const GemmPlan& plan, int last_gemm) {
   b.add_step(e, 0, deps, "bias");
 }
 
+// How K was cut, and which panels are packed from several pieces.
 std::string panel_notes(const GemmPlan& plan) {
   int64_t widest = 0;
-  for (const Panel& panel : plan.panels) widest = std::max(widest, panel.width);
-  return str(" ", plan.panels.size(), " panel", plan.panels.size() == 1 ? "" : "s", " of K, up to ", widest, " wide;");
+  std::size_t joined = 0, most_pieces = 0;
+  bool packs_a = false, packs_b = false;
+  for (const Panel& panel : plan.panels) {
+    widest = std::max(widest, panel.width);
+    if (panel.pieces.size() < 2) continue;
+    ++joined;
+    most_pieces = std::max(most_pieces, panel.pieces.size());
+    packs_a = packs_a || !panel.contiguous(true);
+    packs_b = packs_b || !panel.contiguous(false);
+  }
+  std::string notes =
+      str(" ", plan.panels.size(), " panel", plan.panels.size() == 1 ? "" : "s", " of K, up to ", widest, " wide;");
+  if (joined > 0)
+    notes += str(" ", joined, " of them joined from up to ", most_pieces, " pieces of one owner pair, ",
+                 packs_a && packs_b ? "op(A) and op(B)" : packs_a ? "op(A)" : "op(B)",
+                 " packed from its pieces into the panel;");
+  return notes;
 }
 
 // The single rank: one GEMM on the caller's buffers, whatever their ops.
@@ -349,7 +404,9 @@ void build_summa(ScheduleBuilder& b) {
 
   // Gets panel q of one operand to where it is multiplied: the owner sends
   // it along its grid row (op(A)) or column (op(B)), packed into a slot when
-  // it does not lie contiguously; the others receive it into a slot.
+  // it does not lie contiguously; the others receive it into a slot. A
+  // holder whose panel is made of pieces apart from each other multiplies
+  // the packed slot too.
   auto prepare = [&](int q, bool is_a) {
     const Panel& panel = plan.panels[static_cast<std::size_t>(q)];
     const SummaOperand& x = is_a ? plan.a : plan.b;
@@ -359,32 +416,43 @@ void build_summa(ScheduleBuilder& b) {
     std::vector<std::vector<int>>& readers = is_a ? a_readers : b_readers;
     const Region slot_region = is_a ? Region{a_slot[slot], 0, 0, plan.m_loc, panel.width}
                                     : Region{b_slot[slot], 0, 0, panel.width, plan.n_loc};
-    const Region held = is_a ? a_panel(plan, panel) : b_panel(plan, panel);
     const std::string what = str(is_a ? "op(A)" : "op(B)", " panel ", q);
     Region& use = is_a ? a_use[q] : b_use[q];
     std::vector<int>& deps = gemm_deps[q];
     if (owner == -1 || owner == mine) {
-      use = held;
-      deps.insert(deps.end(), x.ready.begin(), x.ready.end());
-      if (owner == -1 || (is_a ? plan.m_loc : plan.n_loc) == 0) return;
+      const bool in_one_block = panel.contiguous(is_a);
       // The peers along my grid row (op(A)) or column (op(B)) that multiply.
       std::vector<int> peers;
       const int others = is_a ? g.pcols : g.prows;
-      for (int t = 0; t < others; ++t) {
+      for (int t = 0; t < others && owner != -1 && (is_a ? plan.m_loc : plan.n_loc) > 0; ++t) {
         if (t == mine) continue;
         if ((is_a ? g.c.cols.count(t) : g.c.rows.count(t)) == 0) continue;
         peers.push_back(is_a ? g.rank_at(my_row, t) : g.rank_at(t, my_col));
       }
-      if (peers.empty()) return;
-      Region send = held;
+      Region send;
       std::vector<int> send_deps = x.ready;
+      if (in_one_block) {
+        use = held_panel(plan, panel, is_a);
+        deps.insert(deps.end(), x.ready.begin(), x.ready.end());
+        send = use;
+      }
       // Panels travel in the slots' layout (op(A) column-major, op(B) row-major).
-      if (!b.same_bytes_as_tight(held, is_a ? Order::ColMajor : Order::RowMajor)) {
-        send = slot_region;
+      const bool send_packed =
+          !peers.empty() && !(in_one_block && b.same_bytes_as_tight(send, is_a ? Order::ColMajor : Order::RowMajor));
+      if (send_packed || (!in_one_block && multiplies)) {
         std::vector<int> pack_deps = readers[slot];
         pack_deps.insert(pack_deps.end(), x.ready.begin(), x.ready.end());
-        send_deps = {b.add_step(b.copy(slot_region, held), pack_lane, pack_deps, "pack " + what)};
+        const int pack = b.add_step(pack_panel(b, plan, panel, is_a, slot_region), pack_lane, pack_deps,
+                                    "pack " + what + pieces_label(panel, is_a));
+        send = slot_region;
+        send_deps = {pack};
+        readers[slot] = {};  // the sends below, and the GEMM where it reads the slot
+        if (!in_one_block) {
+          use = slot_region;
+          deps.push_back(pack);
+        }
       }
+      if (peers.empty()) return;
       std::vector<int> sends;
       for (int peer : peers)
         sends.push_back(b.add_step(SendOp{send, peer, panel_tag(q, is_a)}, kCommLane, send_deps,
@@ -470,7 +538,7 @@ void build_gemm_sequential(ScheduleBuilder& b) {
       const std::string what = str(is_a ? "op(A)" : "op(B)", " panel ", q);
       if (owner == -1 || owner == mine) {
         const int copy =
-            b.add_step(b.copy(place, is_a ? a_panel(plan, panel) : b_panel(plan, panel)), 0, x.ready, "place " + what);
+            b.add_step(pack_panel(b, plan, panel, is_a, place), 0, x.ready, "place " + what + pieces_label(panel, is_a));
         gemm_deps.push_back(copy);
         if (owner == -1 || (is_a ? plan.m_loc : plan.n_loc) == 0) continue;
         const int others = is_a ? g.pcols : g.prows;

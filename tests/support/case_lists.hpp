@@ -234,7 +234,8 @@ inline std::vector<Case> sweep_cases(const CaseListOptions& options, std::mt1993
 // refinement), one block per process, replicated operands, submatrices
 // starting inside their local arrays, odd sizes and K = 0, every transpose
 // pair (WEAVE_OP_C too), beta and bias, both algorithms and both host
-// progress mechanisms, narrow panels through few slots.
+// progress mechanisms, narrow panels through few slots, and panels joined
+// from blocks that lie apart in an owner's local array (packed).
 inline std::vector<Case> gemm_cases(const CaseListOptions& options, std::mt19937_64&) {
   std::vector<Case> cases;
   std::vector<int> grid_rows;
@@ -337,6 +338,32 @@ inline std::vector<Case> gemm_cases(const CaseListOptions& options, std::mt19937
       c.layout_bias.col_start = 6;
       c.beta = 0.5;
       c.algorithm = variant ? WEAVE_ALGORITHM_SEQUENTIAL : WEAVE_ALGORITHM_SUMMA;
+      cases.push_back(c);
+    }
+    // Panels joined from blocks of one owner pair that lie apart in op(B)'s
+    // local array (1 x P), op(A)'s (P x 1) or both (2 x 3), packed into
+    // the panel before it is sent or multiplied: blocks of 4 under the
+    // default width (the host's and the device's) and under a width of 10,
+    // which splits blocks between panels.
+    for (int variant = 0; variant < 2; ++variant) {
+      Case c;
+      c.operation = WEAVE_GEMM;
+      c.dtype = variant ? options.types.back() : options.types.front();  // on GPUs: f64 and bf16
+      c.grid_rows = rows;
+      c.m = 21;
+      c.n = 18;
+      c.k = 70;
+      c.layout_a = cyclic(4, 4, 0, last_col);
+      c.layout_b = cyclic(4, 4, last_row, 0);
+      c.layout_c = cyclic(4, 4);
+      c.bias = variant == 0;
+      c.layout_bias = cyclic(1, 4, -1, 0);
+      c.beta = variant ? 0.0 : 0.5;
+      c.alpha = variant ? -1.0 : 1.0;
+      c.padded = variant == 1;
+      c.panel_width = variant ? 10 : 0;
+      c.algorithm = WEAVE_ALGORITHM_SUMMA;
+      c.progress = variant ? WEAVE_PROGRESS_THREAD : WEAVE_PROGRESS_TILES;
       cases.push_back(c);
     }
   }

@@ -28,6 +28,7 @@ using weave::internal::Op;
 using weave::internal::Order;
 using weave::internal::plan::Algorithm;
 using weave::internal::plan::Panel;
+using weave::internal::plan::PanelPiece;
 using weave::internal::plan::ScheduleOptions;
 
 struct SummaCase {
@@ -238,38 +239,166 @@ TEST(SummaSchedules, ManyPanelsInFewSlots) {
   run_summa_cases(cases, 3);
 }
 
+TEST(SummaSchedules, JoinedPanelsPackedFromPiecesApart) {
+  // 1 x P and P x 1 grids with blocks narrower than the width: the blocks
+  // of one owner pair join into panels packed from pieces that lie apart in
+  // op(B)'s (1 x P) or op(A)'s (P x 1) local array, on the owner before it
+  // sends and on the ranks that multiply what they hold. Widths that are a
+  // multiple of the blocks and widths that split a block, ld padding (no
+  // contiguous send), one and two lanes, mixed blocks on a 2-D grid.
+  std::vector<SummaCase> cases;
+  int counter = 0;
+  for (const Shape& g : {Shape{1, 2}, Shape{2, 1}, Shape{1, 3}, Shape{3, 1}, Shape{2, 3}})
+    for (int64_t width : {8, 10, 256}) {
+      SummaCase c;
+      c.grid.prows = g.prows;
+      c.grid.pcols = g.pcols;
+      c.grid.m = 9 + counter % 3;
+      c.grid.n = 7;
+      c.grid.k = 61;
+      const bool mixed = g.prows > 1 && g.pcols > 1;
+      c.grid.a = cyclic(3, mixed ? 3 : 4, 0, g.pcols - 1);
+      c.grid.b = cyclic(mixed ? 2 : 4, 3, g.prows - 1, 0);
+      c.grid.c = cyclic(3, 3);
+      c.grid.a.ld_padding = counter % 2;
+      c.grid.b.ld_padding = (counter + 1) % 2;
+      c.grid.dtype = counter % 3 == 2 ? DType::F32 : DType::F64;
+      c.grid.has_bias = counter % 2 == 0;
+      if (c.grid.has_bias) c.grid.bias = cyclic(1, 3, -1, 0);
+      c.options.algorithm = counter % 4 == 3 ? Algorithm::Sequential : Algorithm::Summa;
+      c.options.panel_width = width;
+      c.options.panel_slots = 2 + counter % 2;
+      c.options.compute_lanes = 1 + counter % 2;
+      c.beta = counter % 2 ? 0.0 : 0.5;
+      ++counter;
+      const std::vector<weave::internal::Problem> problems = make_grid_problems(c.grid);
+      for (const auto& schedule : build_group_schedules(problems, c.options))
+        EXPECT_NE(schedule.notes.find(mixed ? "packed from its pieces" : g.pcols > 1 ? "op(B) packed" : "op(A) packed"),
+                  std::string::npos)
+            << c.name() << ": " << schedule.notes;
+      cases.push_back(c);
+    }
+  run_summa_cases(cases, 3);
+}
+
+// Every K index lies in exactly one piece of one panel, at the local
+// positions where the panel's owners hold it; pieces go in K order within a
+// panel and add up to its width, at most max_width; panels go in the order
+// of their first K index.
+void expect_panels_cover_k(const AxisLayout& a_k, const AxisLayout& b_k, const std::vector<Panel>& panels,
+                           int64_t max_width) {
+  std::vector<int> hits(static_cast<std::size_t>(a_k.extent()), 0);
+  int64_t previous_first = -1;
+  for (const Panel& p : panels) {
+    ASSERT_FALSE(p.pieces.empty());
+    EXPECT_GT(p.k0(), previous_first);
+    previous_first = p.k0();
+    EXPECT_LE(p.width, max_width);
+    int64_t width = 0, previous_k = -1;
+    for (const PanelPiece& piece : p.pieces) {
+      for (int64_t t = 0; t < piece.width; ++t) {
+        const int64_t g = a_k.global_index(p.a_owner, piece.a_local + t);
+        EXPECT_EQ(b_k.global_index(p.b_owner, piece.b_local + t), g);
+        EXPECT_EQ(a_k.owner(g, p.a_owner), p.a_owner);
+        EXPECT_EQ(b_k.owner(g, p.b_owner), p.b_owner);
+        EXPECT_GT(g, previous_k);
+        previous_k = g;
+        ASSERT_TRUE(g >= 0 && g < a_k.extent());
+        ++hits[static_cast<std::size_t>(g)];
+      }
+      width += piece.width;
+    }
+    EXPECT_EQ(width, p.width);
+  }
+  for (int h : hits) EXPECT_EQ(h, 1);
+}
+
 TEST(SummaPanels, CommonRefinementOfBlocksThatDoNotLineUp) {
   // A's K in blocks of 3 over 2 grid columns, B's in blocks of 2 over 3 grid
-  // rows: panels break wherever either block ends.
+  // rows: pieces break wherever either block ends.
   const AxisLayout a_k = AxisLayout::cyclic(12, 3, 0, 2), b_k = AxisLayout::cyclic(12, 2, 0, 3);
   const std::vector<Panel> panels = weave::internal::plan::summa_panels(a_k, b_k, 100);
-  int64_t covered = 0;
-  for (const Panel& p : panels) {
-    for (int64_t t = 0; t < p.width; ++t) {
-      // Every index of the panel sits where both owners hold it, consecutively.
-      const int64_t g = a_k.global_index(p.a_owner, p.a_local + t);
-      EXPECT_EQ(a_k.owner(g), p.a_owner);
-      EXPECT_EQ(b_k.owner(g), p.b_owner);
-      EXPECT_EQ(b_k.local_index(g), p.b_local + t);
-    }
-    covered += p.width;
-  }
-  EXPECT_EQ(covered, 12);
+  expect_panels_cover_k(a_k, b_k, panels, 100);
   // Blocks 0-2 | 3-5 of A against 0-1 | 2-3 | 4-5 of B: pieces 2, 1, 1, 2, ...
   ASSERT_GE(panels.size(), 4u);
-  EXPECT_EQ(panels[0].width, 2);
-  EXPECT_EQ(panels[1].width, 1);
+  EXPECT_EQ(panels[0].pieces.front().width, 2);
+  EXPECT_EQ(panels[1].pieces.front().width, 1);
 }
 
 TEST(SummaPanels, SameBlocksOnASquareGridJoinUpToTheWidth) {
   // Blocks of 4 over 2 x 2: blocks 0, 2, 4 of owner pair (0, 0) lie next to
-  // each other on both owners and join into panels of up to 8.
+  // each other on both owners and join into panels of up to 8, each one
+  // piece (nothing to pack).
   const AxisLayout a_k = AxisLayout::cyclic(32, 4, 0, 2), b_k = AxisLayout::cyclic(32, 4, 0, 2);
   const std::vector<Panel> panels = weave::internal::plan::summa_panels(a_k, b_k, 8);
+  expect_panels_cover_k(a_k, b_k, panels, 8);
   ASSERT_EQ(panels.size(), 4u);
-  for (const Panel& p : panels) EXPECT_EQ(p.width, 8);
+  for (const Panel& p : panels) {
+    EXPECT_EQ(p.width, 8);
+    EXPECT_EQ(p.pieces.size(), 1u);
+  }
   EXPECT_EQ(panels[0].a_owner, 0);
   EXPECT_EQ(panels[1].a_owner, 1);
+}
+
+TEST(SummaPanels, OneByTwoGridJoinsBlocksOfOneAOwnerThatLieApartInB) {
+  // A 1 x 2 grid: op(A)'s K in blocks of 4 over 2 grid columns, op(B)'s on
+  // the single grid row. Blocks 0, 2, 4 of the A owner 0 follow each other
+  // in its local array but lie 4 rows apart in B's: they join into one
+  // panel of 12 whose op(B) side is packed. Panels in the order of their
+  // first blocks: {0, 2, 4}, {1, 3, 5}, {6, 8}, {7, 9}.
+  const AxisLayout a_k = AxisLayout::cyclic(40, 4, 0, 2), b_k = AxisLayout::cyclic(40, 4, 0, 1);
+  const std::vector<Panel> panels = weave::internal::plan::summa_panels(a_k, b_k, 12);
+  expect_panels_cover_k(a_k, b_k, panels, 12);
+  ASSERT_EQ(panels.size(), 4u);
+  const int64_t widths[] = {12, 12, 8, 8}, firsts[] = {0, 4, 24, 28};
+  const int a_owners[] = {0, 1, 0, 1};
+  for (std::size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(panels[i].width, widths[i]);
+    EXPECT_EQ(panels[i].k0(), firsts[i]);
+    EXPECT_EQ(panels[i].a_owner, a_owners[i]);
+    EXPECT_EQ(panels[i].b_owner, 0);
+    EXPECT_EQ(panels[i].pieces.size(), static_cast<std::size_t>(widths[i] / 4));
+    EXPECT_TRUE(panels[i].contiguous(true));
+    EXPECT_FALSE(panels[i].contiguous(false));
+  }
+  EXPECT_EQ(panels[1].pieces[1].b_local, 12);  // block 3 on B's row
+  EXPECT_EQ(panels[1].pieces[1].a_local, 4);   // right after block 1 on A's column 1
+}
+
+TEST(SummaPanels, TwoByOneGridPacksAAndSplitsPiecesAtTheWidth) {
+  // The transpose of the above (op(A)'s K on one grid column, op(B)'s over
+  // 2 grid rows), with a width of 10 that is no multiple of the blocks:
+  // block 4 is split, its second half opening the next panel of its pair
+  // after the panel of the other pair that started before it.
+  const AxisLayout a_k = AxisLayout::cyclic(40, 4, 0, 1), b_k = AxisLayout::cyclic(40, 4, 1, 2);
+  const std::vector<Panel> panels = weave::internal::plan::summa_panels(a_k, b_k, 10);
+  expect_panels_cover_k(a_k, b_k, panels, 10);
+  ASSERT_EQ(panels.size(), 4u);
+  EXPECT_EQ(panels[0].b_owner, 1);  // B's first block on grid row 1
+  EXPECT_EQ(panels[0].width, 10);
+  EXPECT_EQ(panels[1].k0(), 4);
+  EXPECT_EQ(panels[2].k0(), 18);  // the rest of block 4
+  EXPECT_EQ(panels[3].k0(), 22);  // the rest of block 5
+  for (const Panel& p : panels) {
+    EXPECT_FALSE(p.contiguous(true));
+    EXPECT_TRUE(p.contiguous(false));
+  }
+}
+
+TEST(SummaPanels, ReplicatedAndMixedBlocksCoverKOnce) {
+  // Every combination of small layouts: each K index exactly once, in K
+  // order, within the width.
+  const std::vector<AxisLayout> layouts = {AxisLayout::cyclic(23, 1, 0, 2),  AxisLayout::cyclic(23, 3, 1, 2),
+                                           AxisLayout::cyclic(23, 2, 0, 3),  AxisLayout::cyclic(23, 5, 2, 3),
+                                           AxisLayout::cyclic(23, 4, 0, 1),  AxisLayout::replicated(23, 2),
+                                           AxisLayout::cyclic(23, 3, 0, 2, 4)};
+  for (const AxisLayout& a_k : layouts)
+    for (const AxisLayout& b_k : layouts)
+      for (int64_t width : {1, 2, 5, 7, 64}) {
+        SCOPED_TRACE(a_k.describe() + " x " + b_k.describe() + " width " + std::to_string(width));
+        expect_panels_cover_k(a_k, b_k, weave::internal::plan::summa_panels(a_k, b_k, width), width);
+      }
 }
 
 TEST(GridRedistribution, PiecesCoverTheTargetExactlyOnce) {
