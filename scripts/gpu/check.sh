@@ -98,6 +98,11 @@
 #                    cublasmp-gemm2d-<dtype>.*. Runs whether or not GPU_BENCH does.
 #   GEMM2D_ARGS      extra weave-bench and weave-bench-cublasmp arguments for it
 #                    (e.g. "--shape 16384x16384x16384 --iterations 20")
+#   GEMM2D_PANEL_WIDTHS  panel widths (comma-separated, e.g. "1024,2048,4096,8192";
+#                    default none): with GEMM2D_BENCH=1, weave-bench --ops gemm
+#                    runs once more per width and type with WEAVE_PANEL_WIDTH set
+#                    on every rank; outputs gemm2d-<dtype>-w<width>.{txt,json}
+#                    (what the device default panel width is chosen from)
 #
 #   EMULATE_NODES    network, host-staged or both: also run as 2 emulated nodes
 #                    (scripts/emulate-nodes.sh; 1 GPU each on 2 GPUs, 2 each
@@ -417,6 +422,15 @@ run_gemm2d_bench() {
     timeout "$budget" "${launcher[@]}" "$BUILD_DIR/bench/weave-bench" --backend cuda --ops gemm --dtype "$dtype" \
       --grids "$grids" --blocks "$blocks" --json "$OUT/gemm2d-$dtype.json" ${GEMM2D_ARGS:-} 2>&1 |
       tee "$OUT/gemm2d-$dtype.txt" || say "weave-bench --ops gemm ($dtype) failed or ran out of time"
+    local width
+    for width in ${GEMM2D_PANEL_WIDTHS//,/ }; do
+      say "WEAVE_GEMM benchmark, $dtype, WEAVE_PANEL_WIDTH=$width"
+      # shellcheck disable=SC2086
+      WEAVE_PANEL_WIDTH=$width timeout "$budget" "${launcher[@]}" -x WEAVE_PANEL_WIDTH "$BUILD_DIR/bench/weave-bench" \
+        --backend cuda --ops gemm --dtype "$dtype" --grids "$grids" --blocks "$blocks" \
+        --json "$OUT/gemm2d-$dtype-w$width.json" ${GEMM2D_ARGS:-} 2>&1 | tee "$OUT/gemm2d-$dtype-w$width.txt" ||
+        say "weave-bench --ops gemm ($dtype, WEAVE_PANEL_WIDTH=$width) failed or ran out of time"
+    done
     if [ -x "$BUILD_DIR/bench/weave-bench-cublasmp" ] && [ -n "$CUBLASMP_LIBS" ]; then
       # shellcheck disable=SC2086
       LD_LIBRARY_PATH="$CUBLASMP_LIBS:$LD_LIBRARY_PATH" timeout "$budget" "${launcher[@]}" \

@@ -209,8 +209,8 @@ void resolve_grid_gemm(const weave_plan_desc_t& desc, const Problem& problem, co
     fail(WEAVE_ERROR_UNSUPPORTED, "chunks_per_shard = ", desc.chunks_per_shard, ": WEAVE_GEMM cuts K into panels, "
          "not shards into chunks (leave it 0; WEAVE_PANEL_WIDTH sets the panels' width)");
   r.schedule.chunks_per_shard = 1;
-  // Panel width: not measured yet; wide enough for BLAS to run near its
-  // peak on the host and for a GPU's GEMM to fill the device.
+  // Panel width: the backend's default (planner.hpp says how far each is
+  // measured), or WEAVE_PANEL_WIDTH.
   const int64_t default_width = r.backend == Backend::Cuda ? kDevicePanelWidth : kHostPanelWidth;
   const bool width_asked = env.count("WEAVE_PANEL_WIDTH") > 0;
   int64_t width = env_integer(env, "WEAVE_PANEL_WIDTH", default_width, 1, int64_t{1} << 40);

@@ -105,11 +105,20 @@ constexpr double kNcclRingMinFlops = 1e12;
 constexpr double kDeviceReductionChunkBytes = 128.0 * 1024 * 1024;
 
 // WEAVE_GEMM's default panel width (the most K indices that travel and are
-// multiplied at once): not measured yet, a width at which BLAS runs near its
-// peak on the host and a GPU GEMM of a panel fills the device.
-// WEAVE_PANEL_WIDTH overrides.
+// multiplied at once; panels join blocks of one owner pair up to it,
+// summa_panels.hpp). WEAVE_PANEL_WIDTH overrides.
+// Host: a width at which BLAS runs near its peak (128 to 1024 made no
+// difference above the noise on 2 x 2 grids, doc/performance.md).
+// Device: provisional, not measured yet. With panels of one 1024-block
+// (before panels joined blocks that lie apart), SUMMA on 2 H200s (bf16,
+// 1 x 2 and 2 x 1 grids, blocks of 1024) took 1.85-2.2 x the longer of its
+// GEMM alone and its communication alone: each panel is a broadcast and a
+// GEMM, and for 16-bit C a pass over the float32 sums of the rank's whole
+// block of C. 4096 (four such blocks) is a first guess, to be replaced by
+// the fastest of WEAVE_PANEL_WIDTH = 1024, 2048, 4096 and 8192 on GPUs
+// (scripts/gpu/check.sh with GEMM2D_BENCH=1 GEMM2D_PANEL_WIDTHS=...).
 constexpr int64_t kHostPanelWidth = 256;
-constexpr int64_t kDevicePanelWidth = 1024;
+constexpr int64_t kDevicePanelWidth = 4096;
 // Chunks (collectives) of the pipelined algorithm, and pipeline stages of
 // the hierarchical one, when nothing else says:
 // the first chunk's transfer (AG-GEMM) or the last one's (reductions) is

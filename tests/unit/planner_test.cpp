@@ -930,6 +930,19 @@ TEST(Planner, GemmRunsSummaWithPanelsOfTheHostWidth) {
   EXPECT_EQ(wide.schedule.panel_width, 300);
 }
 
+TEST(Planner, GemmOnDevicesTakesTheDevicePanelWidth) {
+  // Device memory: the CUDA backend's default width (wider than the host's:
+  // panels join blocks up to it), WEAVE_PANEL_WIDTH still wins.
+  weave::internal::Problem p = grid_problem();
+  p.memory = weave::internal::Memory::Device;
+  const Resolved r = resolve_options(weave_plan_desc_t{}, p, {}, everything());
+  EXPECT_EQ(r.backend, Backend::Cuda);
+  EXPECT_EQ(r.schedule.panel_width, kDevicePanelWidth);
+  EXPECT_GT(kDevicePanelWidth, kHostPanelWidth);
+  EXPECT_EQ(resolve_options(weave_plan_desc_t{}, p, {{"WEAVE_PANEL_WIDTH", "2048"}}, everything()).schedule.panel_width,
+            2048);
+}
+
 TEST(PlannerErrors, GemmTakesNeitherRingsNorChunks) {
   const weave::internal::Problem p = grid_problem();
   weave_plan_desc_t desc{};
