@@ -98,6 +98,7 @@
 #                    cublasmp-gemm2d-<dtype>.*. Runs whether or not GPU_BENCH does.
 #   GEMM2D_ARGS      extra weave-bench and weave-bench-cublasmp arguments for it
 #                    (e.g. "--shape 16384x16384x16384 --iterations 20")
+#   GEMM2D_TYPES     its element types (default "bf16 f64")
 #   GEMM2D_PANEL_WIDTHS  panel widths (comma-separated, e.g. "1024,2048,4096,8192";
 #                    default none): with GEMM2D_BENCH=1, weave-bench --ops gemm
 #                    runs once more per width and type with WEAVE_PANEL_WIDTH set
@@ -416,14 +417,14 @@ run_gemm2d_bench() {
   local launcher=(mpirun -np "$ranks" --allow-run-as-root --oversubscribe --bind-to none)
   for variable in "${FORWARDED[@]}"; do launcher+=(-x "$variable"); done
   local budget=${BENCH_TIMEOUT:-300} grids=${GEMM2D_GRIDS:-1x2,2x1} blocks=${GEMM2D_BLOCKS:-1024} dtype
-  for dtype in bf16 f64; do
+  for dtype in ${GEMM2D_TYPES:-bf16 f64}; do
     say "WEAVE_GEMM benchmark, $dtype, grids $grids, blocks $blocks on $ranks GPUs (budget ${budget} s)"
     # shellcheck disable=SC2086
     timeout "$budget" "${launcher[@]}" "$BUILD_DIR/bench/weave-bench" --backend cuda --ops gemm --dtype "$dtype" \
       --grids "$grids" --blocks "$blocks" --json "$OUT/gemm2d-$dtype.json" ${GEMM2D_ARGS:-} 2>&1 |
       tee "$OUT/gemm2d-$dtype.txt" || say "weave-bench --ops gemm ($dtype) failed or ran out of time"
-    local width
-    for width in ${GEMM2D_PANEL_WIDTHS//,/ }; do
+    local width widths=${GEMM2D_PANEL_WIDTHS:-}
+    for width in ${widths//,/ }; do
       say "WEAVE_GEMM benchmark, $dtype, WEAVE_PANEL_WIDTH=$width"
       # shellcheck disable=SC2086
       WEAVE_PANEL_WIDTH=$width timeout "$budget" "${launcher[@]}" -x WEAVE_PANEL_WIDTH "$BUILD_DIR/bench/weave-bench" \

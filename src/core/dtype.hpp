@@ -81,6 +81,11 @@ struct DTypeRow {
   // real type is its own single component.
   DType component;
   int components;
+  // A GEMM's peak rate on GPUs with A of this type, relative to bf16's
+  // (Hopper's dense tensor-core rates: FP8 2; f32 without TF32, f64 and
+  // the complex types run at about a fifteenth). Planner rules measured in
+  // bf16 scale a GEMM's time by it.
+  double gpu_gemm_rate;
 };
 
 // Bit of a weave_dtype_t in the partner masks (internal types have none).
@@ -100,30 +105,30 @@ inline constexpr DTypeRow kDTypeTable[] = {
     // type      name    enumerator              size accumulation roles
     {DType::F32, "f32", "WEAVE_FLOAT32", 4, DType::F32, dtype_table_detail::kOperand, Support::Native,
      Support::Native, scale_bit(ScaleMode::None), false, 3.4028234663852886e38, type_bit(DType::F32),
-     type_bit(DType::F32), 0, DType::F32, 1},
+     type_bit(DType::F32), 0, DType::F32, 1, 1.0 / 15},
     {DType::F64, "f64", "WEAVE_FLOAT64", 8, DType::F64, dtype_table_detail::kOperand, Support::Native,
      Support::Native, scale_bit(ScaleMode::None), false, 1.7976931348623157e308, type_bit(DType::F64),
-     type_bit(DType::F64), 0, DType::F64, 1},
+     type_bit(DType::F64), 0, DType::F64, 1, 1.0 / 15},
     {DType::F16, "f16", "WEAVE_FLOAT16", 2, DType::F32, dtype_table_detail::kOperand, Support::Emulated,
-     Support::Native, scale_bit(ScaleMode::None), false, 65504.0, type_bit(DType::F16), type_bit(DType::F16), 0, DType::F16, 1},
+     Support::Native, scale_bit(ScaleMode::None), false, 65504.0, type_bit(DType::F16), type_bit(DType::F16), 0, DType::F16, 1, 1.0},
     {DType::BF16, "bf16", "WEAVE_BFLOAT16", 2, DType::F32, dtype_table_detail::kOperand | kRoleWire,
      Support::Emulated, Support::Native, scale_bit(ScaleMode::None), false, 3.3895313892515355e38,
-     type_bit(DType::BF16), type_bit(DType::BF16), 0, DType::BF16, 1},
+     type_bit(DType::BF16), type_bit(DType::BF16), 0, DType::BF16, 1, 1.0},
     {DType::E4M3, "e4m3", "WEAVE_FLOAT8_E4M3", 1, DType::F32, kRoleA | kRoleB | kRoleWire, Support::Emulated,
      Support::Native, dtype_table_detail::kAllScaleModes, true, 448.0,
-     type_bit(DType::E4M3) | type_bit(DType::E5M2), dtype_table_detail::kFp8Outputs, 89, DType::E4M3, 1},
+     type_bit(DType::E4M3) | type_bit(DType::E5M2), dtype_table_detail::kFp8Outputs, 89, DType::E4M3, 1, 2.0},
     {DType::E5M2, "e5m2", "WEAVE_FLOAT8_E5M2", 1, DType::F32, kRoleA | kRoleB, Support::Emulated, Support::Native,
-     dtype_table_detail::kAllScaleModes, true, 57344.0, type_bit(DType::E4M3), dtype_table_detail::kFp8Outputs, 89, DType::E5M2, 1},
+     dtype_table_detail::kAllScaleModes, true, 57344.0, type_bit(DType::E4M3), dtype_table_detail::kFp8Outputs, 89, DType::E5M2, 1, 2.0},
     {DType::UE8M0, "ue8m0", "(MXFP8 scale)", 1, DType::F32, kRoleScale, Support::No, Support::Native,
-     scale_bit(ScaleMode::None), false, 1.7014118346046923e38, 0, 0, 100, DType::UE8M0, 1},
+     scale_bit(ScaleMode::None), false, 1.7014118346046923e38, 0, 0, 100, DType::UE8M0, 1, 0.0},
     // Complex: BLAS cgemm/zgemm on the host, cuBLASLt on the GPU; the
     // largest finite value is that of each component.
     {DType::C64, "c64", "WEAVE_COMPLEX64", 8, DType::C64, dtype_table_detail::kOperand, Support::Native,
      Support::Native, scale_bit(ScaleMode::None), false, 3.4028234663852886e38, type_bit(DType::C64),
-     type_bit(DType::C64), 0, DType::F32, 2},
+     type_bit(DType::C64), 0, DType::F32, 2, 1.0 / 15},
     {DType::C128, "c128", "WEAVE_COMPLEX128", 16, DType::C128, dtype_table_detail::kOperand, Support::Native,
      Support::Native, scale_bit(ScaleMode::None), false, 1.7976931348623157e308, type_bit(DType::C128),
-     type_bit(DType::C128), 0, DType::F64, 2},
+     type_bit(DType::C128), 0, DType::F64, 2, 1.0 / 15},
 };
 
 // The row of a type; null for an int that names none (callers' values).
@@ -143,6 +148,7 @@ inline bool is_scaled(DType t) { return dtype_row(t).scaled; }
 inline bool is_complex(DType t) { return dtype_row(t).components == 2; }
 inline DType component_type(DType t) { return dtype_row(t).component; }
 inline int components(DType t) { return dtype_row(t).components; }
+inline double gpu_gemm_rate(DType t) { return dtype_row(t).gpu_gemm_rate; }
 
 // Whether `t` is a weave_dtype_t a caller may put in a descriptor.
 inline bool is_valid_dtype(int t) {

@@ -436,6 +436,13 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
           algorithm = static_cast<int>(choice.chosen.algorithm);
           model_chunks = choice.chosen.chunks;
           notes += str(" ", choice.why, "; calibrated at plan creation: ", measured.summary(), ";");
+        } else if (problem.operation == Operation::GemmAr && r.backend == Backend::Cuda && P > 2 &&
+                   measured == Algorithm::Direct && direct_all_reduce_k_per_peer(problem) < kDirectAllReduceMinKPerPeer) {
+          algorithm = WEAVE_ALGORITHM_SEQUENTIAL;
+          notes += str(" sequential chosen: GEMM-AR over ", P, " ranks with K = ", problem.k, " of ",
+                       dtype_name(problem.a_type), " has ", direct_all_reduce_k_per_peer(problem),
+                       " bf16-equivalent K per peer, below ", kDirectAllReduceMinKPerPeer,
+                       ", where the direct all-reduce measured slower than the sequential plan (doc/performance.md);");
         } else if (reduction && P > 1 && measured == Algorithm::Direct) {
           algorithm = WEAVE_ALGORITHM_DIRECT;
           notes += str(" direct chosen: the reductions' algorithm over the ", transport->title, " transport;");

@@ -126,6 +126,22 @@ constexpr int64_t kDevicePanelWidth = 4096;
 // collective's fixed cost stays small against a quarter of a large
 // operation's bytes. Provisional, not measured.
 constexpr int kPipelinedChunks = 4;
+// Device GEMM-AR over peer transports (the direct algorithm) on more than
+// two ranks runs the sequential plan (NCCL's all-reduce) where K / (P - 1),
+// scaled to bf16's GEMM rate (K / (P - 1) / gpu_gemm_rate(A's type)), is
+// below this. The GEMM then hides too little of the products' exchange for
+// the direct algorithm's extra passes to pay: on 4 H100s, FP8 (rate 2)
+// with K = 8192 (1365) took 1.04-1.29 x the sequential plan, while bf16
+// with K = 8192 (2731) took 0.69-0.96 x and FP8 with K = 16384 (2731)
+// 0.95 x; on 2 H200s FP8 with K = 8192 (4096) took 0.74-0.92 x
+// (doc/performance.md).
+constexpr double kDirectAllReduceMinKPerPeer = 2048;
+// The bf16-equivalent K per peer of a GEMM-AR (above).
+inline double direct_all_reduce_k_per_peer(const Problem& p) {
+  const double rate = gpu_gemm_rate(p.a_type);
+  if (p.group_size < 2 || rate <= 0) return 0;
+  return static_cast<double>(p.k) / (p.group_size - 1) / rate;
+}
 // Device GEMM-RS and GEMM-AR whose group spans nodes of several ranks run
 // the pipelined plan where the calibrated reduce-scatter moves at least this
 // many bytes per second (of a rank's buffer), else the sequential plan:

@@ -53,7 +53,12 @@ TEST(TypeTable, EveryPublicTypeHasOneRow) {
     EXPECT_NE(row.cuda, weave::internal::Support::No) << row.name;
     // A scaled type takes the FP8 modes and no "none"; an unscaled one only "none".
     EXPECT_EQ(row.scaled, (row.scale_modes & weave::internal::scale_bit(ScaleMode::None)) == 0) << row.name;
+    // Every operand type has a GPU GEMM rate relative to bf16's (planner rules scale by it).
+    EXPECT_GT(row.gpu_gemm_rate, 0.0) << row.name;
   }
+  EXPECT_EQ(weave::internal::gpu_gemm_rate(DType::BF16), 1.0);
+  EXPECT_EQ(weave::internal::gpu_gemm_rate(DType::E4M3), 2.0);
+  EXPECT_EQ(weave::internal::gpu_gemm_rate(DType::E5M2), 2.0);
   for (int t : {0, 9, 100, -1}) EXPECT_FALSE(weave::internal::is_valid_dtype(t)) << t;
   // Complex types are pairs of their component type.
   EXPECT_EQ(weave::internal::dtype_size(DType::C64), 8u);

@@ -330,6 +330,48 @@ TEST(Planner, DeviceReductionsOverCopyEnginesRunDirect) {
             Algorithm::Sequential);
 }
 
+// Device GEMM-AR within a node on more than two ranks: the sequential plan
+// where the GEMM hides too little of the exchange (bf16-equivalent K per
+// peer below 2048: FP8, rate 2, with K = 8192 over 4 ranks), the direct
+// algorithm otherwise (bf16 with K = 8192, FP8 with K = 16384, FP8 over
+// 2 ranks); GEMM-RS keeps the direct algorithm.
+TEST(Planner, DeviceFp8AllReduceWithLittleKPerPeerRunsSequentially) {
+  using weave::internal::DType;
+  using weave::internal::Operation;
+  using weave::internal::ScaleMode;
+  const weave_plan_desc_t desc{};
+  Capabilities caps = everything();
+  caps.peer_access = true;
+  auto fp8 = [](Operation op, int64_t k, int ranks) {
+    GroupCase g;
+    g.operation = op;
+    g.ranks = ranks;
+    g.m = 8192;
+    g.n = 8192;
+    g.k = k;
+    g.dtype = DType::BF16;
+    g.ab_type = DType::E4M3;
+    g.a_scale = ScaleMode::RowWise;
+    g.b_scale = ScaleMode::RowWise;
+    g.order_a = weave::internal::Order::RowMajor;
+    weave::internal::Problem p = make_group_problems(g)[0];
+    p.memory = weave::internal::Memory::Device;
+    return p;
+  };
+  const Resolved small_k = resolve_options(desc, fp8(Operation::GemmAr, 8192, 4), {}, caps);
+  EXPECT_EQ(small_k.transport, Transport::CopyEngine);
+  EXPECT_EQ(small_k.schedule.algorithm, Algorithm::Sequential) << small_k.notes;
+  EXPECT_NE(small_k.notes.find("1365.33 bf16-equivalent K per peer, below 2048"), std::string::npos) << small_k.notes;
+  EXPECT_EQ(resolve_options(desc, fp8(Operation::GemmAr, 16384, 4), {}, caps).schedule.algorithm, Algorithm::Direct);
+  EXPECT_EQ(resolve_options(desc, fp8(Operation::GemmAr, 8192, 2), {}, caps).schedule.algorithm, Algorithm::Direct);
+  EXPECT_EQ(resolve_options(desc, fp8(Operation::GemmRs, 8192, 4), {}, caps).schedule.algorithm, Algorithm::Direct);
+  EXPECT_EQ(resolve_options(desc, device_case(Operation::GemmAr), {}, caps).schedule.algorithm, Algorithm::Direct);
+  // Asked for by name, the direct algorithm is kept.
+  EXPECT_EQ(resolve_options(desc, fp8(Operation::GemmAr, 8192, 4), {{"WEAVE_ALGORITHM", "direct"}}, caps)
+                .schedule.algorithm,
+            Algorithm::Direct);
+}
+
 // Device GEMM-RS and GEMM-AR whose group spans nodes: the plan calibrates
 // the link first, then runs the pipelined plan where nodes hold several
 // ranks over a fast link (the host-staged emulation's 29-33 GB/s), and the
