@@ -109,14 +109,12 @@ constexpr double kDeviceReductionChunkBytes = 128.0 * 1024 * 1024;
 // summa_panels.hpp). WEAVE_PANEL_WIDTH overrides.
 // Host: a width at which BLAS runs near its peak (128 to 1024 made no
 // difference above the noise on 2 x 2 grids, doc/performance.md).
-// Device: provisional, not measured yet. With panels of one 1024-block
-// (before panels joined blocks that lie apart), SUMMA on 2 H200s (bf16,
-// 1 x 2 and 2 x 1 grids, blocks of 1024) took 1.85-2.2 x the longer of its
-// GEMM alone and its communication alone: each panel is a broadcast and a
-// GEMM, and for 16-bit C a pass over the float32 sums of the rank's whole
-// block of C. 4096 (four such blocks) is a first guess, to be replaced by
-// the fastest of WEAVE_PANEL_WIDTH = 1024, 2048, 4096 and 8192 on GPUs
-// (scripts/gpu/check.sh with GEMM2D_BENCH=1 GEMM2D_PANEL_WIDTHS=...).
+// Device: measured on 2 H100s (bf16, 1 x 2 and 2 x 1 grids, blocks of
+// 1024, doc/performance.md): 1024 (one block per panel before panels
+// joined blocks that lie apart) took up to 1.5 x the time of 4096 at
+// 16384^3; 8192 was fastest on four of six cases, 4096 within 3% of it
+// over all six and faster on the tall-skinny 2 x 1 case, at half the
+// panel workspace.
 constexpr int64_t kHostPanelWidth = 256;
 constexpr int64_t kDevicePanelWidth = 4096;
 // Chunks (collectives) of the pipelined algorithm, and pipeline stages of
