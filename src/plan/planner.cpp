@@ -12,6 +12,7 @@
 #include "core/enum_value.hpp"
 #include "core/error.hpp"
 #include "core/wait_bounds.hpp"
+#include "plan/summa_panels.hpp"
 #include "plan/wire.hpp"
 
 namespace weave::internal::plan {
@@ -173,9 +174,11 @@ void check_transport_fits(const TransportDescription& t, Backend backend, bool a
 void resolve_grid_gemm(const weave_plan_desc_t& desc, const Problem& problem, const Environment& env, Resolved& r) {
   std::string& notes = r.notes;
   int algorithm = enum_value(desc.algorithm);
+  bool chosen_here = false;  // SUMMA by default, neither asked for nor named in WEAVE_ALGORITHM
   if (algorithm == WEAVE_ALGORITHM_AUTO) {
     weave_algorithm_t from_env = WEAVE_ALGORITHM_AUTO;
     algorithm = WEAVE_ALGORITHM_SUMMA;
+    chosen_here = true;
     if (env_choice<weave_algorithm_t>(env, "WEAVE_ALGORITHM",
                                       {{"ring", WEAVE_ALGORITHM_RING},
                                        {"sequential", WEAVE_ALGORITHM_SEQUENTIAL},
@@ -186,6 +189,7 @@ void resolve_grid_gemm(const weave_plan_desc_t& desc, const Problem& problem, co
       // operations' algorithms.
       if (from_env == WEAVE_ALGORITHM_SEQUENTIAL || from_env == WEAVE_ALGORITHM_SUMMA) {
         algorithm = from_env;
+        chosen_here = false;
         notes += " algorithm from WEAVE_ALGORITHM;";
       } else {
         notes += " SUMMA chosen: WEAVE_ALGORITHM=ring and =direct apply to AG-GEMM, GEMM-RS and GEMM-AR;";
@@ -221,6 +225,16 @@ void resolve_grid_gemm(const weave_plan_desc_t& desc, const Problem& problem, co
     width = fewest;
   }
   r.schedule.panel_width = width;
+  if (chosen_here && r.backend == Backend::Cuda && r.schedule.algorithm == Algorithm::Summa) {
+    const double packed_per_received = line_grid_packing_ratio(problem, width);
+    if (packed_per_received >= kLineGridMaxPackedPerReceived) {
+      r.schedule.algorithm = Algorithm::Sequential;
+      notes += str(" sequential chosen: on this ", problem.grid.prows, " x ", problem.grid.pcols, " grid SUMMA would "
+                   "pack each rank's whole block of the operand the grid does not split along K, ",
+                   packed_per_received, " x the bytes it receives, at every execute; the sequential plan multiplies "
+                   "it where it lies (measured on GPUs: doc/performance.md; WEAVE_ALGORITHM=summa overrides);");
+    }
+  }
 }
 
 }  // namespace
@@ -695,6 +709,25 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
   const auto weave_timeout = env.find("WEAVE_TIMEOUT");
   r.timeout = resolve_timeout(desc.timeout_ms, weave_timeout == env.end() ? nullptr : weave_timeout->second.c_str());
   return r;
+}
+
+double line_grid_packing_ratio(const Problem& p, int64_t panel_width) {
+  const GridOperands& g = p.grid;
+  if ((g.prows == 1) == (g.pcols == 1)) return 0;  // a single rank, or a 2-D grid
+  if (p.op_a != Op::N || p.op_b != Op::N) return 0;
+  if (!g.a.rows.aligned_with(g.c.rows) || !g.b.cols.aligned_with(g.c.cols)) return 0;
+  // One grid column: every rank holds all of op(A)'s K; one grid row: all of op(B)'s.
+  const bool a_held = g.pcols == 1;
+  bool packs = false;
+  for (const Panel& panel : summa_panels(g.a.cols, g.b.rows, panel_width)) packs = packs || !panel.contiguous(a_held);
+  if (!packs) return 0;
+  const double M = static_cast<double>(p.m), N = static_cast<double>(p.n);
+  const double a_size = static_cast<double>(dtype_size(p.a_type)), b_size = static_cast<double>(dtype_size(p.b_type));
+  // Per rank, K cancels: the held block (M / P_r rows of op(A), or N / P_c
+  // columns of op(B)) against the (P - 1) / P of the other's K it receives.
+  const double packed = a_held ? M * a_size : N * b_size;
+  const double received = a_held ? (g.prows - 1) * N * b_size : (g.pcols - 1) * M * a_size;
+  return received > 0 ? packed / received : 0;
 }
 
 }  // namespace weave::internal::plan

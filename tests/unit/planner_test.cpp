@@ -985,6 +985,52 @@ TEST(Planner, GemmOnDevicesTakesTheDevicePanelWidth) {
             2048);
 }
 
+// WEAVE_GEMM on devices, on a grid of one column (one row): where SUMMA
+// would pack every rank's whole block of op(A) (op(B)) from pieces that lie
+// apart, at 8 times the bytes the rank receives or more, the sequential
+// plan; otherwise, on the host, asked for, or with blocks as wide as the
+// panels (nothing packed), SUMMA.
+TEST(Planner, GemmOnALineGridPackingMostOfItsBytesRunsSequentially) {
+  auto line = [](int prows, int pcols, int64_t m, int64_t n, int64_t block, bool device = true) {
+    GridCase g;
+    g.prows = prows;
+    g.pcols = pcols;
+    g.m = m;
+    g.n = n;
+    g.k = 512;
+    for (GridMatrix* x : {&g.a, &g.b, &g.c}) x->mb = x->nb = block;
+    weave::internal::Problem p = make_grid_problems(g)[0];
+    if (device) p.memory = weave::internal::Memory::Device;
+    return p;
+  };
+  const weave_plan_desc_t desc{};
+  const Capabilities caps = everything();
+  // 2 x 1: op(A) held whole along K, 8192 rows against B's 256 columns: 32.
+  const weave::internal::Problem tall = line(2, 1, 8192, 256, 64);
+  EXPECT_DOUBLE_EQ(line_grid_packing_ratio(tall, kDevicePanelWidth), 32.0);
+  const Resolved r = resolve_options(desc, tall, {}, caps);
+  EXPECT_EQ(r.schedule.algorithm, Algorithm::Sequential) << r.notes;
+  EXPECT_NE(r.notes.find("32 x the bytes it receives"), std::string::npos) << r.notes;
+  // 1 x 2: op(B) held whole along K, 8192 columns against A's 256 rows.
+  EXPECT_EQ(resolve_options(desc, line(1, 2, 256, 8192, 64), {}, caps).schedule.algorithm, Algorithm::Sequential);
+  // Ratio 1 and 1/32: SUMMA.
+  EXPECT_DOUBLE_EQ(line_grid_packing_ratio(line(2, 1, 512, 512, 64), kDevicePanelWidth), 1.0);
+  EXPECT_EQ(resolve_options(desc, line(2, 1, 512, 512, 64), {}, caps).schedule.algorithm, Algorithm::Summa);
+  EXPECT_EQ(resolve_options(desc, line(1, 2, 8192, 256, 64), {}, caps).schedule.algorithm, Algorithm::Summa);
+  // Blocks of K as wide as the panels: nothing is packed.
+  EXPECT_EQ(line_grid_packing_ratio(line(2, 1, 8192, 256, 256), 256), 0.0);
+  EXPECT_EQ(resolve_options(desc, line(2, 1, 8192, 256, 256), {{"WEAVE_PANEL_WIDTH", "256"}}, caps).schedule.algorithm,
+            Algorithm::Summa);
+  // Asked for, on the host, or on a 2-D grid: SUMMA.
+  EXPECT_EQ(resolve_options(desc, tall, {{"WEAVE_ALGORITHM", "summa"}}, caps).schedule.algorithm, Algorithm::Summa);
+  weave_plan_desc_t asked{};
+  asked.algorithm = WEAVE_ALGORITHM_SUMMA;
+  EXPECT_EQ(resolve_options(asked, tall, {}, caps).schedule.algorithm, Algorithm::Summa);
+  EXPECT_EQ(resolve_options(desc, line(2, 1, 8192, 256, 64, false), {}, host_only()).schedule.algorithm,
+            Algorithm::Summa);
+  EXPECT_EQ(line_grid_packing_ratio(line(2, 2, 8192, 256, 64), kDevicePanelWidth), 0.0);
+}
+
 TEST(PlannerErrors, GemmTakesNeitherRingsNorChunks) {
   const weave::internal::Problem p = grid_problem();
   weave_plan_desc_t desc{};
