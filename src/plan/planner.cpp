@@ -231,8 +231,9 @@ void resolve_grid_gemm(const weave_plan_desc_t& desc, const Problem& problem, co
       r.schedule.algorithm = Algorithm::Sequential;
       notes += str(" sequential chosen: on this ", problem.grid.prows, " x ", problem.grid.pcols, " grid SUMMA would "
                    "pack each rank's whole block of the operand the grid does not split along K, ",
-                   packed_per_received, " x the bytes it receives, at every execute; the sequential plan multiplies "
-                   "it where it lies (measured on GPUs: doc/performance.md; WEAVE_ALGORITHM=summa overrides);");
+                   packed_per_received, " x the bytes it receives, which is all its overlap can hide, at every "
+                   "execute; measured slower than the sequential plan there (doc/performance.md; "
+                   "WEAVE_ALGORITHM=summa overrides);");
     }
   }
 }

@@ -121,9 +121,10 @@ constexpr int64_t kDevicePanelWidth = 4096;
 // K (op(A) on 1 x P, op(B) on P x 1), the other is held whole along K by
 // every rank, and where the travelling operand's blocks are narrower than
 // the panels SUMMA packs the held one's pieces for every panel, a copy of
-// the rank's whole block of it per execute. The ratio of those bytes to
-// the bytes a rank receives (the SUMMA cases it applies to, op N N with
-// operands in C's layout; 0 otherwise). On 2 H100s the 2 x 1 grid's
+// the rank's whole block of it per execute beside the GEMMs. The ratio of
+// those bytes to the bytes a rank receives, which is all that overlap can
+// hide (the SUMMA cases it applies to, op N N with operands in C's layout;
+// 0 otherwise). On 2 H100s the 2 x 1 grid's
 // 131072 x 4096 x 4096 (ratio 32) ran SUMMA at 1.34 x (bf16) and 1.50 x
 // (f64) its sequential plan, while ratio 1 (16384^3, 8192^3) and 1/32 (the
 // 1 x 2 grid's tall-skinny case) ran at 0.75-0.97 x in all but one case
