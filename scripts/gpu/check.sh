@@ -418,19 +418,20 @@ run_gemm2d_bench() {
   for variable in "${FORWARDED[@]}"; do launcher+=(-x "$variable"); done
   local budget=${BENCH_TIMEOUT:-300} grids=${GEMM2D_GRIDS:-1x2,2x1} blocks=${GEMM2D_BLOCKS:-1024} dtype
   for dtype in ${GEMM2D_TYPES:-bf16 f64}; do
-    say "WEAVE_GEMM benchmark, $dtype, grids $grids, blocks $blocks on $ranks GPUs (budget ${budget} s)"
-    # shellcheck disable=SC2086
-    timeout "$budget" "${launcher[@]}" "$BUILD_DIR/bench/weave-bench" --backend cuda --ops gemm --dtype "$dtype" \
-      --grids "$grids" --blocks "$blocks" --json "$OUT/gemm2d-$dtype.json" ${GEMM2D_ARGS:-} 2>&1 |
-      tee "$OUT/gemm2d-$dtype.txt" || say "weave-bench --ops gemm ($dtype) failed or ran out of time"
+    # The default panel width, then each width of GEMM2D_PANEL_WIDTHS, set on
+    # every rank through WEAVE_PANEL_WIDTH.
     local width widths=${GEMM2D_PANEL_WIDTHS:-}
-    for width in ${widths//,/ }; do
-      say "WEAVE_GEMM benchmark, $dtype, WEAVE_PANEL_WIDTH=$width"
+    for width in default ${widths//,/ }; do
+      local suffix="" set_width=() forward_width=()
+      if [ "$width" != default ]; then
+        suffix="-w$width" set_width=(env "WEAVE_PANEL_WIDTH=$width") forward_width=(-x WEAVE_PANEL_WIDTH)
+      fi
+      say "WEAVE_GEMM benchmark, $dtype, grids $grids, blocks $blocks, panel width $width on $ranks GPUs (budget ${budget} s)"
       # shellcheck disable=SC2086
-      WEAVE_PANEL_WIDTH=$width timeout "$budget" "${launcher[@]}" -x WEAVE_PANEL_WIDTH "$BUILD_DIR/bench/weave-bench" \
+      timeout "$budget" "${set_width[@]}" "${launcher[@]}" "${forward_width[@]}" "$BUILD_DIR/bench/weave-bench" \
         --backend cuda --ops gemm --dtype "$dtype" --grids "$grids" --blocks "$blocks" \
-        --json "$OUT/gemm2d-$dtype-w$width.json" ${GEMM2D_ARGS:-} 2>&1 | tee "$OUT/gemm2d-$dtype-w$width.txt" ||
-        say "weave-bench --ops gemm ($dtype, WEAVE_PANEL_WIDTH=$width) failed or ran out of time"
+        --json "$OUT/gemm2d-$dtype$suffix.json" ${GEMM2D_ARGS:-} 2>&1 | tee "$OUT/gemm2d-$dtype$suffix.txt" ||
+        say "weave-bench --ops gemm ($dtype, panel width $width) failed or ran out of time"
     done
     if [ -x "$BUILD_DIR/bench/weave-bench-cublasmp" ] && [ -n "$CUBLASMP_LIBS" ]; then
       # shellcheck disable=SC2086

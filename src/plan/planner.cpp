@@ -2,6 +2,7 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
@@ -386,6 +387,7 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
         bool calibrate = true;
         env_choice<bool>(env, "WEAVE_CALIBRATE", {{"1", true}, {"0", false}}, &calibrate);
         const bool too_small = r.backend == Backend::Cuda && problem.group_size > 1 && flops < min_flops;
+        const double k_per_peer = direct_all_reduce_k_per_peer(problem);  // GEMM-AR's rule below
         // Not measured yet: the plan calibrates, then resolves again; the
         // rules below stand in until then.
         if ((model_applies || reductions_across_nodes) && calibrate && !caps.calibration && !too_small)
@@ -452,10 +454,10 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
           model_chunks = choice.chosen.chunks;
           notes += str(" ", choice.why, "; calibrated at plan creation: ", measured.summary(), ";");
         } else if (problem.operation == Operation::GemmAr && r.backend == Backend::Cuda && P > 2 &&
-                   measured == Algorithm::Direct && direct_all_reduce_k_per_peer(problem) < kDirectAllReduceMinKPerPeer) {
+                   measured == Algorithm::Direct && k_per_peer < kDirectAllReduceMinKPerPeer) {
           algorithm = WEAVE_ALGORITHM_SEQUENTIAL;
           notes += str(" sequential chosen: GEMM-AR over ", P, " ranks with K = ", problem.k, " of ",
-                       dtype_name(problem.a_type), " has ", direct_all_reduce_k_per_peer(problem),
+                       dtype_name(problem.a_type), " has ", k_per_peer,
                        " bf16-equivalent K per peer, below ", kDirectAllReduceMinKPerPeer,
                        ", where the direct all-reduce measured slower than the sequential plan (doc/performance.md);");
         } else if (reduction && P > 1 && measured == Algorithm::Direct) {
@@ -719,9 +721,9 @@ double line_grid_packing_ratio(const Problem& p, int64_t panel_width) {
   if (!g.a.rows.aligned_with(g.c.rows) || !g.b.cols.aligned_with(g.c.cols)) return 0;
   // One grid column: every rank holds all of op(A)'s K; one grid row: all of op(B)'s.
   const bool a_held = g.pcols == 1;
-  bool packs = false;
-  for (const Panel& panel : summa_panels(g.a.cols, g.b.rows, panel_width)) packs = packs || !panel.contiguous(a_held);
-  if (!packs) return 0;
+  const std::vector<Panel> panels = summa_panels(g.a.cols, g.b.rows, panel_width);
+  if (std::all_of(panels.begin(), panels.end(), [&](const Panel& panel) { return panel.contiguous(a_held); }))
+    return 0;  // nothing is packed
   const double M = static_cast<double>(p.m), N = static_cast<double>(p.n);
   const double a_size = static_cast<double>(dtype_size(p.a_type)), b_size = static_cast<double>(dtype_size(p.b_type));
   // Per rank, K cancels: the held block (M / P_r rows of op(A), or N / P_c

@@ -50,9 +50,11 @@ struct Matrices {
   }
 };
 
-// AG-GEMM f32: A block-row (M x K), B and C block-column.
-bool make_matrices(weave_grid_t grid, weave_memory_t memory, Matrices* m) {
-  const int64_t M = 4 * g_size, N = 2 * g_size, K = 8;
+// AG-GEMM f32: A block-row (M x K), B and C block-column; M = 4 per rank
+// unless given.
+bool make_matrices(weave_grid_t grid, weave_memory_t memory, Matrices* m, int64_t M = -1) {
+  if (M < 0) M = 4 * g_size;
+  const int64_t N = 2 * g_size, K = 8;
   weave_matrix_desc_t d{};
   d.dtype = WEAVE_FLOAT32;
   d.memory = memory;
@@ -306,28 +308,12 @@ void run_fp8(weave_grid_t grid, cudaStream_t stream) {
   for (void* p : {a, b, c, a_scale, b_scale}) cudaFree(p);
 }
 
-}  // namespace
-
 // Empty blocks are never read or written, so their pointers are not
 // checked: a host address for an empty block of a device plan (what Kokkos
 // hands out for a zero-extent CudaSpace View) runs like NULL.
 void run_empty_blocks(weave_grid_t grid, cudaStream_t stream) {
-  const int64_t N = 2 * g_size, K = 8;
   Matrices m;
-  weave_matrix_desc_t d{};
-  d.dtype = WEAVE_FLOAT32;
-  d.memory = WEAVE_MEMORY_DEVICE;
-  d.rows = 0;  // M = 0: A and C are empty on every rank, B is not
-  d.cols = K;
-  d.distribution = WEAVE_DIST_BLOCK_ROW;
-  bool made = weave_matrix_create(grid, &d, &m.a) == WEAVE_SUCCESS;
-  d.rows = K;
-  d.cols = N;
-  d.distribution = WEAVE_DIST_BLOCK_COLUMN;
-  made = made && weave_matrix_create(grid, &d, &m.b) == WEAVE_SUCCESS;
-  d.rows = 0;
-  made = made && weave_matrix_create(grid, &d, &m.c) == WEAVE_SUCCESS;
-  if (!made) {
+  if (!make_matrices(grid, WEAVE_MEMORY_DEVICE, &m, 0)) {  // M = 0: A and C are empty on every rank, B is not
     std::fprintf(stderr, "rank %d: matrix creation failed: %s\n", g_rank, weave_last_error());
     ++g_failures;
     return;
@@ -347,6 +333,8 @@ void run_empty_blocks(weave_grid_t grid, cudaStream_t stream) {
   weave_plan_destroy(plan);
   cudaFree(dev_b);
 }
+
+}  // namespace
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);

@@ -148,10 +148,10 @@ void SmTransport::enqueue_peer_sum(const plan::Step& step, const exec::Bindings&
   // An empty result still takes part in the handshake: its peers published
   // their (empty) products and wait for the release, and their ready flags
   // must be reset for the next execute. Only a sum without flags is skipped.
-  const bool handshake = std::any_of(links.begin(), links.end(), [](const sm::TermLink& link) {
+  const auto has_flags = [](const sm::TermLink& link) {
     return link.ready_flag != nullptr || link.released_flag != nullptr;
-  });
-  if ((dst.rows == 0 || dst.cols == 0) && !handshake) return;
+  };
+  if ((dst.rows == 0 || dst.cols == 0) && std::none_of(links.begin(), links.end(), has_flags)) return;
   sm::PeerSumLaunch launch;
   launch.dst_type = dst.dtype;
   launch.term_type = op.term_type;
