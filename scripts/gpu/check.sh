@@ -105,6 +105,17 @@
 #                    on every rank; outputs gemm2d-<dtype>-w<width>.{txt,json}
 #                    (what the device default panel width is chosen from)
 #
+#   HOST_BENCH       1 to measure the host backend on this machine's cores (default 0),
+#                    HOST_RANKS ranks (default 4) with HOST_BLAS_THREADS BLAS threads
+#                    each (default 4) and cores to spare (progress thread automatic):
+#                    WEAVE_GEMM (weave-bench --ops gemm, the gemm-host preset, f64 and
+#                    c128, a 2 x 2 grid, blocks 64 and 256) against ScaLAPACK's pdgemm
+#                    where .deps/debs holds libscalapack-openmpi2.2 and
+#                    libscalapack-openmpi-dev (outputs host-gemm2d-<dtype>.*); then
+#                    the host preset (f64) over Open MPI's TCP transport as 2 emulated
+#                    nodes with the ring, pipelined and hierarchical plans as variants
+#                    (host-tcp.*). Runs whether or not GPU_BENCH does.
+#   HOST_BENCH_ARGS  extra weave-bench arguments of both (e.g. "--iterations 5")
 #   EMULATE_NODES    network, host-staged or both: also run as 2 emulated nodes
 #                    (scripts/emulate-nodes.sh; 1 GPU each on 2 GPUs, 2 each
 #                    where 4 GPUs or more exist): the gpu-emulated tests (the
@@ -225,6 +236,12 @@ if [ -n "${KOKKOS_CUDA_ROOT:-}" ]; then
   say "Kokkos with CUDA from $KOKKOS_CUDA_ROOT ($(grep -o "Kokkos_DEVICES .*)" "$KOKKOS_DIR/KokkosConfigCommon.cmake"))"
 fi
 
+# ScaLAPACK from .deps/debs (optional): the benchmark's pdgemm peer on the host.
+SCALAPACK_ARGS=()
+if [ -e "$LIBDIR/libscalapack-openmpi.so" ]; then
+  SCALAPACK_ARGS=(-DWEAVE_SCALAPACK_LIBRARIES="$LIBDIR/libscalapack-openmpi.so")
+fi
+
 # The unpacked libraries, NCCL and CUDA, for the linker and for the tests.
 export LD_LIBRARY_PATH="$LIBDIR:$LIBDIR/openblas-pthread:$NCCL_HOME/lib:$CUDA_HOME/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
@@ -272,6 +289,7 @@ if ! cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja \
   -DMPIEXEC_PREFLAGS="$PREFLAGS" \
   "${KOKKOS_ARGS[@]}" \
   "${CUBLASMP_ARGS[@]}" \
+  "${SCALAPACK_ARGS[@]}" \
   >"$OUT/configure.log" 2>&1; then
   tail -n 30 "$OUT/configure.log" >&2
   die "configure failed (full log: $OUT/configure.log)"
@@ -446,6 +464,35 @@ run_gemm2d_bench() {
   fi
 }
 
+# --- The host backend on this machine's cores (HOST_BENCH=1) ----------------------
+# Ranks with BLAS threads and cores to spare, as on a cluster node: WEAVE_GEMM
+# against ScaLAPACK's pdgemm, then the host preset over TCP as 2 emulated nodes.
+run_host_bench() {
+  local ranks=${HOST_RANKS:-4} threads=${HOST_BLAS_THREADS:-4} dtype
+  local launcher=(mpirun -np "$ranks" --allow-run-as-root --oversubscribe --bind-to none -x LD_LIBRARY_PATH
+    -x OPENBLAS_NUM_THREADS)
+  export OPENBLAS_NUM_THREADS=$threads
+  grep -q "WEAVE_BENCH_SCALAPACK=1" "$BUILD_DIR/build.ninja" 2>/dev/null ||
+    say "HOST_BENCH: the benchmark has no ScaLAPACK (libscalapack-openmpi debs not in .deps/debs): no pdgemm column"
+  for dtype in f64 c128; do
+    say "host WEAVE_GEMM, $dtype, $ranks ranks x $threads BLAS threads (budget ${BENCH_TIMEOUT:-300} s)"
+    # shellcheck disable=SC2086
+    timeout "${BENCH_TIMEOUT:-300}" "${launcher[@]}" "$BUILD_DIR/bench/weave-bench" --backend host --ops gemm \
+      --dtype "$dtype" --grids 2x2 --blocks 64,256 --json "$OUT/host-gemm2d-$dtype.json" ${HOST_BENCH_ARGS:-} 2>&1 |
+      tee "$OUT/host-gemm2d-$dtype.txt" || say "host weave-bench --ops gemm ($dtype) failed or ran out of time"
+  done
+  if [ $((ranks % 2)) -eq 0 ]; then
+    say "host preset over TCP, 2 emulated nodes of $((ranks / 2)) rank(s)"
+    # shellcheck disable=SC2086
+    WEAVE_EMULATED_NODES=2 timeout "${BENCH_TIMEOUT:-300}" "${launcher[@]}" -x WEAVE_EMULATED_NODES \
+      --mca pml ob1 --mca btl tcp,self sh "$ROOT/scripts/emulate-nodes.sh" "$BUILD_DIR/bench/weave-bench" \
+      --backend host --dtype f64 --preset host --variants mpi/auto/0/ring,mpi/auto/0/pipelined,mpi/auto/0/hierarchical \
+      --json "$OUT/host-tcp.json" ${HOST_BENCH_ARGS:-} 2>&1 | tee "$OUT/host-tcp.txt" ||
+      say "host weave-bench over TCP failed or ran out of time"
+  fi
+  unset OPENBLAS_NUM_THREADS
+}
+
 # --- Tests ---------------------------------------------------------------------
 # One test at a time: each uses every GPU it needs.
 CTEST_RC=0
@@ -477,6 +524,7 @@ else
 fi
 if [ "${GPU_BENCH:-1}" = 1 ]; then run_bench; fi
 if [ "${GEMM2D_BENCH:-0}" = 1 ]; then run_gemm2d_bench; fi
+if [ "${HOST_BENCH:-0}" = 1 ]; then run_host_bench; fi
 
 # --- Emulated nodes ----------------------------------------------------------------
 # Two emulated nodes on this host (scripts/emulate-nodes.sh): the gpu-emulated
