@@ -153,6 +153,16 @@ const TransportDescription& automatic_transport(bool device, const Problem& prob
   fail(WEAVE_ERROR_INTERNAL, "no transport of the table moves ", device ? "device" : "host", " memory");
 }
 
+// Chunks per shard of a device direct reduction: asked for (descriptor,
+// then WEAVE_CHUNKS), else the direct chunk rule.
+int direct_chunks_asked_or_default(const weave_plan_desc_t& desc, const Problem& problem, const Environment& env,
+                                   const TransportDescription& transport) {
+  if (desc.chunks_per_shard > 0) return desc.chunks_per_shard;
+  const int from_env = static_cast<int>(env_integer(env, "WEAVE_CHUNKS", 0, 1, kMaxChunksPerShard));
+  if (from_env > 0) return from_env;
+  return default_chunks(problem, Backend::Cuda, Algorithm::Direct, transport.reads_peer_memory);
+}
+
 // A transport asked for, or chosen, must be built and move the plan's memory.
 void check_transport_fits(const TransportDescription& t, Backend backend, bool automatic, const Capabilities& caps) {
   if (!t.compiled)
@@ -366,19 +376,32 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
         // runs (0.75-0.95). Nodes of one GPU: host-staged (50 GB/s) it lost
         // 4-35% on four of six reductions; over sockets (8 GB/s) it took
         // 1.20-1.45 x in one run and 0.64-0.74 x in another (the sockets'
-        // collective times moved 2 x between runs). So: pipelined where
-        // nodes hold several ranks and the calibrated link is fast, else
-        // the sequential plan, which is never slower than itself. Below the
-        // overlap threshold, or uncalibrated (WEAVE_CALIBRATE=0), the
-        // sequential plan too.
+        // collective times moved 2 x between runs). Nodes of two GPUs over
+        // sockets (6.3 GB/s): the hierarchical plan (node partial sums over
+        // NVLink, then only each local index's rows between nodes) took
+        // 0.33-0.52 x the sequential plan on every shape, 1024 rows included,
+        // where the pipelined one took 0.50-0.91 (one run, 4 H100s). So:
+        // where nodes hold several ranks, pipelined over a fast calibrated
+        // link and hierarchical over a slow one; nodes of one rank, or no
+        // calibration (WEAVE_CALIBRATE=0), the sequential plan, which is
+        // never slower than itself. These plans pay by moving fewer or
+        // better-ordered bytes across the link, not only by overlap, so
+        // they run down to the smallest shape measured (1024x8192x8192 over
+        // 4 ranks, 34 GFLOP per rank: pipelined 0.56-0.59 x over the fast
+        // link, hierarchical 0.44-0.45 x over sockets), below which the
+        // sequential plan runs.
         const bool reductions_across_nodes =
             own_collectives_anywhere && reduction && r.backend == Backend::Cuda && caps.nodes.nodes > 1;
         double reduction_bytes_per_s = 0;
         if (reductions_across_nodes && caps.calibration && caps.calibration->reduce_scatter.seconds_per_byte > 0)
           reduction_bytes_per_s = 1.0 / caps.calibration->reduce_scatter.seconds_per_byte;
         const bool several_per_node = caps.nodes.ranks_per_node() > 1;
-        const bool pipelined_across_nodes = reductions_across_nodes && several_per_node &&
+        const bool across_nodes_large_enough = flops >= kAcrossNodesReductionMinFlops;
+        const bool pipelined_across_nodes = reductions_across_nodes && several_per_node && across_nodes_large_enough &&
                                             reduction_bytes_per_s >= kPipelinedAcrossNodesMinBytesPerSecond;
+        const bool hierarchical_across_nodes = reductions_across_nodes && several_per_node &&
+                                               across_nodes_large_enough && reduction_bytes_per_s > 0 &&
+                                               reduction_bytes_per_s < kPipelinedAcrossNodesMinBytesPerSecond;
         // Where no other measured rule covers the links (host plans; device
         // AG-GEMM whose group spans several nodes, over NCCL) the model
         // chooses, from a calibration at plan creation (plan/cost_model.hpp).
@@ -386,8 +409,23 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
                                    (r.backend == Backend::Host || caps.nodes.nodes > 1);
         bool calibrate = true;
         env_choice<bool>(env, "WEAVE_CALIBRATE", {{"1", true}, {"0", false}}, &calibrate);
-        const bool too_small = r.backend == Backend::Cuda && problem.group_size > 1 && flops < min_flops;
-        const double k_per_peer = direct_all_reduce_k_per_peer(problem);  // GEMM-AR's rule below
+        const bool too_small = r.backend == Backend::Cuda && problem.group_size > 1 && flops < min_flops &&
+                               !(reductions_across_nodes && several_per_node && across_nodes_large_enough);
+        const double k_per_peer = direct_all_reduce_k_per_peer(problem);  // the reductions' rules below
+        // Those rules trade the direct algorithm for the sequential plan only
+        // where the sequential plan moves no more bytes: by default it moves
+        // float32 partial sums (one rounding) where the direct algorithm
+        // moves 16-bit products (two), and on 4 H100s that doubled
+        // exchange made FP8 GEMM-AR 1.26-1.54 x slower than the direct
+        // algorithm it replaced (doc/performance.md). With
+        // WEAVE_FLAG_REDUCE_IN_OUTPUT_TYPE (16-bit partial sums) or
+        // WEAVE_FLAG_REDUCE_IN_ACCUMULATION_TYPE (float32 products) both move
+        // the same bytes.
+        ScheduleOptions reduce_flags;
+        set_reduction_flags(desc.flags, reduce_flags);
+        const bool sequential_moves_no_more =
+            reduction && dtype_size(reduction_wire(problem, reduce_flags, Algorithm::Sequential).type) <=
+                             dtype_size(reduction_wire(problem, reduce_flags, Algorithm::Direct).type);
         // Not measured yet: the plan calibrates, then resolves again; the
         // rules below stand in until then.
         if ((model_applies || reductions_across_nodes) && calibrate && !caps.calibration && !too_small)
@@ -403,6 +441,12 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
                        " reduce-scatter calibrated at ", reduction_bytes_per_s / 1e9, " GB/s, at least ",
                        kPipelinedAcrossNodesMinBytesPerSecond / 1e9,
                        ", where the pipelined reductions measured fastest (doc/performance.md);");
+        } else if (hierarchical_across_nodes) {
+          algorithm = WEAVE_ALGORITHM_HIERARCHICAL;
+          notes += str(" hierarchical chosen: across ", caps.nodes.summary(), " over ", transport->title,
+                       " reduce-scatter calibrated at ", reduction_bytes_per_s / 1e9, " GB/s, below ",
+                       kPipelinedAcrossNodesMinBytesPerSecond / 1e9,
+                       ", where the hierarchical reductions measured fastest (doc/performance.md);");
         } else if (reductions_across_nodes) {
           algorithm = WEAVE_ALGORITHM_SEQUENTIAL;
           if (caps.calibration && !several_per_node)
@@ -410,11 +454,8 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
                          "reductions measured faster in some runs and slower in others than the sequential plan "
                          "(doc/performance.md);");
           else if (caps.calibration)
-            notes += str(" sequential chosen: across ", caps.nodes.summary(), " over ", transport->title,
-                         " reduce-scatter calibrated at ", reduction_bytes_per_s / 1e9, " GB/s, below ",
-                         kPipelinedAcrossNodesMinBytesPerSecond / 1e9,
-                         ", where the pipelined and ring reductions measured slower than the sequential plan "
-                         "(doc/performance.md);");
+            notes += str(" sequential chosen: across ", caps.nodes.summary(), " the calibration gave no "
+                         "reduce-scatter rate to choose by;");
           else
             notes += str(" sequential chosen: across ", caps.nodes.summary(), " the reductions' choice needs the "
                          "link's calibration;");
@@ -454,12 +495,24 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
           model_chunks = choice.chosen.chunks;
           notes += str(" ", choice.why, "; calibrated at plan creation: ", measured.summary(), ";");
         } else if (problem.operation == Operation::GemmAr && r.backend == Backend::Cuda && P > 2 &&
-                   measured == Algorithm::Direct && k_per_peer < kDirectAllReduceMinKPerPeer) {
+                   measured == Algorithm::Direct && k_per_peer < kDirectAllReduceMinKPerPeer &&
+                   sequential_moves_no_more) {
           algorithm = WEAVE_ALGORITHM_SEQUENTIAL;
           notes += str(" sequential chosen: GEMM-AR over ", P, " ranks with K = ", problem.k, " of ",
                        dtype_name(problem.a_type), " has ", k_per_peer,
                        " bf16-equivalent K per peer, below ", kDirectAllReduceMinKPerPeer,
-                       ", where the direct all-reduce measured slower than the sequential plan (doc/performance.md);");
+                       ", where the direct all-reduce measured slower than a sequential plan moving the same bytes "
+                       "(doc/performance.md);");
+        } else if (problem.operation == Operation::GemmRs && r.backend == Backend::Cuda && P > 2 &&
+                   measured == Algorithm::Direct && k_per_peer < kDirectReduceScatterMinKPerPeer &&
+                   sequential_moves_no_more &&
+                   direct_chunks_asked_or_default(desc, problem, env, *transport) == 1) {
+          algorithm = WEAVE_ALGORITHM_SEQUENTIAL;
+          notes += str(" sequential chosen: GEMM-RS over ", P, " ranks with K = ", problem.k, " of ",
+                       dtype_name(problem.a_type), " has ", k_per_peer, " bf16-equivalent K per peer, below ",
+                       kDirectReduceScatterMinKPerPeer, ", and a product shard that travels in one chunk, where the "
+                       "direct reduce-scatter measured slower than a sequential plan moving the same bytes "
+                       "(doc/performance.md);");
         } else if (reduction && P > 1 && measured == Algorithm::Direct) {
           algorithm = WEAVE_ALGORITHM_DIRECT;
           notes += str(" direct chosen: the reductions' algorithm over the ", transport->title, " transport;");

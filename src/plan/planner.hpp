@@ -142,14 +142,25 @@ constexpr int kPipelinedChunks = 4;
 // Device GEMM-AR over peer transports (the direct algorithm) on more than
 // two ranks runs the sequential plan (NCCL's all-reduce) where K / (P - 1),
 // scaled to bf16's GEMM rate (K / (P - 1) / gpu_gemm_rate(A's type)), is
-// below this. The GEMM then hides too little of the products' exchange for
-// the direct algorithm's extra passes to pay: on 4 H100s, FP8 (rate 2)
-// with K = 8192 (1365) took 1.04-1.29 x the sequential plan, while bf16
+// below this, where that plan moves no more bytes than the direct one (16-bit
+// partial sums asked for, or float32 products; planner.cpp). The GEMM then
+// hides too little of the products' exchange for the direct algorithm's
+// extra passes to pay: on 4 H100s, FP8 (rate 2) with K = 8192 (1365) took
+// 1.04-1.29 x the sequential plan moving bf16, while bf16
 // with K = 8192 (2731) took 0.69-0.96 x and FP8 with K = 16384 (2731)
 // 0.95 x; on 2 H200s FP8 with K = 8192 (4096) took 0.74-0.92 x
 // (doc/performance.md).
 constexpr double kDirectAllReduceMinKPerPeer = 2048;
-// The bf16-equivalent K per peer of a GEMM-AR (above).
+// The same rule (same bytes) for device GEMM-RS over more than two ranks, where the
+// rank's product shard travels in one chunk (the direct chunk rule's one
+// chunk, below 64 MiB in C's type): on 4 H100s FP8 with K = 8192 (1365) took
+// 1.02-1.05 x the sequential plan at 4096 and 8192 rows (16 and 32 MiB
+// shards, two runs), but 0.91-0.93 x at 16384x8192x28672 (224 MiB, four
+// chunks: the later chunks' GEMMs hide the earlier ones' transfers), and
+// bf16 with K = 8192 (2731) 0.71-0.77 x at the small shapes (against the
+// sequential plan moving bf16).
+constexpr double kDirectReduceScatterMinKPerPeer = 2048;
+// The bf16-equivalent K per peer of a GEMM-AR or GEMM-RS (above).
 inline double direct_all_reduce_k_per_peer(const Problem& p) {
   const double rate = gpu_gemm_rate(p.a_type);
   if (p.group_size < 2 || rate <= 0) return 0;
@@ -157,13 +168,17 @@ inline double direct_all_reduce_k_per_peer(const Problem& p) {
 }
 // Device GEMM-RS and GEMM-AR whose group spans nodes of several ranks run
 // the pipelined plan where the calibrated reduce-scatter moves at least this
-// many bytes per second (of a rank's buffer), else the sequential plan:
-// measured on emulated links, host-staged NCCL calibrated at 33 GB/s over
-// 2 x 2 GPUs (pipelined 0.75-0.95 x sequential) and NCCL over sockets at
-// 8 GB/s (pipelined 1.20-1.45 x in one run of 2 x 1 GPUs); the bound lies
-// between them (planner.cpp, doc/performance.md). Not measured on a real
-// network.
+// many bytes per second (of a rank's buffer), else the hierarchical plan:
+// measured on emulated links, host-staged NCCL calibrated at 31-33 GB/s
+// over 2 x 2 GPUs (pipelined 0.56-0.96 x sequential, three runs) and NCCL
+// over sockets at 6.3 GB/s over 2 x 2 GPUs (hierarchical 0.33-0.52 x,
+// pipelined 0.50-0.91 x, one run); the bound lies between them
+// (planner.cpp, doc/performance.md). Not measured on a real network.
 constexpr double kPipelinedAcrossNodesMinBytesPerSecond = 16e9;
+// ... down to this many flops per rank (the smallest shape measured,
+// 1024x8192x8192 over 4 ranks, is 34 GFLOP), below which the sequential
+// plan runs.
+constexpr double kAcrossNodesReductionMinFlops = 32e9;
 
 // Limits of the plan descriptor's counts. Pieces of shards and steps grow
 // with chunks_per_shard (and MPI tags with twice group size times it); a

@@ -334,20 +334,25 @@ TEST(Planner, DeviceReductionsOverCopyEnginesRunDirect) {
 // where the GEMM hides too little of the exchange (bf16-equivalent K per
 // peer below 2048: FP8, rate 2, with K = 8192 over 4 ranks), the direct
 // algorithm otherwise (bf16 with K = 8192, FP8 with K = 16384, FP8 over
-// 2 ranks); GEMM-RS keeps the direct algorithm.
+// 2 ranks). GEMM-RS the same where its product shard travels in one chunk.
+// Only where the sequential plan moves no more bytes than the direct one.
 TEST(Planner, DeviceFp8AllReduceWithLittleKPerPeerRunsSequentially) {
   using weave::internal::DType;
   using weave::internal::Operation;
   using weave::internal::ScaleMode;
-  const weave_plan_desc_t desc{};
+  // Where the sequential plan moves the same bytes: 16-bit partial sums
+  // asked for. (By default it moves float32, twice the direct algorithm's
+  // bf16 products: below.)
+  weave_plan_desc_t desc{};
+  desc.flags = WEAVE_FLAG_REDUCE_IN_OUTPUT_TYPE;
   Capabilities caps = everything();
   caps.peer_access = true;
-  auto fp8 = [](Operation op, int64_t k, int ranks) {
+  auto fp8 = [](Operation op, int64_t k, int ranks, int64_t m = 8192, int64_t n = 8192) {
     GroupCase g;
     g.operation = op;
     g.ranks = ranks;
-    g.m = 8192;
-    g.n = 8192;
+    g.m = m;
+    g.n = n;
     g.k = k;
     g.dtype = DType::BF16;
     g.ab_type = DType::E4M3;
@@ -364,8 +369,36 @@ TEST(Planner, DeviceFp8AllReduceWithLittleKPerPeerRunsSequentially) {
   EXPECT_NE(small_k.notes.find("1365.33 bf16-equivalent K per peer, below 2048"), std::string::npos) << small_k.notes;
   EXPECT_EQ(resolve_options(desc, fp8(Operation::GemmAr, 16384, 4), {}, caps).schedule.algorithm, Algorithm::Direct);
   EXPECT_EQ(resolve_options(desc, fp8(Operation::GemmAr, 8192, 2), {}, caps).schedule.algorithm, Algorithm::Direct);
-  EXPECT_EQ(resolve_options(desc, fp8(Operation::GemmRs, 8192, 4), {}, caps).schedule.algorithm, Algorithm::Direct);
   EXPECT_EQ(resolve_options(desc, device_case(Operation::GemmAr), {}, caps).schedule.algorithm, Algorithm::Direct);
+  // GEMM-RS: 32 MiB product shards (one chunk) with 1365 K per peer run
+  // sequentially; 224 MiB ones (four chunks), K = 16384, 2 ranks, bf16, or
+  // chunks asked for keep the direct algorithm.
+  const Resolved rs = resolve_options(desc, fp8(Operation::GemmRs, 8192, 4), {}, caps);
+  EXPECT_EQ(rs.schedule.algorithm, Algorithm::Sequential) << rs.notes;
+  EXPECT_NE(rs.notes.find("travels in one chunk"), std::string::npos) << rs.notes;
+  EXPECT_EQ(resolve_options(desc, fp8(Operation::GemmRs, 8192, 4, 4096), {}, caps).schedule.algorithm,
+            Algorithm::Sequential);
+  EXPECT_EQ(resolve_options(desc, fp8(Operation::GemmRs, 8192, 4, 16384, 28672), {}, caps).schedule.algorithm,
+            Algorithm::Direct);
+  EXPECT_EQ(resolve_options(desc, fp8(Operation::GemmRs, 16384, 4), {}, caps).schedule.algorithm, Algorithm::Direct);
+  EXPECT_EQ(resolve_options(desc, fp8(Operation::GemmRs, 8192, 2), {}, caps).schedule.algorithm, Algorithm::Direct);
+  EXPECT_EQ(resolve_options(desc, device_case(Operation::GemmRs), {}, caps).schedule.algorithm, Algorithm::Direct);
+  EXPECT_EQ(resolve_options(desc, fp8(Operation::GemmRs, 8192, 4), {{"WEAVE_CHUNKS", "2"}}, caps).schedule.algorithm,
+            Algorithm::Direct);
+  // Float32 products move what the sequential plan's float32 partial sums
+  // do: the rules apply.
+  weave_plan_desc_t wide{};
+  wide.flags = WEAVE_FLAG_REDUCE_IN_ACCUMULATION_TYPE;
+  for (Operation op : {Operation::GemmAr, Operation::GemmRs})
+    EXPECT_EQ(resolve_options(wide, fp8(op, 8192, 4), {}, caps).schedule.algorithm, Algorithm::Sequential);
+  // By default the sequential plan would move float32 partial sums, twice
+  // the bytes of the direct algorithm's bf16 products: the direct algorithm
+  // stays.
+  const weave_plan_desc_t plain{};
+  for (Operation op : {Operation::GemmAr, Operation::GemmRs}) {
+    const Resolved r = resolve_options(plain, fp8(op, 8192, 4), {}, caps);
+    EXPECT_EQ(r.schedule.algorithm, Algorithm::Direct) << r.notes;
+  }
   // Asked for by name, the direct algorithm is kept.
   EXPECT_EQ(resolve_options(desc, fp8(Operation::GemmAr, 8192, 4), {{"WEAVE_ALGORITHM", "direct"}}, caps)
                 .schedule.algorithm,
@@ -374,9 +407,9 @@ TEST(Planner, DeviceFp8AllReduceWithLittleKPerPeerRunsSequentially) {
 
 // Device GEMM-RS and GEMM-AR whose group spans nodes: the plan calibrates
 // the link first, then runs the pipelined plan where nodes hold several
-// ranks over a fast link (the host-staged emulation's 29-33 GB/s), and the
-// sequential one over a slow link (sockets, 7.8 GB/s), with one rank per
-// node, or without a calibration (WEAVE_CALIBRATE=0).
+// ranks over a fast link (the host-staged emulation's 29-33 GB/s), the
+// hierarchical one over a slow link (sockets, 6-8 GB/s), and the sequential
+// one with one rank per node or without a calibration (WEAVE_CALIBRATE=0).
 TEST(Planner, DeviceReductionsAcrossNodesFollowTheCalibratedLink) {
   using weave::internal::Operation;
   using weave::internal::plan::Calibration;
@@ -402,15 +435,23 @@ TEST(Planner, DeviceReductionsAcrossNodesFollowTheCalibratedLink) {
     EXPECT_EQ(piped.schedule.algorithm, Algorithm::Pipelined);
     EXPECT_FALSE(piped.wants_calibration);
     EXPECT_NE(piped.notes.find("pipelined chosen: across 2 nodes"), std::string::npos) << piped.notes;
-    const Resolved seq = resolve_options(desc, device_case(op), {}, slow);
-    EXPECT_EQ(seq.schedule.algorithm, Algorithm::Sequential);
-    EXPECT_NE(seq.notes.find("below 16"), std::string::npos) << seq.notes;
+    const Resolved hier = resolve_options(desc, device_case(op), {}, slow);
+    EXPECT_EQ(hier.schedule.algorithm, Algorithm::Hierarchical);
+    EXPECT_NE(hier.notes.find("hierarchical chosen: across 2 nodes"), std::string::npos) << hier.notes;
+    EXPECT_NE(hier.notes.find("below 16"), std::string::npos) << hier.notes;
     // Without a calibration the sequential plan, and no calibration asked for.
     const Resolved off = resolve_options(desc, device_case(op), {{"WEAVE_CALIBRATE", "0"}}, caps);
     EXPECT_EQ(off.schedule.algorithm, Algorithm::Sequential);
     EXPECT_FALSE(off.wants_calibration);
-    // Below the overlap threshold the sequential plan, whatever the link.
-    EXPECT_EQ(resolve_options(desc, device_case(op, 1024), {}, fast).schedule.algorithm, Algorithm::Sequential);
+    // Across nodes the rule holds down to 1024 rows over 4 ranks (34 GFLOP
+    // per rank, below one node's overlap threshold: measured), and asks for
+    // the calibration there too; below 32 GFLOP the sequential plan,
+    // whatever the link.
+    EXPECT_EQ(resolve_options(desc, device_case(op, 1024), {}, fast).schedule.algorithm, Algorithm::Pipelined);
+    EXPECT_EQ(resolve_options(desc, device_case(op, 1024), {}, slow).schedule.algorithm, Algorithm::Hierarchical);
+    EXPECT_TRUE(resolve_options(desc, device_case(op, 1024), {}, caps).wants_calibration);
+    EXPECT_EQ(resolve_options(desc, device_case(op, 512), {}, fast).schedule.algorithm, Algorithm::Sequential);
+    EXPECT_EQ(resolve_options(desc, device_case(op, 512), {}, slow).schedule.algorithm, Algorithm::Sequential);
     // Nodes of one rank each: the sequential plan, however fast the link.
     Capabilities single = fast;
     single.nodes.node_of_rank = {0, 1, 2, 3};
@@ -418,9 +459,15 @@ TEST(Planner, DeviceReductionsAcrossNodesFollowTheCalibratedLink) {
     const Resolved one_each = resolve_options(desc, device_case(op), {}, single);
     EXPECT_EQ(one_each.schedule.algorithm, Algorithm::Sequential);
     EXPECT_NE(one_each.notes.find("one rank per node"), std::string::npos) << one_each.notes;
+    EXPECT_EQ(resolve_options(desc, device_case(op), {}, [&] {
+                Capabilities slow_single = single;
+                slow_single.calibration = link(7.8e9);
+                return slow_single;
+              }()).schedule.algorithm,
+              Algorithm::Sequential);
     // Asked for by name, another algorithm is kept.
-    EXPECT_EQ(resolve_options(desc, device_case(op), {{"WEAVE_ALGORITHM", "hierarchical"}}, slow).schedule.algorithm,
-              Algorithm::Hierarchical);
+    EXPECT_EQ(resolve_options(desc, device_case(op), {{"WEAVE_ALGORITHM", "pipelined"}}, slow).schedule.algorithm,
+              Algorithm::Pipelined);
   }
   EXPECT_TRUE(resolve_options(desc, device_case(Operation::AgGemm), {}, caps).wants_calibration);
   // Within one node nothing changes: the reductions stay sequential over NCCL.
