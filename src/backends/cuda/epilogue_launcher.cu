@@ -9,6 +9,7 @@
 #include "backends/cuda/epilogue_dispatch.cuh"
 #include "backends/cuda/epilogue_launcher.hpp"
 #include "kernels/copy.hpp"
+#include "kernels/copy_words.hpp"
 
 namespace weave::internal::cuda {
 
@@ -131,32 +132,46 @@ bool visit_word(std::size_t bytes, Visit&& visit) {
 }  // namespace
 
 void prepare_copy(std::size_t element_bytes) {
-  if (!visit_word(element_bytes, [](auto word) {
-        cudaFuncAttributes attributes{};
-        WEAVE_CUDA_CHECK(cudaFuncGetAttributes(&attributes, copy_kernel<decltype(word)>));
-      }))
-    fail(WEAVE_ERROR_INTERNAL, "no copy kernel for ", element_bytes, "-byte elements");
+  // Every word a copy of such elements may move in (launch_copy widens).
+  for (std::size_t word_bytes = element_bytes; word_bytes <= 16; word_bytes *= 2)
+    if (!visit_word(word_bytes, [](auto word) {
+          cudaFuncAttributes attributes{};
+          WEAVE_CUDA_CHECK(cudaFuncGetAttributes(&attributes, copy_kernel<decltype(word)>));
+        }))
+      fail(WEAVE_ERROR_INTERNAL, "no copy kernel for ", word_bytes, "-byte words");
 }
 
 void launch_copy(const CopyLaunch& launch, cudaStream_t stream) {
   if (launch.rows == 0 || launch.cols == 0) return;
-  const bool known = visit_word(launch.element_bytes, [&](auto word) {
+  // In the widest words the layouts allow (kernels/copy_words.hpp).
+  kernels::CopyGeometry g;
+  g.element_bytes = launch.element_bytes;
+  g.dst = launch.dst;
+  g.dst_ld = launch.dst_ld;
+  g.dst_row_major = launch.dst_row_major;
+  g.src = launch.src;
+  g.src_ld = launch.src_ld;
+  g.src_row_major = launch.src_row_major;
+  g.rows = launch.rows;
+  g.cols = launch.cols;
+  const kernels::WordCopy w = kernels::widest_word_copy(g);
+  const bool known = visit_word(w.word_bytes, [&](auto word) {
     using Word = decltype(word);
     kernels::CopyFunctor<Word> f;
     f.dst = static_cast<Word*>(launch.dst);
-    f.dst_ld = launch.dst_ld;
-    f.dst_row_major = launch.dst_row_major;
+    f.dst_ld = w.dst_ld;
+    f.dst_row_major = w.dst_row_major;
     f.src = static_cast<const Word*>(launch.src);
-    f.src_ld = launch.src_ld;
-    f.src_row_major = launch.src_row_major;
-    f.rows = launch.rows;
-    f.cols = launch.cols;
+    f.src_ld = w.src_ld;
+    f.src_row_major = w.src_row_major;
+    f.rows = w.rows;
+    f.cols = w.cols;
     const dim3 blocks(static_cast<unsigned>(std::min(kMaxBlocksX, (f.minor_extent() + kThreadsPerBlock - 1) / kThreadsPerBlock)),
                       static_cast<unsigned>(std::min(kMaxBlocksY, f.major_extent())));
     copy_kernel<Word><<<blocks, kThreadsPerBlock, 0, stream>>>(f);
     WEAVE_CUDA_CHECK(cudaGetLastError());
   });
-  if (!known) fail(WEAVE_ERROR_INTERNAL, "no copy kernel for ", launch.element_bytes, "-byte elements");
+  if (!known) fail(WEAVE_ERROR_INTERNAL, "no copy kernel for ", w.word_bytes, "-byte words");
 }
 
 }  // namespace weave::internal::cuda

@@ -12,6 +12,7 @@
 #include "core/checked.hpp"
 #include "core/error.hpp"
 #include "kernels/copy.hpp"
+#include "kernels/copy_words.hpp"
 #include "kernels/dequantize.hpp"
 #include "kernels/epilogue.hpp"
 #include "kernels/gemm_layout.hpp"
@@ -226,29 +227,42 @@ bool visit_epilogue_pair(DType dst, DType src, Visit&& visit) {
 }
 
 template <class Word>
-void copy_words(const exec::MatrixRef& dst, const exec::MatrixRef& src) {
+void copy_words(const kernels::WordCopy& w, void* dst, const void* src) {
   kernels::CopyFunctor<Word> f;
-  f.dst = static_cast<Word*>(dst.data);
-  f.dst_ld = dst.ld;
-  f.dst_row_major = dst.order == Order::RowMajor;
-  f.src = static_cast<const Word*>(src.data);
-  f.src_ld = src.ld;
-  f.src_row_major = src.order == Order::RowMajor;
-  f.rows = dst.rows;
-  f.cols = dst.cols;
+  f.dst = static_cast<Word*>(dst);
+  f.dst_ld = w.dst_ld;
+  f.dst_row_major = w.dst_row_major;
+  f.src = static_cast<const Word*>(src);
+  f.src_ld = w.src_ld;
+  f.src_row_major = w.src_row_major;
+  f.rows = w.rows;
+  f.cols = w.cols;
   run_on_host("weave::internal::copy", f);
 }
 
-// dst = src, bits unchanged, for elements of any size.
+// dst = src, bits unchanged, for elements of any size, in the widest words
+// the layouts allow (kernels/copy_words.hpp: the CUDA backend's copies are
+// cut the same way, so every host test of a schedule's copies checks it).
 void copy_bits(const exec::MatrixRef& dst, const exec::MatrixRef& src) {
-  switch (dtype_size(dst.dtype)) {
-    case 1: copy_words<uint8_t>(dst, src); return;
-    case 2: copy_words<uint16_t>(dst, src); return;
-    case 4: copy_words<uint32_t>(dst, src); return;
-    case 8: copy_words<uint64_t>(dst, src); return;
-    case 16: copy_words<kernels::Word16>(dst, src); return;
+  kernels::CopyGeometry g;
+  g.element_bytes = dtype_size(dst.dtype);
+  g.dst = dst.data;
+  g.dst_ld = dst.ld;
+  g.dst_row_major = dst.order == Order::RowMajor;
+  g.src = src.data;
+  g.src_ld = src.ld;
+  g.src_row_major = src.order == Order::RowMajor;
+  g.rows = dst.rows;
+  g.cols = dst.cols;
+  const kernels::WordCopy w = kernels::widest_word_copy(g);
+  switch (w.word_bytes) {
+    case 1: copy_words<uint8_t>(w, dst.data, src.data); return;
+    case 2: copy_words<uint16_t>(w, dst.data, src.data); return;
+    case 4: copy_words<uint32_t>(w, dst.data, src.data); return;
+    case 8: copy_words<uint64_t>(w, dst.data, src.data); return;
+    case 16: copy_words<kernels::Word16>(w, dst.data, src.data); return;
   }
-  fail(WEAVE_ERROR_INTERNAL, "no copy for ", dtype_size(dst.dtype), "-byte elements");
+  fail(WEAVE_ERROR_INTERNAL, "no copy for ", w.word_bytes, "-byte words");
 }
 
 // op(X) (rows x cols) into `out` (float32, column-major, ld rows), with its
