@@ -20,7 +20,7 @@ namespace weave::internal::kernels {
 // storage order and leading dimension (in elements).
 struct CopyGeometry {
   std::size_t element_bytes = 1;
-  const void* dst = nullptr;
+  void* dst = nullptr;
   int64_t dst_ld = 1;
   bool dst_row_major = false;
   const void* src = nullptr;

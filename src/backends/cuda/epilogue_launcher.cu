@@ -144,17 +144,7 @@ void prepare_copy(std::size_t element_bytes) {
 void launch_copy(const CopyLaunch& launch, cudaStream_t stream) {
   if (launch.rows == 0 || launch.cols == 0) return;
   // In the widest words the layouts allow (kernels/copy_words.hpp).
-  kernels::CopyGeometry g;
-  g.element_bytes = launch.element_bytes;
-  g.dst = launch.dst;
-  g.dst_ld = launch.dst_ld;
-  g.dst_row_major = launch.dst_row_major;
-  g.src = launch.src;
-  g.src_ld = launch.src_ld;
-  g.src_row_major = launch.src_row_major;
-  g.rows = launch.rows;
-  g.cols = launch.cols;
-  const kernels::WordCopy w = kernels::widest_word_copy(g);
+  const kernels::WordCopy w = kernels::widest_word_copy(launch);
   const bool known = visit_word(w.word_bytes, [&](auto word) {
     using Word = decltype(word);
     kernels::CopyFunctor<Word> f;

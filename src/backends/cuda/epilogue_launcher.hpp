@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include "core/dtype.hpp"
+#include "kernels/copy_words.hpp"
 #include "kernels/epilogue.hpp"
 
 namespace weave::internal::cuda {
@@ -73,18 +74,10 @@ void prepare_epilogue(DType dst, DType src);
 void launch_epilogue(const EpilogueLaunch& launch, cudaStream_t stream);
 
 // A plain copy between any two layouts, bits unchanged, of elements of
-// `element_bytes` (1, 2, 4 or 8): the packing, unpacking and gathered
-// outputs of every type, FP8 and scales included (kernels/copy.hpp).
-struct CopyLaunch {
-  std::size_t element_bytes = 1;
-  void* dst = nullptr;
-  int64_t dst_ld = 1;
-  bool dst_row_major = false;
-  const void* src = nullptr;
-  int64_t src_ld = 1;
-  bool src_row_major = false;
-  int64_t rows = 0, cols = 0;
-};
+// `element_bytes` (1, 2, 4, 8 or 16): the packing, unpacking and gathered
+// outputs of every type, FP8 and scales included (kernels/copy.hpp), moved
+// in the widest words the layouts allow (kernels/copy_words.hpp).
+using CopyLaunch = kernels::CopyGeometry;
 void prepare_copy(std::size_t element_bytes);
 void launch_copy(const CopyLaunch& launch, cudaStream_t stream);
 
