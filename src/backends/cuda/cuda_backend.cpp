@@ -8,6 +8,7 @@
 #include "backends/cuda/epilogue_launcher.hpp"
 #include "backends/cuda/kokkos_lanes.hpp"
 #include "backends/cuda/quantize_launcher.hpp"
+#include "kernels/copy_geometry.hpp"
 #include "kernels/rearrange.hpp"
 #include "core/error.hpp"
 
@@ -113,6 +114,7 @@ void CudaBackend::prepare_steps() {
       kernels.insert({dst, src});
     } else if (step.kind() == plan::StepKind::Rearrange) {
       const DType t = schedule_.buffer(std::get<plan::RearrangeOp>(step.op).dst).dtype;
+      copy_sizes.insert(dtype_size(t));  // the rectangles that keep their order (rearrange)
       if (!epilogue_supported(t, t))
         fail(WEAVE_ERROR_UNSUPPORTED_TYPE, "step '", step.label, "' copies ", dtype_name(t),
              ", which the CUDA backend has no kernel for");
@@ -264,17 +266,7 @@ void CudaBackend::epilogue(const plan::EpilogueOp& op, int lane, const exec::Bin
   if (op.plain_copy()) {
     const exec::MatrixRef src = bindings.resolve(op.src);
     if (src.dtype == dst.dtype) {
-      CopyLaunch copy;
-      copy.element_bytes = dtype_size(dst.dtype);
-      copy.dst = dst.data;
-      copy.dst_ld = dst.ld;
-      copy.dst_row_major = dst.order == Order::RowMajor;
-      copy.src = src.data;
-      copy.src_ld = src.ld;
-      copy.src_row_major = src.order == Order::RowMajor;
-      copy.rows = dst.rows;
-      copy.cols = dst.cols;
-      launch_copy(copy, stream(lane));
+      launch_copy(kernels::copy_geometry(dst, src), stream(lane));
       return;
     }
   }
@@ -334,12 +326,19 @@ void CudaBackend::quantize(const plan::QuantizeOp& op, int lane, const exec::Bin
   launch_quantize(launch, stream(lane));
 }
 
-// One launch of the element-wise kernel per rectangle: rearrangements move
-// operands between layouts once per execute, in as few rectangles as the
-// layouts allow.
+// One launch per rectangle: rearrangements move operands between layouts
+// once per execute, in as few rectangles as the layouts allow. A rectangle
+// that keeps its storage order and is not conjugated is a plain copy, in
+// the widest words its layout allows (as the host backend does); the others
+// go through the element-wise kernel.
 void CudaBackend::rearrange(const plan::RearrangeOp& op, int lane, const exec::Bindings& bindings) {
   DeviceGuard guard(device_);
+  const bool conjugate = op.src_op == Op::C;
   kernels::for_each_rectangle(op, bindings, [&](const exec::MatrixRef& dst, const exec::MatrixRef& src) {
+    if (!conjugate && src.order == dst.order && src.dtype == dst.dtype) {
+      launch_copy(kernels::copy_geometry(dst, src), stream(lane));
+      return;
+    }
     EpilogueLaunch launch;
     launch.dst_type = dst.dtype;
     launch.dst = dst.data;

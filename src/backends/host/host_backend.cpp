@@ -12,6 +12,7 @@
 #include "core/checked.hpp"
 #include "core/error.hpp"
 #include "kernels/copy.hpp"
+#include "kernels/copy_geometry.hpp"
 #include "kernels/copy_words.hpp"
 #include "kernels/dequantize.hpp"
 #include "kernels/epilogue.hpp"
@@ -244,17 +245,7 @@ void copy_words(const kernels::WordCopy& w, void* dst, const void* src) {
 // the layouts allow (kernels/copy_words.hpp: the CUDA backend's copies are
 // cut the same way, so every host test of a schedule's copies checks it).
 void copy_bits(const exec::MatrixRef& dst, const exec::MatrixRef& src) {
-  kernels::CopyGeometry g;
-  g.element_bytes = dtype_size(dst.dtype);
-  g.dst = dst.data;
-  g.dst_ld = dst.ld;
-  g.dst_row_major = dst.order == Order::RowMajor;
-  g.src = src.data;
-  g.src_ld = src.ld;
-  g.src_row_major = src.order == Order::RowMajor;
-  g.rows = dst.rows;
-  g.cols = dst.cols;
-  const kernels::WordCopy w = kernels::widest_word_copy(g);
+  const kernels::WordCopy w = kernels::widest_word_copy(kernels::copy_geometry(dst, src));
   switch (w.word_bytes) {
     case 1: copy_words<uint8_t>(w, dst.data, src.data); return;
     case 2: copy_words<uint16_t>(w, dst.data, src.data); return;
