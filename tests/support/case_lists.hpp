@@ -577,6 +577,13 @@ inline std::vector<Case> fp8_cases(const CaseListOptions& options, std::mt19937_
             c.algorithm = WEAVE_ALGORITHM_DIRECT;
             c.direction = WEAVE_DIRECTION_AUTO;
           }
+          // The reductions' pipelined and hierarchical plans (what groups
+          // across nodes run automatically) with FP8 products too; AG-GEMM's
+          // gather unscaled rows only (refused for FP8).
+          if (op != WEAVE_AG_GEMM && counter % 10 == 1) {
+            c.algorithm = counter % 20 == 1 ? WEAVE_ALGORITHM_HIERARCHICAL : WEAVE_ALGORITHM_PIPELINED;
+            c.direction = WEAVE_DIRECTION_AUTO;
+          }
           c.progress = counter % 3 == 1 ? WEAVE_PROGRESS_THREAD : WEAVE_PROGRESS_TILES;
           c.grid = counter % 7 == 3 ? GridKind::Rows2D : GridKind::Column1D;
           c.gathered = op == WEAVE_AG_GEMM && counter % 2 == 1;
