@@ -53,7 +53,11 @@ cmake --build "$build" --parallel "${WEAVE_BUILD_JOBS:-2}" --target weave_fuzz_p
 rm -rf "$build/findings"
 mkdir -p "$build/corpus" "$build/findings"
 # allocator_may_return_null=1: a workspace too large for the machine is
-# WEAVE_ERROR_OUT_OF_MEMORY, not an abort. Leaks inside Open MPI's own
+# WEAVE_ERROR_OUT_OF_MEMORY, not an abort. max_allocation_size_mb=2048:
+# allocations beyond 2 GiB fail the same way, before libFuzzer's malloc hook
+# (whose limit is -rss_limit_mb) would report a plan's legitimately large
+# workspace for a large problem (16 GiB of emulation scratch, found by a
+# 15-minute run) as the fuzzer running out of memory. Leaks inside Open MPI's own
 # machinery are suppressed as in the sanitizer check (scripts/lsan.supp),
 # which names them from whole stacks: the slow unwinder (Open MPI has no
 # frame pointers), and the launcher's dlclose (scripts/sanitizer-launcher.sh).
@@ -63,7 +67,7 @@ mkdir -p "$build/corpus" "$build/findings"
 # tests); the per-input leak check still sees every allocation of Weave's.
 suppressions="$build/lsan-fuzz.supp"
 cat "$root/scripts/lsan.supp" "$root/scripts/lsan-timeouts.supp" > "$suppressions"
-export ASAN_OPTIONS="allocator_may_return_null=1:detect_leaks=1:fast_unwind_on_malloc=0:malloc_context_size=48"
+export ASAN_OPTIONS="allocator_may_return_null=1:max_allocation_size_mb=2048:detect_leaks=1:fast_unwind_on_malloc=0:malloc_context_size=48"
 export LSAN_OPTIONS="suppressions=$suppressions:print_suppressions=0"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
