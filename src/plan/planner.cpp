@@ -153,14 +153,19 @@ const TransportDescription& automatic_transport(bool device, const Problem& prob
   fail(WEAVE_ERROR_INTERNAL, "no transport of the table moves ", device ? "device" : "host", " memory");
 }
 
-// Chunks per shard of a device direct reduction: asked for (descriptor,
-// then WEAVE_CHUNKS), else the direct chunk rule.
+// Chunks per shard asked for: the descriptor's, else WEAVE_CHUNKS; 0 when
+// neither asks.
+int asked_chunks_per_shard(const weave_plan_desc_t& desc, const Environment& env) {
+  if (desc.chunks_per_shard > 0) return desc.chunks_per_shard;
+  return static_cast<int>(env_integer(env, "WEAVE_CHUNKS", 0, 1, kMaxChunksPerShard));
+}
+
+// Chunks per shard of a device direct reduction: asked for, else the direct
+// chunk rule.
 int direct_chunks_asked_or_default(const weave_plan_desc_t& desc, const Problem& problem, const Environment& env,
                                    const TransportDescription& transport) {
-  if (desc.chunks_per_shard > 0) return desc.chunks_per_shard;
-  const int from_env = static_cast<int>(env_integer(env, "WEAVE_CHUNKS", 0, 1, kMaxChunksPerShard));
-  if (from_env > 0) return from_env;
-  return default_chunks(problem, Backend::Cuda, Algorithm::Direct, transport.reads_peer_memory);
+  const int asked = asked_chunks_per_shard(desc, env);
+  return asked > 0 ? asked : default_chunks(problem, Backend::Cuda, Algorithm::Direct, transport.reads_peer_memory);
 }
 
 // A transport asked for, or chosen, must be built and move the plan's memory.
@@ -396,11 +401,13 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
         if (reductions_across_nodes && caps.calibration && caps.calibration->reduce_scatter.seconds_per_byte > 0)
           reduction_bytes_per_s = 1.0 / caps.calibration->reduce_scatter.seconds_per_byte;
         const bool several_per_node = caps.nodes.ranks_per_node() > 1;
-        const bool across_nodes_large_enough = flops >= kAcrossNodesReductionMinFlops;
-        const bool pipelined_across_nodes = reductions_across_nodes && several_per_node && across_nodes_large_enough &&
-                                            reduction_bytes_per_s >= kPipelinedAcrossNodesMinBytesPerSecond;
-        const bool hierarchical_across_nodes = reductions_across_nodes && several_per_node &&
-                                               across_nodes_large_enough && reduction_bytes_per_s > 0 &&
+        // Where the rule takes an overlapped plan: nodes of several ranks,
+        // from the smallest shape measured.
+        const bool across_nodes_rule_applies =
+            reductions_across_nodes && several_per_node && flops >= kAcrossNodesReductionMinFlops;
+        const bool pipelined_across_nodes =
+            across_nodes_rule_applies && reduction_bytes_per_s >= kPipelinedAcrossNodesMinBytesPerSecond;
+        const bool hierarchical_across_nodes = across_nodes_rule_applies && reduction_bytes_per_s > 0 &&
                                                reduction_bytes_per_s < kPipelinedAcrossNodesMinBytesPerSecond;
         // Where no other measured rule covers the links (host plans; device
         // AG-GEMM whose group spans several nodes, over NCCL) the model
@@ -410,8 +417,12 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
         bool calibrate = true;
         env_choice<bool>(env, "WEAVE_CALIBRATE", {{"1", true}, {"0", false}}, &calibrate);
         const bool too_small = r.backend == Backend::Cuda && problem.group_size > 1 && flops < min_flops &&
-                               !(reductions_across_nodes && several_per_node && across_nodes_large_enough);
+                               !across_nodes_rule_applies;
         const double k_per_peer = direct_all_reduce_k_per_peer(problem);  // the reductions' rules below
+        // The wire the flags ask for, as the schedule reads them (for those
+        // rules, the model and the 16-bit check below).
+        ScheduleOptions reduce_flags;
+        set_reduction_flags(desc.flags, reduce_flags);
         // Those rules trade the direct algorithm for the sequential plan only
         // where the sequential plan moves no more bytes: by default it moves
         // float32 partial sums (one rounding) where the direct algorithm
@@ -421,8 +432,6 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
         // WEAVE_FLAG_REDUCE_IN_OUTPUT_TYPE (16-bit partial sums) or
         // WEAVE_FLAG_REDUCE_IN_ACCUMULATION_TYPE (float32 products) both move
         // the same bytes.
-        ScheduleOptions reduce_flags;
-        set_reduction_flags(desc.flags, reduce_flags);
         const bool sequential_moves_no_more =
             reduction && dtype_size(reduction_wire(problem, reduce_flags, Algorithm::Sequential).type) <=
                              dtype_size(reduction_wire(problem, reduce_flags, Algorithm::Direct).type);
@@ -460,8 +469,6 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
             notes += str(" sequential chosen: across ", caps.nodes.summary(), " the reductions' choice needs the "
                          "link's calibration;");
         } else if (model_applies && calibrate && caps.calibration) {
-          ScheduleOptions wire;
-          set_reduction_flags(desc.flags, wire);
           // A backward or bidirectional direction asked for is a ring's.
           const auto env_direction = env.find("WEAVE_DIRECTION");
           const bool ring_asked =
@@ -477,9 +484,7 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
           } else {
             notes += " the model weighs the ring alone against the sequential plan: a ring direction was asked for;";
           }
-          const int asked_chunks = desc.chunks_per_shard > 0
-                                       ? desc.chunks_per_shard
-                                       : static_cast<int>(env_integer(env, "WEAVE_CHUNKS", 0, 1, kMaxChunksPerShard));
+          const int asked_chunks = asked_chunks_per_shard(desc, env);
           // What the measured rules run: on the host the ring (which beat the
           // sequential plan wherever it was measured, doc/performance.md);
           // across nodes nothing was measured.
@@ -489,7 +494,7 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
           Calibration measured = *caps.calibration;
           if (r.backend == Backend::Host && caps.cores_per_rank < 2) measured.overlap_efficiency = 0;
           const ModelChoice choice =
-              choose_by_model(problem, wire, candidates, asked_chunks,
+              choose_by_model(problem, reduce_flags, candidates, asked_chunks,
                               default_chunks(problem, r.backend, Algorithm::Ring, false), measured, caps.nodes, incumbent);
           algorithm = static_cast<int>(choice.chosen.algorithm);
           model_chunks = choice.chosen.chunks;
@@ -532,9 +537,7 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
         // made, saying so.)
         if (reduction && P > 1 &&
             (algorithm == WEAVE_ALGORITHM_SEQUENTIAL || algorithm == WEAVE_ALGORITHM_PIPELINED)) {
-          ScheduleOptions flags;
-          set_reduction_flags(desc.flags, flags);
-          const ReductionWire wire = reduction_wire(problem, flags, static_cast<Algorithm>(algorithm));
+          const ReductionWire wire = reduction_wire(problem, reduce_flags, static_cast<Algorithm>(algorithm));
           if (wire.summed_by_collective && dtype_size(wire.type) == 2 && transport->collectives == Collectives::Own &&
               !transport->own_collectives_sum_16_bit) {
             notes += str(" ring chosen: the ", algorithm_name(static_cast<Algorithm>(algorithm)), " plan's ",
@@ -647,18 +650,16 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
       r.schedule.all_reduce_one_shot = one_shot;
     }
     require_count("chunks_per_shard", desc.chunks_per_shard, kMaxChunksPerShard, "the chunks Weave cuts a shard into");
-    int chunks = desc.chunks_per_shard;
+    int chunks = asked_chunks_per_shard(desc, env);
     // A bidirectional reduction ring sends half of every shard each way, so it
     // needs two chunks at least; AG-GEMM sends whole shards either way.
     bool halves =
         r.schedule.direction == Direction::Bidirectional && reduction && r.schedule.algorithm == Algorithm::Ring;
-    const bool chunks_asked_for = chunks > 0;
-    if (chunks == 0) {
-      chunks = static_cast<int>(env_integer(env, "WEAVE_CHUNKS", 0, 1, kMaxChunksPerShard));
-      if (chunks == 0) chunks = model_chunks > 0 && r.schedule.algorithm != Algorithm::Sequential
-                                    ? model_chunks
-                                    : default_chunks(problem, r.backend, r.schedule.algorithm, peer_sums);
-    }
+    const bool chunks_asked_for = desc.chunks_per_shard > 0;
+    if (chunks == 0)
+      chunks = model_chunks > 0 && r.schedule.algorithm != Algorithm::Sequential
+                   ? model_chunks
+                   : default_chunks(problem, r.backend, r.schedule.algorithm, peer_sums);
     if (halves && chunks < 2 && direction_chosen_here) {
       // Whole shards were asked for (argument or WEAVE_CHUNKS) and the
       // direction was left to us: a forward ring honours both.
