@@ -14,6 +14,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/copy.hpp"
+
 namespace weave::internal::kernels {
 
 // A copy of rows x cols elements of element_bytes each, in each side's
@@ -74,6 +76,35 @@ inline WordCopy widest_word_copy(const CopyGeometry& g) {
   w.rows = g.dst_row_major ? runs : minor_words;
   w.cols = g.dst_row_major ? minor_words : runs;
   return w;
+}
+
+// Calls visit(Word{}) with the unsigned word of `bytes` (1, 2, 4, 8 or 16);
+// false for none.
+template <class Visit>
+bool visit_word(std::size_t bytes, Visit&& visit) {
+  switch (bytes) {
+    case 1: visit(uint8_t{}); return true;
+    case 2: visit(uint16_t{}); return true;
+    case 4: visit(uint32_t{}); return true;
+    case 8: visit(uint64_t{}); return true;
+    case 16: visit(Word16{}); return true;
+  }
+  return false;
+}
+
+// The copy functor that moves `w` (Word of w.word_bytes bytes) from src to dst.
+template <class Word>
+CopyFunctor<Word> word_copy_functor(const WordCopy& w, void* dst, const void* src) {
+  CopyFunctor<Word> f;
+  f.dst = static_cast<Word*>(dst);
+  f.dst_ld = w.dst_ld;
+  f.dst_row_major = w.dst_row_major;
+  f.src = static_cast<const Word*>(src);
+  f.src_ld = w.src_ld;
+  f.src_row_major = w.src_row_major;
+  f.rows = w.rows;
+  f.cols = w.cols;
+  return f;
 }
 
 }  // namespace weave::internal::kernels

@@ -19,32 +19,18 @@ namespace {
 using weave::internal::kernels::CopyFunctor;
 using weave::internal::kernels::CopyGeometry;
 using weave::internal::kernels::widest_word_copy;
-using weave::internal::kernels::Word16;
 using weave::internal::kernels::WordCopy;
 
 template <class Word>
 void run_copy(const WordCopy& w, void* dst, const void* src) {
-  CopyFunctor<Word> f;
-  f.dst = static_cast<Word*>(dst);
-  f.dst_ld = w.dst_ld;
-  f.dst_row_major = w.dst_row_major;
-  f.src = static_cast<const Word*>(src);
-  f.src_ld = w.src_ld;
-  f.src_row_major = w.src_row_major;
-  f.rows = w.rows;
-  f.cols = w.cols;
+  const CopyFunctor<Word> f = weave::internal::kernels::word_copy_functor<Word>(w, dst, src);
   for (int64_t index = 0; index < f.size(); ++index) f(index);
 }
 
 void copy_in_words(const WordCopy& w, void* dst, const void* src) {
-  switch (w.word_bytes) {
-    case 1: run_copy<uint8_t>(w, dst, src); return;
-    case 2: run_copy<uint16_t>(w, dst, src); return;
-    case 4: run_copy<uint32_t>(w, dst, src); return;
-    case 8: run_copy<uint64_t>(w, dst, src); return;
-    case 16: run_copy<Word16>(w, dst, src); return;
-  }
-  FAIL() << "word of " << w.word_bytes << " bytes";
+  const bool known =
+      weave::internal::kernels::visit_word(w.word_bytes, [&](auto word) { run_copy<decltype(word)>(w, dst, src); });
+  EXPECT_TRUE(known) << "word of " << w.word_bytes << " bytes";
 }
 
 TEST(CopyWords, WidestWordTheLayoutsAllow) {

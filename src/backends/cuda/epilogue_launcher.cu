@@ -116,25 +116,12 @@ __global__ void copy_kernel(kernels::CopyFunctor<Word> f) {
       f.apply(minor, major);
 }
 
-// Calls visit(Word{}) with the unsigned word of `bytes`; false for none.
-template <class Visit>
-bool visit_word(std::size_t bytes, Visit&& visit) {
-  switch (bytes) {
-    case 1: visit(uint8_t{}); return true;
-    case 2: visit(uint16_t{}); return true;
-    case 4: visit(uint32_t{}); return true;
-    case 8: visit(uint64_t{}); return true;
-    case 16: visit(kernels::Word16{}); return true;
-  }
-  return false;
-}
-
 }  // namespace
 
 void prepare_copy(std::size_t element_bytes) {
   // Every word a copy of such elements may move in (launch_copy widens).
   for (std::size_t word_bytes = element_bytes; word_bytes <= 16; word_bytes *= 2)
-    if (!visit_word(word_bytes, [](auto word) {
+    if (!kernels::visit_word(word_bytes, [](auto word) {
           cudaFuncAttributes attributes{};
           WEAVE_CUDA_CHECK(cudaFuncGetAttributes(&attributes, copy_kernel<decltype(word)>));
         }))
@@ -145,17 +132,9 @@ void launch_copy(const CopyLaunch& launch, cudaStream_t stream) {
   if (launch.rows == 0 || launch.cols == 0) return;
   // In the widest words the layouts allow (kernels/copy_words.hpp).
   const kernels::WordCopy w = kernels::widest_word_copy(launch);
-  const bool known = visit_word(w.word_bytes, [&](auto word) {
+  const bool known = kernels::visit_word(w.word_bytes, [&](auto word) {
     using Word = decltype(word);
-    kernels::CopyFunctor<Word> f;
-    f.dst = static_cast<Word*>(launch.dst);
-    f.dst_ld = w.dst_ld;
-    f.dst_row_major = w.dst_row_major;
-    f.src = static_cast<const Word*>(launch.src);
-    f.src_ld = w.src_ld;
-    f.src_row_major = w.src_row_major;
-    f.rows = w.rows;
-    f.cols = w.cols;
+    const kernels::CopyFunctor<Word> f = kernels::word_copy_functor<Word>(w, launch.dst, launch.src);
     const dim3 blocks(static_cast<unsigned>(std::min(kMaxBlocksX, (f.minor_extent() + kThreadsPerBlock - 1) / kThreadsPerBlock)),
                       static_cast<unsigned>(std::min(kMaxBlocksY, f.major_extent())));
     copy_kernel<Word><<<blocks, kThreadsPerBlock, 0, stream>>>(f);

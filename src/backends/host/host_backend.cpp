@@ -227,33 +227,15 @@ bool visit_epilogue_pair(DType dst, DType src, Visit&& visit) {
   return false;
 }
 
-template <class Word>
-void copy_words(const kernels::WordCopy& w, void* dst, const void* src) {
-  kernels::CopyFunctor<Word> f;
-  f.dst = static_cast<Word*>(dst);
-  f.dst_ld = w.dst_ld;
-  f.dst_row_major = w.dst_row_major;
-  f.src = static_cast<const Word*>(src);
-  f.src_ld = w.src_ld;
-  f.src_row_major = w.src_row_major;
-  f.rows = w.rows;
-  f.cols = w.cols;
-  run_on_host("weave::internal::copy", f);
-}
-
 // dst = src, bits unchanged, for elements of any size, in the widest words
 // the layouts allow (kernels/copy_words.hpp: the CUDA backend's copies are
 // cut the same way, so every host test of a schedule's copies checks it).
 void copy_bits(const exec::MatrixRef& dst, const exec::MatrixRef& src) {
   const kernels::WordCopy w = kernels::widest_word_copy(kernels::copy_geometry(dst, src));
-  switch (w.word_bytes) {
-    case 1: copy_words<uint8_t>(w, dst.data, src.data); return;
-    case 2: copy_words<uint16_t>(w, dst.data, src.data); return;
-    case 4: copy_words<uint32_t>(w, dst.data, src.data); return;
-    case 8: copy_words<uint64_t>(w, dst.data, src.data); return;
-    case 16: copy_words<kernels::Word16>(w, dst.data, src.data); return;
-  }
-  fail(WEAVE_ERROR_INTERNAL, "no copy for ", w.word_bytes, "-byte words");
+  const bool known = kernels::visit_word(w.word_bytes, [&](auto word) {
+    run_on_host("weave::internal::copy", kernels::word_copy_functor<decltype(word)>(w, dst.data, src.data));
+  });
+  if (!known) fail(WEAVE_ERROR_INTERNAL, "no copy for ", w.word_bytes, "-byte words");
 }
 
 // op(X) (rows x cols) into `out` (float32, column-major, ld rows), with its
