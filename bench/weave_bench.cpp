@@ -488,7 +488,8 @@ int main(int argc, char** argv) {
   app.add_option("--variants", o.variants,
                  "more plans to time, each transport/direction/chunks[/algorithm[/streams[/WEAVE_NAME=VALUE+...]]], "
                  "e.g. nccl/bidirectional/2, copy_engine/auto/4/direct, sm/auto/0/direct, auto/auto/0/auto/2, "
-                 "auto/auto/0/auto/0/WEAVE_COMM_PRIORITY=normal (variables set while that plan is created)")
+                 "auto/auto/0/auto/0/WEAVE_COMM_PRIORITY=normal (variables set while that plan is created); a variant "
+                 "Weave refuses for an operation is left out with its reason")
       ->delimiter(',');
   app.add_option("--streams", o.streams, "compute streams (0: automatic)");
   app.add_option("--trace", o.trace, "write the trace of the last weave execute to this path (%r = rank)");
@@ -583,8 +584,19 @@ int main(int argc, char** argv) {
         variant_plans.push_back(nullptr);
         for (const PlanChoice& choice : variants) {
           if (choice.algorithm == WEAVE_ALGORITHM_DIRECT && op == WEAVE_AG_GEMM) continue;  // reductions only
+          // A variant the library refuses for this operation and type (e.g.
+          // the pipelined AG-GEMM of FP8 rows, whose scales it does not
+          // gather) is left out with the reason; plan creation fails on
+          // every rank alike, so every rank leaves it out.
+          try {
+            variant_plans.push_back(std::make_unique<weave::Plan>(c.plan(grid, o, choice, o.reduce_in_output_type)));
+          } catch (const weave::Error& e) {
+            if (e.status() != WEAVE_ERROR_UNSUPPORTED && e.status() != WEAVE_ERROR_INVALID_VALUE && e.status() != WEAVE_ERROR_NOT_COMPILED) throw;
+            if (g_rank == 0)
+              std::printf("%-8s %-34s refused: %s\n", op_name(op), (shape.label() + " " + choice.label).c_str(), e.what());
+            continue;
+          }
           choices.push_back(choice);
-          variant_plans.push_back(std::make_unique<weave::Plan>(c.plan(grid, o, choice, o.reduce_in_output_type)));
         }
         auto plan_of = [&](std::size_t i) -> const weave::Plan& {
           return variant_plans[i] ? *variant_plans[i] : weave_default;

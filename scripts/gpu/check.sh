@@ -133,6 +133,9 @@
 #                    "--preset tp --iterations 5 --warmup 2")
 #   EMULATED_VARIANTS    its variants (default nccl/auto/0/ring,nccl/auto/0/pipelined,
 #                    and nccl/auto/0/hierarchical on 2 x 2)
+#   EMULATED_DTYPES  element types of the emulated benchmark, each one run
+#                    (default "bf16"; "bf16 fp8" adds FP8 e4m3 with row-wise
+#                    scales and bf16 C, outputs ...-emulated-<flavour>-fp8.*)
 #   EMULATED_TIMEOUT seconds each emulated benchmark may take (default 240)
 #
 # Exit status: 0 when every gpu test passed; 1 when a step or a test failed;
@@ -553,19 +556,27 @@ emulated $network: $(grep -E "tests passed|tests failed" "$log" | tail -n 1) (lo
     if [ -z "${EMULATED_VARIANTS:-}" ] && [ "$ranks" -ge 4 ]; then variants="$variants,nccl/auto/0/hierarchical"; fi
     local launcher=(mpirun -np "$ranks" --allow-run-as-root --oversubscribe --bind-to none)
     for variable in "${FORWARDED[@]}" WEAVE_EMULATED_NODES WEAVE_EMULATED_NETWORK; do launcher+=(-x "$variable"); done
-    local name="bench-${ranks}gpu-emulated-$network"
-    # shellcheck disable=SC2086
-    timeout "${EMULATED_TIMEOUT:-240}" "${launcher[@]}" sh "$ROOT/scripts/emulate-nodes.sh" "$BUILD_DIR/bench/weave-bench" \
-      --backend cuda --dtype bf16 ${EMULATED_BENCH_ARGS:---preset tp --iterations 5 --warmup 2} \
-      --variants "$variants" --json "$OUT/$name.json" 2>&1 | tee "$OUT/$name.txt" ||
-      say "emulated weave-bench ($network) failed or ran out of time"
-    if [ -f "$OUT/$name.json" ]; then
-      local staged=()
-      if [ "$network" = host-staged ]; then staged=(--host-staged); fi
-      python3 "$ROOT/bench/emulated_targets.py" "$OUT/$name.json" "${staged[@]}" | tee "$OUT/$name-targets.txt" || true
-      EMULATED_SUMMARY="$EMULATED_SUMMARY
-emulated $network benchmark: $(tail -n 1 "$OUT/$name-targets.txt") ($OUT/$name-targets.txt)"
-    fi
+    local dtype
+    for dtype in ${EMULATED_DTYPES:-bf16}; do
+      local name="bench-${ranks}gpu-emulated-$network" type_args=(--dtype "$dtype")
+      # FP8 as the tensor-parallel codes run it: e4m3 row-wise scales, bf16 C.
+      if [ "$dtype" = fp8 ]; then
+        name="$name-fp8"
+        type_args+=(--scales rowwise)
+      fi
+      # shellcheck disable=SC2086
+      timeout "${EMULATED_TIMEOUT:-240}" "${launcher[@]}" sh "$ROOT/scripts/emulate-nodes.sh" "$BUILD_DIR/bench/weave-bench" \
+        --backend cuda "${type_args[@]}" ${EMULATED_BENCH_ARGS:---preset tp --iterations 5 --warmup 2} \
+        --variants "$variants" --json "$OUT/$name.json" 2>&1 | tee "$OUT/$name.txt" ||
+        say "emulated weave-bench ($network, $dtype) failed or ran out of time"
+      if [ -f "$OUT/$name.json" ]; then
+        local staged=()
+        if [ "$network" = host-staged ]; then staged=(--host-staged); fi
+        python3 "$ROOT/bench/emulated_targets.py" "$OUT/$name.json" "${staged[@]}" | tee "$OUT/$name-targets.txt" || true
+        EMULATED_SUMMARY="$EMULATED_SUMMARY
+emulated $network $dtype benchmark: $(tail -n 1 "$OUT/$name-targets.txt") ($OUT/$name-targets.txt)"
+      fi
+    done
   fi
   unset WEAVE_EMULATED_NODES WEAVE_EMULATED_NETWORK
 }
