@@ -187,9 +187,16 @@ std::shared_ptr<plan::Calibration> measure_links(Runner& runner, const GroupView
     const int node = nodes.node_of_rank[static_cast<std::size_t>(r)];
     const auto& mine = members[static_cast<std::size_t>(node)];
     const int local = static_cast<int>(std::find(mine.begin(), mine.end(), r) - mine.begin());
-    exchange(mine[static_cast<std::size_t>((local + 1) % L)], mine[static_cast<std::size_t>((local - 1 + L) % L)]);
-    exchange(members[static_cast<std::size_t>((node + 1) % N)][static_cast<std::size_t>(local)],
-             members[static_cast<std::size_t>((node - 1 + N) % N)][static_cast<std::size_t>(local)]);
+    const plan::ExchangePartners within{mine[static_cast<std::size_t>((local + 1) % L)],
+                                        mine[static_cast<std::size_t>((local - 1 + L) % L)]};
+    const plan::ExchangePartners between{members[static_cast<std::size_t>((node + 1) % N)][static_cast<std::size_t>(local)],
+                                         members[static_cast<std::size_t>((node - 1 + N) % N)][static_cast<std::size_t>(local)]};
+    exchange(within.send_to, within.receive_from);
+    exchange(between.send_to, between.receive_from);
+    // Both at once, at the larger size: whether they share a path (nodes
+    // emulated on one host through host memory do; NVLink within and a
+    // network between do not).
+    times.push_back(runner.seconds(plan::concurrent_exchange_calibration(p, within, between, elements(large, type)), p));
   }
   const std::vector<double> t = slowest(group, times);
   auto calibration = std::make_shared<plan::Calibration>();
@@ -202,6 +209,7 @@ std::shared_ptr<plan::Calibration> measure_links(Runner& runner, const GroupView
     calibration->levels = true;
     calibration->within_node = fit(8);
     calibration->between_nodes = fit(10);
+    calibration->levels_shared = plan::shared_path_fraction(t[9], t[11], t[12]);
   }
   return calibration;
 }

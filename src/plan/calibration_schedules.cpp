@@ -24,15 +24,30 @@ Schedule gemm_calibration(const Problem& problem, int64_t m, int64_t n, int64_t 
   return b.finish_schedule(Algorithm::Sequential, Direction::Forward, 1);
 }
 
-Schedule exchange_calibration(const Problem& problem, int send_to, int receive_from, int64_t elements) {
+namespace {
+
+Schedule exchanges(const Problem& problem, const std::vector<ExchangePartners>& partners, int64_t elements) {
   const ScheduleOptions options;
   ScheduleBuilder b(problem, options);
-  const int out = b.add_workspace("outgoing", elements, 1, problem.dtype, Order::ColMajor);
-  const int in = b.add_workspace("incoming", elements, 1, problem.dtype, Order::ColMajor);
   const int batch = b.next_batch();
-  b.add_step(SendOp{b.whole(out), send_to, 0}, kCommLane, {}, "send", batch);
-  b.add_step(RecvOp{b.whole(in), receive_from, 0}, kCommLane, {}, "receive", batch);
+  for (const ExchangePartners& with : partners) {
+    const int out = b.add_workspace("outgoing", elements, 1, problem.dtype, Order::ColMajor);
+    const int in = b.add_workspace("incoming", elements, 1, problem.dtype, Order::ColMajor);
+    b.add_step(SendOp{b.whole(out), with.send_to, 0}, kCommLane, {}, "send", batch);
+    b.add_step(RecvOp{b.whole(in), with.receive_from, 0}, kCommLane, {}, "receive", batch);
+  }
   return b.finish_schedule(Algorithm::Ring, Direction::Forward, 1);
+}
+
+}  // namespace
+
+Schedule exchange_calibration(const Problem& problem, int send_to, int receive_from, int64_t elements) {
+  return exchanges(problem, {ExchangePartners{send_to, receive_from}}, elements);
+}
+
+Schedule concurrent_exchange_calibration(const Problem& problem, ExchangePartners first, ExchangePartners second,
+                                         int64_t elements) {
+  return exchanges(problem, {first, second}, elements);
 }
 
 Schedule collective_calibration(const Problem& problem, CollectiveKind kind, int64_t elements, DType type) {

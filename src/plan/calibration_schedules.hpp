@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "plan/schedule.hpp"
 
@@ -20,6 +21,14 @@ Schedule gemm_calibration(const Problem& problem, int64_t m, int64_t n, int64_t 
 // Send `elements` to group rank `send_to` while receiving as many from
 // `receive_from` (one batch).
 Schedule exchange_calibration(const Problem& problem, int send_to, int receive_from, int64_t elements);
+
+// Two such exchanges at once, one batch: whether exchanges with two
+// partners (one in this node, one in another) share a path.
+struct ExchangePartners {
+  int send_to = 0, receive_from = 0;
+};
+Schedule concurrent_exchange_calibration(const Problem& problem, ExchangePartners first, ExchangePartners second,
+                                         int64_t elements);
 
 // One collective over a buffer of `elements` per rank: all-gather (each
 // rank's part elements / P), reduce-scatter (each rank contributes all of

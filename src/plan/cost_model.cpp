@@ -1,6 +1,7 @@
 #include "plan/cost_model.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <initializer_list>
 #include <numeric>
@@ -52,9 +53,18 @@ std::string Calibration::summary() const {
                          "; point to point ", rate(point_to_point),
                          "; all-gather ", rate(all_gather), "; reduce-scatter ", rate(reduce_scatter), "; all-reduce ",
                          rate(all_reduce));
-  if (levels) text += str("; within a node ", rate(within_node), ", between nodes ", rate(between_nodes));
+  if (levels)
+    text += str("; within a node ", rate(within_node), ", between nodes ", rate(between_nodes), " (together ",
+                levels_shared > 0 ? str("sharing ", std::lround(levels_shared * 100), "% of one path") : std::string("on separate paths"),
+                ")");
   if (overlap_efficiency < 1) text += str("; overlap hides ", overlap_efficiency * 100, "% of the shorter work");
   return text;
+}
+
+double shared_path_fraction(double within_s, double between_s, double both_s) {
+  const double longer = std::max(within_s, between_s), shorter = std::min(within_s, between_s);
+  if (!(shorter > 0) || !(both_s > 0)) return 0;
+  return std::clamp((both_s - longer) / shorter, 0.0, 1.0);
 }
 
 double predict_seconds(const Problem& p, const ScheduleOptions& o, Algorithm algorithm, int chunks,
@@ -90,6 +100,13 @@ double predict_seconds(const Problem& p, const ScheduleOptions& o, Algorithm alg
   const int L = std::max(1, nodes.ranks_per_node()), Nn = std::max(1, nodes.nodes);
   const LinkCost& within = cal.levels ? cal.within_node : p2p;
   const LinkCost& between = cal.levels ? cal.between_nodes : p2p;
+  // Transfers within and between nodes at once: the longer, plus the share
+  // of the shorter that their shared path (calibrated) or the cores that
+  // drive them (the overlap efficiency) cost it.
+  const double shared = std::max(std::clamp(cal.levels_shared, 0.0, 1.0), 1 - e);
+  auto both_levels = [shared](double within_s, double between_s) {
+    return std::max(within_s, between_s) + shared * std::min(within_s, between_s);
+  };
   switch (algorithm) {
     case Algorithm::Sequential:
       if (ag) return cal.all_gather.time(whole) + G;
@@ -124,18 +141,16 @@ double predict_seconds(const Problem& p, const ScheduleOptions& o, Algorithm alg
       // reductions: the products of L - 1 local ranks' columns).
       const double x_between = between.time((Nn - 1) * shard / c);
       const double x_within = within.time((L - 1) * Nn * shard / c);
+      const double x_levels = both_levels(x_within, x_between);
       if (ag) {
         const double g = G * (P - 1) / P / c;
-        return together({G / P, x_between}) + (c - 1) * together({g, x_between, x_within}) + together({g, x_within}) + g;
+        return together({G / P, x_between}) + (c - 1) * together({g, x_levels}) + together({g, x_within}) + g;
       }
       const double g = G / c;
-      double t = g + (c - 1) * together({g, x_within, x_between}) + x_within + x_between;
-      // The finished rows: between nodes and within them side by side, as
-      // far as the overlap efficiency lets two transfers share the cores
-      // that drive them (on host ranks without a spare core, one after the
-      // other).
+      double t = g + (c - 1) * together({g, x_levels}) + x_within + x_between;
+      // The finished rows: between nodes and within them side by side.
       if (all_reduce)
-        t += together({between.time((Nn - 1) * finished_shard), within.time((L - 1) * Nn * finished_shard)});
+        t += both_levels(within.time((L - 1) * Nn * finished_shard), between.time((Nn - 1) * finished_shard));
       return t;
     }
     case Algorithm::Summa: break;  // WEAVE_GEMM is not the model's to choose

@@ -53,6 +53,11 @@ struct Calibration {
   // nodes.
   bool levels = false;
   LinkCost within_node, between_nodes;
+  // What exchanges within and between nodes cost each other when they run
+  // at once: the share of the shorter one added to the longer (0: separate
+  // paths, as NVLink within and a network between; 1: one path, as nodes
+  // emulated on one host through its memory). Measured with them.
+  double levels_shared = 0;
   // The share of the shorter of two things running side by side (a GEMM, a
   // transfer) that overlap hides: 1 where the transfers need no core the
   // GEMM wants (GPUs; a host rank with a spare core for a progress thread),
@@ -62,6 +67,11 @@ struct Calibration {
   double overlap_efficiency = 1;
   std::string summary() const;  // for describe
 };
+
+// levels_shared from the larger size's times of the exchange within a node
+// alone, between nodes alone, and both at once: (both - longer) / shorter,
+// in [0, 1].
+double shared_path_fraction(double within_s, double between_s, double both_s);
 
 // An overlapped plan is chosen only if predicted this much faster than the
 // sequential one (a fraction of the sequential time), and one of another

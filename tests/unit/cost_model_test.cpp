@@ -200,6 +200,62 @@ TEST(CostModel, HierarchicalAllReduceGainsNothingWithoutSpareCores) {
   EXPECT_NEAR(predict_seconds(ar, {}, Algorithm::Hierarchical, 2, c, nodes), fast_within, 0.02 * fast_within);
 }
 
+// Two emulated nodes of two GPUs on one host, host-staged NCCL: exchanges
+// within and between nodes both pass through the host's memory, and the
+// calibration saw them share that path. The measured case (4 x H100,
+// calibration as there): AG-GEMM 8192^3 with uneven shards, where the
+// hierarchical plan took 4.880 ms against the sequential plan's 4.147 and
+// the model, taking the two levels as separate paths, had predicted 4.01
+// against 4.74 and chosen it. With the path shared the hierarchical plan is
+// no longer predicted faster by the margin; where the levels are separate
+// (NVLink within, a network between) the prediction is unchanged.
+TEST(CostModel, LevelsThatShareAPathAddTheirTransfers) {
+  GroupCase g;
+  g.operation = Operation::AgGemm;
+  g.ranks = 4;
+  g.m = g.n = g.k = 8192;
+  g.dtype = DType::BF16;
+  auto ag = make_group_problems(g)[0];
+  // The benchmark's uneven shards of M and of N.
+  const std::vector<int64_t> counts{1792, 1952, 2136, 2312};
+  ag.m_split = weave::internal::Split::from_counts(counts, 8192, "M");
+  ag.n_split = weave::internal::Split::from_counts(counts, 8192, "N");
+  NodeLayout nodes;
+  nodes.node_of_rank = {0, 0, 1, 1};
+  nodes.nodes = 2;
+  Calibration c;
+  c.gemm_flops_per_s = 679637e9;
+  c.point_to_point = link(22.8, 30);
+  c.all_gather = link(31.4, 0);
+  c.reduce_scatter = link(29.9, 0);
+  c.all_reduce = link(15.6, 0);
+  c.levels = true;
+  c.within_node = link(22.4, 27.6);
+  c.between_nodes = link(22.8, 24.7);
+  const std::vector<Algorithm> candidates{Algorithm::Ring, Algorithm::Pipelined, Algorithm::Hierarchical};
+  const double separate = predict_seconds(ag, {}, Algorithm::Hierarchical, 4, c, nodes);
+  EXPECT_EQ(choose_by_model(ag, {}, candidates, 0, 1, c, nodes).chosen.algorithm, Algorithm::Hierarchical);
+  c.levels_shared = 1;
+  const double shared = predict_seconds(ag, {}, Algorithm::Hierarchical, 4, c, nodes);
+  EXPECT_GT(shared, 1.25 * separate);
+  const ModelChoice choice = choose_by_model(ag, {}, candidates, 0, 1, c, nodes);
+  EXPECT_NE(choice.chosen.algorithm, Algorithm::Hierarchical) << choice.why;
+  // Half a path shared: in between.
+  c.levels_shared = 0.5;
+  const double half = predict_seconds(ag, {}, Algorithm::Hierarchical, 4, c, nodes);
+  EXPECT_GT(half, separate);
+  EXPECT_LT(half, shared);
+}
+
+TEST(CostModel, SharedPathFractionFromThreeTimes) {
+  EXPECT_DOUBLE_EQ(shared_path_fraction(2.0, 1.0, 2.0), 0.0);  // both at once as the longer alone
+  EXPECT_DOUBLE_EQ(shared_path_fraction(2.0, 1.0, 3.0), 1.0);  // one after the other
+  EXPECT_DOUBLE_EQ(shared_path_fraction(1.0, 2.0, 2.5), 0.5);
+  EXPECT_DOUBLE_EQ(shared_path_fraction(2.0, 1.0, 1.5), 0.0);  // noise below the longer
+  EXPECT_DOUBLE_EQ(shared_path_fraction(2.0, 1.0, 9.0), 1.0);  // noise above the sum
+  EXPECT_DOUBLE_EQ(shared_path_fraction(0.0, 1.0, 1.0), 0.0);  // nothing measured
+}
+
 // --- The planner's use of it ----------------------------------------------
 
 Capabilities host_caps() {
