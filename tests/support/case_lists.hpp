@@ -483,6 +483,14 @@ inline std::vector<Case> fp8_device_cases(const CaseListOptions& options) {
           c.algorithm = counter % 4 == 3 ? WEAVE_ALGORITHM_SEQUENTIAL
                         : op != WEAVE_AG_GEMM && counter % 4 == 1 ? WEAVE_ALGORITHM_DIRECT
                                                                   : WEAVE_ALGORITHM_RING;
+          // The reductions' pipelined and hierarchical plans (what groups
+          // across nodes run automatically) with FP8 products too, one of
+          // them moving float32 partial sums (counters odd: kept when quick).
+          if (op != WEAVE_AG_GEMM && (counter % 8 == 5 || counter % 16 == 1)) {
+            c.algorithm = counter % 8 == 5 ? WEAVE_ALGORITHM_PIPELINED : WEAVE_ALGORITHM_HIERARCHICAL;
+            c.direction = WEAVE_DIRECTION_AUTO;
+            c.reduce_in_accumulation_type = counter % 16 == 13;
+          }
           c.gathered = op == WEAVE_AG_GEMM && variant == 1;
           c.repeats = counter % 5 == 0 ? 2 : 1;
           c.fresh_inputs = c.repeats > 1;
