@@ -389,26 +389,29 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
         // where nodes hold several ranks, pipelined over a fast calibrated
         // link and hierarchical over a slow one; nodes of one rank, or no
         // calibration (WEAVE_CALIBRATE=0), the sequential plan, which is
-        // never slower than itself. These plans pay by moving fewer or
-        // better-ordered bytes across the link, not only by overlap, so
-        // they run down to the smallest shape measured (1024x8192x8192 over
-        // 4 ranks, 34 GFLOP per rank: pipelined 0.56-0.59 x over the fast
-        // link, hierarchical 0.44-0.45 x over sockets), below which the
-        // sequential plan runs.
+        // never slower than itself. The hierarchical plan pays by moving
+        // fewer bytes across the link, not only by overlap, so it runs down
+        // to the smallest shape measured (1024x8192x8192 over 4 ranks, 34
+        // GFLOP per rank: 0.44-0.45 x over sockets on H100s, 0.81-0.96 x on
+        // H200s); the pipelined plan from one node's overlap threshold
+        // (at 34 GFLOP 0.56-0.59 x on H100s but 1.04-1.24 x on H200s).
         const bool reductions_across_nodes =
             own_collectives_anywhere && reduction && r.backend == Backend::Cuda && caps.nodes.nodes > 1;
         double reduction_bytes_per_s = 0;
         if (reductions_across_nodes && caps.calibration && caps.calibration->reduce_scatter.seconds_per_byte > 0)
           reduction_bytes_per_s = 1.0 / caps.calibration->reduce_scatter.seconds_per_byte;
         const bool several_per_node = caps.nodes.ranks_per_node() > 1;
-        // Where the rule takes an overlapped plan: nodes of several ranks,
-        // from the smallest shape measured.
+        // Where the rule may take an overlapped plan (nodes of several
+        // ranks, from the smallest shape measured): it then calibrates, and
+        // the link's rate picks the plan, each from its own size.
         const bool across_nodes_rule_applies =
-            reductions_across_nodes && several_per_node && flops >= kAcrossNodesReductionMinFlops;
+            reductions_across_nodes && several_per_node &&
+            flops >= std::min(kHierarchicalAcrossNodesMinFlops, kPipelinedAcrossNodesMinFlops);
+        const bool fast_link = reduction_bytes_per_s >= kPipelinedAcrossNodesMinBytesPerSecond;
         const bool pipelined_across_nodes =
-            across_nodes_rule_applies && reduction_bytes_per_s >= kPipelinedAcrossNodesMinBytesPerSecond;
-        const bool hierarchical_across_nodes = across_nodes_rule_applies && reduction_bytes_per_s > 0 &&
-                                               reduction_bytes_per_s < kPipelinedAcrossNodesMinBytesPerSecond;
+            across_nodes_rule_applies && fast_link && flops >= kPipelinedAcrossNodesMinFlops;
+        const bool hierarchical_across_nodes = across_nodes_rule_applies && reduction_bytes_per_s > 0 && !fast_link &&
+                                               flops >= kHierarchicalAcrossNodesMinFlops;
         // Where no other measured rule covers the links (host plans; device
         // AG-GEMM whose group spans several nodes, over NCCL) the model
         // chooses, from a calibration at plan creation (plan/cost_model.hpp).
@@ -458,7 +461,12 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
                        ", where the hierarchical reductions measured fastest (doc/performance.md);");
         } else if (reductions_across_nodes) {
           algorithm = WEAVE_ALGORITHM_SEQUENTIAL;
-          if (caps.calibration && !several_per_node)
+          if (across_nodes_rule_applies && fast_link)
+            notes += str(" sequential chosen: across ", caps.nodes.summary(), " over a link calibrated at ",
+                         reduction_bytes_per_s / 1e9, " GB/s the pipelined reductions pay from ",
+                         kPipelinedAcrossNodesMinFlops / 1e9, " GFLOP per rank, this is ", flops / 1e9,
+                         " (doc/performance.md);");
+          else if (caps.calibration && !several_per_node)
             notes += str(" sequential chosen: across ", caps.nodes.summary(), " (one rank per node) the pipelined "
                          "reductions measured faster in some runs and slower in others than the sequential plan "
                          "(doc/performance.md);");

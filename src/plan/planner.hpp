@@ -175,10 +175,16 @@ inline double direct_all_reduce_k_per_peer(const Problem& p) {
 // pipelined 0.50-0.91 x, one run); the bound lies between them
 // (planner.cpp, doc/performance.md). Not measured on a real network.
 constexpr double kPipelinedAcrossNodesMinBytesPerSecond = 16e9;
-// ... down to this many flops per rank (the smallest shape measured,
-// 1024x8192x8192 over 4 ranks, is 34 GFLOP), below which the sequential
-// plan runs.
-constexpr double kAcrossNodesReductionMinFlops = 32e9;
+// The hierarchical plan runs down to this many flops per rank (the smallest
+// shape measured, 1024x8192x8192 over 4 ranks, is 34 GFLOP: 0.44-0.45 x
+// sequential over sockets on 4 H100s, 0.81-0.96 x on 4 H200s), below which
+// the sequential plan runs.
+constexpr double kHierarchicalAcrossNodesMinFlops = 32e9;
+// The pipelined plan only from one node's overlap threshold: at 34 GFLOP
+// host-staged it took 0.56-0.59 x sequential on 4 H100s but 1.04-1.21 x
+// (bf16) and 1.12-1.24 x (FP8) on 4 H200s, whose sequential plan there was
+// twice as fast; from 4096x8192x8192 (137 GFLOP) it won on both.
+constexpr double kPipelinedAcrossNodesMinFlops = kDeviceOverlapMinFlops;
 
 // Limits of the plan descriptor's counts. Pieces of shards and steps grow
 // with chunks_per_shard (and MPI tags with twice group size times it); a
