@@ -140,6 +140,15 @@ class Runner {
   std::unique_ptr<transport::Transport> transport_;
 };
 
+// Rows cut unevenly enough to time their all-gather apart: the largest
+// part more than 2% above an even one (a balanced split's parts differ by
+// one row at most).
+bool uneven(const Split& rows) {
+  const int parts = rows.parts();
+  if (parts < 2 || rows.total() <= 0) return false;
+  return static_cast<double>(rows.max_count()) * parts > 1.02 * static_cast<double>(rows.total());
+}
+
 int64_t capped(int64_t dimension, int64_t cap) { return dimension <= 0 ? cap : std::min(dimension, cap); }
 
 int64_t elements(double bytes, DType type) {
@@ -162,7 +171,8 @@ std::vector<double> slowest(const GroupView& group, const std::vector<double>& t
 // The links: a point-to-point exchange and each collective at two sizes,
 // and for several nodes of several ranks exchanges within and between nodes.
 std::shared_ptr<plan::Calibration> measure_links(Runner& runner, const GroupView& group, const Problem& p,
-                                                 const NodeLayout& nodes, double large) {
+                                                 const NodeLayout& nodes, double large,
+                                                 const std::vector<int64_t>& uneven_rows) {
   const int P = group.size, r = group.rank;
   const DType type = p.dtype, summed = accumulation_type(p.dtype);
   const double sizes[] = {large * kSmallFraction, large};
@@ -175,8 +185,14 @@ std::shared_ptr<plan::Calibration> measure_links(Runner& runner, const GroupView
   for (plan::CollectiveKind kind :
        {plan::CollectiveKind::AllGather, plan::CollectiveKind::ReduceScatter, plan::CollectiveKind::AllReduce}) {
     const DType moved = kind == plan::CollectiveKind::AllGather ? type : summed;
+    // The all-gather in the plan's uneven proportions where it has them
+    // (the model's sequential AG-GEMM); the reduce-scatter's rate stays
+    // that of equal parts, which the reductions' rule across nodes reads.
+    const std::vector<int64_t> weights =
+        kind == plan::CollectiveKind::AllGather ? uneven_rows : std::vector<int64_t>{};
     for (double bytes : sizes)
-      times.push_back(runner.seconds(plan::collective_calibration(p, kind, elements(bytes, moved) / P * P, moved), p));
+      times.push_back(runner.seconds(
+          plan::collective_calibration(p, kind, elements(bytes, moved) / P * P, moved, weights), p));
   }
   const int L = nodes.ranks_per_node(), N = nodes.nodes;
   const bool levels = N > 1 && L > 1 && static_cast<int>(nodes.node_of_rank.size()) == P;
@@ -205,6 +221,7 @@ std::shared_ptr<plan::Calibration> measure_links(Runner& runner, const GroupView
   calibration->all_gather = fit(2);
   calibration->reduce_scatter = fit(4);
   calibration->all_reduce = fit(6);
+  calibration->uneven_all_gather = !uneven_rows.empty();
   if (levels) {
     calibration->levels = true;
     calibration->within_node = fit(8);
@@ -229,10 +246,21 @@ std::shared_ptr<const plan::Calibration> calibrate(GridState& grid, const GroupV
   // (measured outside the cache's lock: making a transport may use the
   // cache).
   const double large = plan_bytes(problem, device);
-  const std::string links_key = str("calibrated links at ", large, " bytes of ", what);
+  // A plan whose rows are cut unevenly has the all-gather timed with parts
+  // in the same proportions (and cached apart from even ones): over
+  // sockets Weave's sequential AG-GEMM of 8192 uneven rows took 1.5 x as
+  // long as of the same bytes in equal parts, which the model, timing
+  // equal parts, did not see.
+  std::vector<int64_t> uneven_rows;
+  if (problem.operation == Operation::AgGemm && uneven(problem.m_split)) uneven_rows = problem.m_split.counts();
+  std::string links_key = str("calibrated links at ", large, " bytes of ", what);
+  if (!uneven_rows.empty()) {
+    links_key += " with rows";
+    for (int64_t rows : uneven_rows) links_key += str(" ", rows);
+  }
   auto links = std::static_pointer_cast<plan::Calibration>(grid.find_cached(links_key));
   if (!links) {
-    std::shared_ptr<void> measured = measure_links(runner, group, p, nodes, large);
+    std::shared_ptr<void> measured = measure_links(runner, group, p, nodes, large, uneven_rows);
     links = std::static_pointer_cast<plan::Calibration>(grid.cached(links_key, [&] { return measured; }));
   }
   // The GEMM at the plan's shape, each dimension capped, once per shape.

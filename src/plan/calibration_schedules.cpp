@@ -1,5 +1,7 @@
 #include "plan/calibration_schedules.hpp"
 
+#include <algorithm>
+
 #include "core/checked.hpp"
 #include "plan/schedule_builder.hpp"
 
@@ -50,21 +52,42 @@ Schedule concurrent_exchange_calibration(const Problem& problem, ExchangePartner
   return exchanges(problem, {first, second}, elements);
 }
 
-Schedule collective_calibration(const Problem& problem, CollectiveKind kind, int64_t elements, DType type) {
+std::vector<int64_t> calibration_parts(int64_t elements, int parts, const std::vector<int64_t>& weights) {
+  std::vector<int64_t> out(static_cast<std::size_t>(parts), elements / parts);
+  if (static_cast<int>(weights.size()) != parts) return out;
+  int64_t total = 0;
+  for (int64_t w : weights) total = checked_add(total, std::max<int64_t>(w, 0), "calibration weights");
+  if (total <= 0) return out;
+  for (int q = 0; q < parts; ++q)
+    out[static_cast<std::size_t>(q)] = static_cast<int64_t>(static_cast<double>(elements) *
+                                                            static_cast<double>(std::max<int64_t>(weights[q], 0)) /
+                                                            static_cast<double>(total));
+  return out;
+}
+
+Schedule collective_calibration(const Problem& problem, CollectiveKind kind, int64_t elements, DType type,
+                                const std::vector<int64_t>& weights) {
   const ScheduleOptions options;
   ScheduleBuilder b(problem, options);
   const int P = problem.group_size, r = problem.group_rank;
-  const int64_t part = elements / P, whole = checked_mul(part, static_cast<int64_t>(P), "calibration elements");
-  const int buffer = b.add_workspace("buffer", whole, 1, type, Order::ColMajor);
-  const std::vector<int64_t> parts(static_cast<std::size_t>(P), part);
+  const std::vector<int64_t> parts =
+      kind == CollectiveKind::AllReduce ? calibration_parts(elements, P, {}) : calibration_parts(elements, P, weights);
+  int64_t whole = 0, offset = 0;
+  for (int q = 0; q < P; ++q) {
+    if (q == r) offset = whole;
+    whole = checked_add(whole, parts[static_cast<std::size_t>(q)], "calibration elements");
+  }
+  const int64_t part = parts[static_cast<std::size_t>(r)];
+  const int buffer = b.add_workspace("buffer", std::max<int64_t>(whole, 1), 1, type, Order::ColMajor);
   switch (kind) {
     case CollectiveKind::AllGather:
-      b.add_step(CollectiveOp{kind, Region{buffer, r * part, 0, part, 1}, b.whole(buffer), parts}, kCommLane, {},
-                 "all-gather");
+      b.add_step(CollectiveOp{kind, Region{buffer, offset, 0, part, 1}, Region{buffer, 0, 0, whole, 1}, parts},
+                 kCommLane, {}, "all-gather");
       break;
     case CollectiveKind::ReduceScatter: {
-      const int mine = b.add_workspace("my part", part, 1, type, Order::ColMajor);
-      b.add_step(CollectiveOp{kind, b.whole(buffer), b.whole(mine), parts}, kCommLane, {}, "reduce-scatter");
+      const int mine = b.add_workspace("my part", std::max<int64_t>(part, 1), 1, type, Order::ColMajor);
+      b.add_step(CollectiveOp{kind, Region{buffer, 0, 0, whole, 1}, Region{mine, 0, 0, part, 1}, parts}, kCommLane,
+                 {}, "reduce-scatter");
       break;
     }
     case CollectiveKind::AllReduce:

@@ -32,7 +32,15 @@ Schedule concurrent_exchange_calibration(const Problem& problem, ExchangePartner
 
 // One collective over a buffer of `elements` per rank: all-gather (each
 // rank's part elements / P), reduce-scatter (each rank contributes all of
-// it) or all-reduce; in `type`.
-Schedule collective_calibration(const Problem& problem, CollectiveKind kind, int64_t elements, DType type);
+// it) or all-reduce; in `type`. With `weights` (one per rank, e.g. a plan's
+// uneven row counts) the all-gather's and reduce-scatter's parts follow
+// them instead of being equal: a collective of uneven parts can take
+// longer than one of the same bytes in equal parts.
+Schedule collective_calibration(const Problem& problem, CollectiveKind kind, int64_t elements, DType type,
+                                const std::vector<int64_t>& weights = {});
+
+// The parts of `elements` in proportion to `weights` (equal without them):
+// whole parts, summing to at most `elements`.
+std::vector<int64_t> calibration_parts(int64_t elements, int parts, const std::vector<int64_t>& weights);
 
 }  // namespace weave::internal::plan

@@ -51,7 +51,8 @@ std::string Calibration::summary() const {
   std::string text = str("GEMM ", gemm_flops_per_s / 1e9, " GFLOP/s",
                          overlapped_gemm_flops_per_s > 0 ? str(" (", overlapped_gemm_flops_per_s / 1e9, " in tiles)") : "",
                          "; point to point ", rate(point_to_point),
-                         "; all-gather ", rate(all_gather), "; reduce-scatter ", rate(reduce_scatter), "; all-reduce ",
+                         "; all-gather ", rate(all_gather), uneven_all_gather ? " (in this plan's uneven parts)" : "",
+                         "; reduce-scatter ", rate(reduce_scatter), "; all-reduce ",
                          rate(all_reduce));
   if (levels)
     text += str("; within a node ", rate(within_node), ", between nodes ", rate(between_nodes), " (together ",

@@ -48,6 +48,9 @@ struct Calibration {
   // all-gather (every rank's part together), reduce-scatter (what each rank
   // contributes), all-reduce (the buffer).
   LinkCost all_gather, reduce_scatter, all_reduce;
+  // The all-gather was timed with parts in the proportions of the plan's
+  // uneven rows (not equal parts).
+  bool uneven_all_gather = false;
   // Groups spanning several nodes of several ranks: point to point between
   // ranks of one node, and between ranks of one local index on different
   // nodes.

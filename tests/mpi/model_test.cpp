@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "support/rank_checks.hpp"
 #include "weave/weave.h"
@@ -32,24 +33,11 @@ struct Made {
   weave_algorithm_t algorithm = WEAVE_ALGORITHM_AUTO;
 };
 
-// A GEMM-RS plan of 96 x 80 x 64 (f64) over the whole grid, algorithm automatic.
-Made make(weave_grid_t grid) {
-  weave_matrix_t a = nullptr, b = nullptr, c = nullptr;
-  weave_matrix_desc_t d = WEAVE_MATRIX_DESC_INIT;
-  d.dtype = WEAVE_FLOAT64;
-  d.rows = 96;
-  d.cols = 64;
-  d.distribution = WEAVE_DIST_BLOCK_COLUMN;
-  weave_matrix_create(grid, &d, &a);
-  d.rows = 64;
-  d.cols = 80;
-  d.distribution = WEAVE_DIST_BLOCK_ROW;
-  weave_matrix_create(grid, &d, &b);
-  d.rows = 96;
-  d.cols = 80;
-  weave_matrix_create(grid, &d, &c);
+// A plan of `operation` over a, b, c (algorithm automatic): its status,
+// description and algorithm; the plan and the three matrices destroyed.
+Made made_plan(weave_grid_t grid, weave_operation_t operation, weave_matrix_t a, weave_matrix_t b, weave_matrix_t c) {
   weave_plan_desc_t pd = WEAVE_PLAN_DESC_INIT;
-  pd.operation = WEAVE_GEMM_RS;
+  pd.operation = operation;
   pd.a = a;
   pd.b = b;
   pd.c = c;
@@ -71,6 +59,52 @@ Made make(weave_grid_t grid) {
   weave_matrix_destroy(b);
   weave_matrix_destroy(c);
   return made;
+}
+
+// A GEMM-RS plan of 96 x 80 x 64 (f64) over the whole grid, algorithm automatic.
+Made make(weave_grid_t grid) {
+  weave_matrix_t a = nullptr, b = nullptr, c = nullptr;
+  weave_matrix_desc_t d = WEAVE_MATRIX_DESC_INIT;
+  d.dtype = WEAVE_FLOAT64;
+  d.rows = 96;
+  d.cols = 64;
+  d.distribution = WEAVE_DIST_BLOCK_COLUMN;
+  weave_matrix_create(grid, &d, &a);
+  d.rows = 64;
+  d.cols = 80;
+  d.distribution = WEAVE_DIST_BLOCK_ROW;
+  weave_matrix_create(grid, &d, &b);
+  d.rows = 96;
+  d.cols = 80;
+  weave_matrix_create(grid, &d, &c);
+  return made_plan(grid, WEAVE_GEMM_RS, a, b, c);
+}
+
+// An AG-GEMM plan (f64) whose rows are cut unevenly: 8, 16, 24, ... rows
+// per rank, K = 64, N = 16 per rank; algorithm automatic.
+Made make_uneven_ag(weave_grid_t grid, int ranks) {
+  std::vector<int64_t> rows;
+  int64_t m = 0;
+  for (int r = 0; r < ranks; ++r) {
+    rows.push_back(8 * (r + 1));
+    m += rows.back();
+  }
+  weave_matrix_t a = nullptr, b = nullptr, c = nullptr;
+  weave_matrix_desc_t d = WEAVE_MATRIX_DESC_INIT;
+  d.dtype = WEAVE_FLOAT64;
+  d.rows = m;
+  d.cols = 64;
+  d.distribution = WEAVE_DIST_BLOCK_ROW;
+  d.row_counts = rows.data();
+  weave_matrix_create(grid, &d, &a);
+  d.row_counts = nullptr;
+  d.rows = 64;
+  d.cols = 16 * ranks;
+  d.distribution = WEAVE_DIST_BLOCK_COLUMN;
+  weave_matrix_create(grid, &d, &b);
+  d.rows = m;
+  weave_matrix_create(grid, &d, &c);
+  return made_plan(grid, WEAVE_AG_GEMM, a, b, c);
 }
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
@@ -97,6 +131,13 @@ int main(int argc, char** argv) {
     // A second plan of the grid reuses the links' calibration and chooses alike.
     const Made again = make(grid);
     expect(again.algorithm == made.algorithm, "a second plan chose another algorithm");
+    // Its rows are even: the all-gather was timed in equal parts. An
+    // AG-GEMM whose rows are cut unevenly times it in its own proportions.
+    expect(!contains(made.description, "uneven parts"), "even rows timed as uneven: " + made.description);
+    const Made uneven = make_uneven_ag(grid, g_size);
+    expect(uneven.status == WEAVE_SUCCESS, "uneven AG-GEMM plan creation: " + uneven.error);
+    expect(contains(uneven.description, "all-gather") && contains(uneven.description, "(in this plan's uneven parts)"),
+           "uneven rows' all-gather not timed in their parts: " + uneven.description);
   } else {
     expect(!contains(made.description, "calibrated"), "one rank calibrated: " + made.description);
   }
