@@ -76,6 +76,8 @@
 #                    "weave-bench weave_operations_device_test"); default all
 #   TRACES           traced executes of the default plan, each op:MxKxN
 #                    (default "ag:8192x8192x8192"), one merged Chrome trace each
+#   FP8_TRACES       likewise with FP8 A and B (e4m3, row-wise scales, bf16 C;
+#                    default none), outputs trace-<op>-<shape>-<N>gpu-fp8.json
 #   PEER_COPY        0 to skip timing GPU-to-GPU copies alone (bench/peer_copy.py,
 #                    needs PyTorch and 2 GPUs; default 1)
 #   BENCH_TABLE      0 to skip weave-bench's table (the traces and PyTorch's
@@ -389,15 +391,18 @@ run_bench() {
   trace_run() {
     local entry=$1 suffix=$2
     shift 2
-    local op=${entry%%:*} shape=${entry#*:}
+    local op=${entry%%:*} shape=${entry#*:} type_args=(--dtype bf16)
+    # FP8 traces: e4m3 row-wise, bf16 C, as the FP8 table.
+    if [ "$suffix" = -fp8 ]; then type_args=(--dtype fp8 --scales rowwise); fi
     rm -f "$OUT"/trace-rank*.json
-    timeout 120 "${launcher[@]}" "$@" "$BUILD_DIR/bench/weave-bench" --backend cuda --dtype bf16 --ops "$op" \
+    timeout 120 "${launcher[@]}" "$@" "$BUILD_DIR/bench/weave-bench" --backend cuda "${type_args[@]}" --ops "$op" \
       --shape "$shape" --iterations 5 --warmup 2 --trace "$OUT/trace-rank%r.json" 2>&1 | sed "s/^/[trace $entry$suffix] /" &&
       python3 "$ROOT/bench/merge_traces.py" "$OUT"/trace-rank*.json -o "$OUT/trace-$op-$shape-${GPUS}gpu$suffix.json" &&
       rm -f "$OUT"/trace-rank*.json || say "trace run $entry$suffix failed"
   }
   local entry
   for entry in ${TRACES:-ag:8192x8192x8192}; do trace_run "$entry" ""; done
+  for entry in ${FP8_TRACES:-}; do trace_run "$entry" "-fp8"; done
   if [ "${SM_BENCH:-1}" = 1 ] && [ "$GPUS" -ge 2 ]; then
     for entry in ${SM_TRACES:-ar:8192x8192x8192 rs:8192x8192x8192}; do
       (export WEAVE_TRANSPORT=sm && trace_run "$entry" "-sm" -x WEAVE_TRANSPORT)
