@@ -12,6 +12,17 @@
 //
 //   mpirun -np 4 weave-bench-cublasmp --json cublasmp.json
 //
+// --dtype fp8 runs the same three operations with A and B in e4m3 and D in
+// bf16 (float32 compute), each operand with one float32 scale
+// (--scales tensor: CUBLASMP_MATMUL_MATRIX_SCALE_SCALAR_FP32; 0.5 for A,
+// 0.25 for B, the same on every rank). The sequential version then gathers
+// the e4m3 bytes (AG) or reduces the bf16 products (RS, AR) and multiplies
+// with cuBLASLt (cublasGemmEx takes no FP8) on the same scale pointers.
+// cuBLASMp's row-wise scales (OUTER_VEC_FP32) are not offered: its header
+// does not say how the scale vectors are distributed over the ranks.
+//
+//   mpirun -np 4 weave-bench-cublasmp --dtype fp8 --scales tensor
+//
 // Layouts: the row-major tensor-parallel matrices of weave-bench (X [M, K],
 // W [N, K], Y [M, N]) are, read column-major, cuBLASMp's "TN" problem
 // D (N x M) = W^T-stored (K x N)^T * X^T-stored (K x M) with cuBLASMp's
@@ -31,6 +42,7 @@
 // (nvshmem_malloc, looked up at run time in the NVSHMEM that cuBLASMp
 // loads); 0.8 and later take NCCL memory registered with
 // cublasMpBufferRegister.
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cublasmp.h>
 #include <cuda_runtime.h>
@@ -47,6 +59,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
@@ -147,6 +160,7 @@ struct Context {
   cublasMpGrid_t column = nullptr;  // g_size x 1: rows split
   cublasMpGrid_t row = nullptr;     // 1 x g_size: columns split
   cublasHandle_t cublas = nullptr;
+  cublasLtHandle_t lt = nullptr;  // the sequential FP8 GEMM
   bench::Timer timer{true};  // its stream carries everything measured
   cudaStream_t stream = static_cast<cudaStream_t>(timer.stream());
 };
@@ -175,53 +189,132 @@ struct MatmulDescriptors {
   }
 };
 
+// The sequential version's FP8 GEMM, through cuBLASLt (cublasGemmEx takes
+// no FP8): D (m x n, bf16) = a_scale b_scale A^T B with A (k x m) and B
+// (k x n) in e4m3, all column-major with leading dimension = rows, as
+// cuBLASMp's TN problem; descriptors and algorithm chosen once per case,
+// outside the timing.
+class ScaledGemm {
+ public:
+  ScaledGemm(cublasLtHandle_t lt, int64_t m, int64_t n, int64_t k, const void* a_scale, const void* b_scale)
+      : lt_(lt), workspace_(kWorkspaceBytes, true) {
+    check(cublasLtMatmulDescCreate(&d_.op, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate");
+    const cublasOperation_t trans_a = CUBLAS_OP_T, trans_b = CUBLAS_OP_N;
+    set(CUBLASLT_MATMUL_DESC_TRANSA, &trans_a, sizeof trans_a, "cuBLASLt TRANSA");
+    set(CUBLASLT_MATMUL_DESC_TRANSB, &trans_b, sizeof trans_b, "cuBLASLt TRANSB");
+    set(CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &a_scale, sizeof a_scale, "cuBLASLt A_SCALE_POINTER");
+    set(CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &b_scale, sizeof b_scale, "cuBLASLt B_SCALE_POINTER");
+    const auto rows = [](int64_t r) { return static_cast<uint64_t>(r); };
+    check(cublasLtMatrixLayoutCreate(&d_.a, CUDA_R_8F_E4M3, rows(k), rows(m), k), "cublasLtMatrixLayoutCreate A");
+    check(cublasLtMatrixLayoutCreate(&d_.b, CUDA_R_8F_E4M3, rows(k), rows(n), k), "cublasLtMatrixLayoutCreate B");
+    check(cublasLtMatrixLayoutCreate(&d_.d, CUDA_R_16BF, rows(m), rows(n), m), "cublasLtMatrixLayoutCreate D");
+    check(cublasLtMatmulPreferenceCreate(&d_.preference), "cublasLtMatmulPreferenceCreate");
+    const std::size_t workspace_bytes = kWorkspaceBytes;
+    check(cublasLtMatmulPreferenceSetAttribute(d_.preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                               &workspace_bytes, sizeof workspace_bytes),
+          "cublasLtMatmulPreferenceSetAttribute");
+    cublasLtMatmulHeuristicResult_t heuristic{};
+    int found = 0;
+    check(cublasLtMatmulAlgoGetHeuristic(lt_, d_.op, d_.a, d_.b, d_.d, d_.d, d_.preference, 1, &heuristic, &found),
+          "cublasLtMatmulAlgoGetHeuristic");
+    if (found == 0) throw std::runtime_error("cublasLtMatmulAlgoGetHeuristic: no FP8 algorithm for this GEMM");
+    algo_ = heuristic.algo;
+  }
+  // C is D with beta = 0 (cuBLASLt wants C's type to be D's).
+  void run(cudaStream_t stream, const void* a, const void* b, void* d) {
+    const float alpha = 1.0f, beta = 0.0f;
+    check(cublasLtMatmul(lt_, d_.op, &alpha, a, d_.a, b, d_.b, &beta, d, d_.d, d, d_.d, &algo_, workspace_.data(),
+                         kWorkspaceBytes, stream),
+          "cublasLtMatmul");
+  }
+
+ private:
+  static constexpr std::size_t kWorkspaceBytes = 32u << 20;  // cuBLASLt's recommendation for Hopper
+  void set(cublasLtMatmulDescAttributes_t attribute, const void* value, std::size_t size, const char* what) {
+    check(cublasLtMatmulDescSetAttribute(d_.op, attribute, value, size), what);
+  }
+  // Destroyed also when the constructor throws half way.
+  struct Descriptors {
+    cublasLtMatmulDesc_t op = nullptr;
+    cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
+    cublasLtMatmulPreference_t preference = nullptr;
+    Descriptors() = default;
+    Descriptors(const Descriptors&) = delete;
+    Descriptors& operator=(const Descriptors&) = delete;
+    ~Descriptors() {
+      if (preference) cublasLtMatmulPreferenceDestroy(preference);
+      for (cublasLtMatrixLayout_t l : {a, b, d})
+        if (l) cublasLtMatrixLayoutDestroy(l);
+      if (op) cublasLtMatmulDescDestroy(op);
+    }
+  };
+  cublasLtHandle_t lt_;
+  bench::Buffer workspace_;
+  Descriptors d_;
+  cublasLtMatmulAlgo_t algo_{};
+};
+
 struct Result {
   double fused_ms = 0, sequential_ms = 0, error = 0;
   std::string note;
 };
 
-// One operation on one shape. The matrices are the local shards, column-major
+// One operation on one shape, in bf16 or (fp8) with e4m3 A and B scaled
+// tensor-wise and bf16 D. The matrices are the local shards, column-major
 // as cuBLASMp reads them (see the file comment): A = W's shard (K x N),
 // B = X's shard (K x M), D = Y's shard (N x M).
-Result run_case(Context& ctx, Op op, const Shape& s, int warmup, int iterations) {
+Result run_case(Context& ctx, Op op, const Shape& s, bool fp8, int warmup, int iterations) {
   const int64_t p = g_size, m = s.n, n = s.m, k = s.k;  // cuBLASMp's m, n, k
   const bool gather = op == Op::AllGatherGemm;
   if ((gather ? m % p != 0 || n % p != 0 : k % p != 0 || n % p != 0))
     throw std::runtime_error("cuBLASMp's tensor-parallel layouts need shards of equal size");
+  const cudaDataType_t input_type = fp8 ? CUDA_R_8F_E4M3 : CUDA_R_16BF;
+  const weave_dtype_t input_dtype = fp8 ? WEAVE_FLOAT8_E4M3 : WEAVE_BFLOAT16;
+  const int64_t input_size = fp8 ? 1 : 2;  // bytes per element of A and B; D is bf16
   // Local shapes (rows x columns, column-major, leading dimension = rows).
   const int64_t a_rows = gather ? k : k / p, a_cols = gather ? m / p : m;
   const int64_t b_rows = gather ? k : k / p, b_cols = gather ? n / p : n;
   const int64_t d_rows = gather ? m / p : m;
   const int64_t d_cols = op == Op::GemmReduceScatter ? n / p : n;
-  bench::Buffer a(a_rows * a_cols * 2, true), b(b_rows * b_cols * 2, true);
+  bench::Buffer a(a_rows * a_cols * input_size, true), b(b_rows * b_cols * input_size, true);
   bench::Buffer d(d_rows * d_cols * 2, true), reference(d_rows * d_cols * 2, true);
-  bench::fill_random(a, WEAVE_BFLOAT16, 1000 + g_rank);
-  bench::fill_random(b, WEAVE_BFLOAT16, 2000 + g_rank);
-  // The sequential version's intermediate: X gathered (K x M), or the full
-  // product before the reduction (N x M).
-  bench::Buffer staging(gather ? k * n * 2 : m * n * 2, true);
+  bench::fill_random(a, input_dtype, 1000 + g_rank);
+  bench::fill_random(b, input_dtype, 2000 + g_rank);
+  // The sequential version's intermediate: X gathered (K x M, A's type), or
+  // the full product before the reduction (N x M, bf16).
+  bench::Buffer staging(gather ? k * n * input_size : m * n * 2, true);
+  // FP8: one float32 scale per operand, the same on every rank; not 1, so
+  // that a scale left out shows in the result.
+  bench::Buffer a_scale, b_scale;
+  if (fp8) {
+    a_scale = bench::Buffer(4, true);
+    b_scale = bench::Buffer(4, true);
+    const float scales[2] = {0.5f, 0.25f};
+    check(cudaMemcpy(a_scale.data(), &scales[0], 4, cudaMemcpyHostToDevice), "cudaMemcpy");
+    check(cudaMemcpy(b_scale.data(), &scales[1], 4, cudaMemcpyHostToDevice), "cudaMemcpy");
+  }
 
   // Block sizes as NVIDIA's samples give them; where the grid has one
   // process in a direction the block size there does not change the local
   // layout.
   MatmulDescriptors desc;
-  auto describe = [](int64_t rows, int64_t cols, int64_t mb, int64_t nb, int64_t ld, cublasMpGrid_t grid,
-                     cublasMpMatrixDescriptor_t* desc) {
-    check(cublasMpMatrixDescriptorCreate(rows, cols, mb, nb, 0, 0, ld, CUDA_R_16BF, grid, desc),
+  auto describe = [](int64_t rows, int64_t cols, int64_t mb, int64_t nb, int64_t ld, cudaDataType_t type,
+                     cublasMpGrid_t grid, cublasMpMatrixDescriptor_t* desc) {
+    check(cublasMpMatrixDescriptorCreate(rows, cols, mb, nb, 0, 0, ld, type, grid, desc),
           "cublasMpMatrixDescriptorCreate");
   };
   if (gather) {  // A and B split by columns, D by rows
-    describe(k, m, k, m / p, k, ctx.row, &desc.a);
-    describe(k, n, k, n / p, k, ctx.row, &desc.b);
-    describe(m, n, m / p, n / p, m / p, ctx.column, &desc.d);
+    describe(k, m, k, m / p, k, input_type, ctx.row, &desc.a);
+    describe(k, n, k, n / p, k, input_type, ctx.row, &desc.b);
+    describe(m, n, m / p, n / p, m / p, CUDA_R_16BF, ctx.column, &desc.d);
   } else {  // A and B split by rows (K); D split by columns, or whole on every rank
-    describe(k, m, k / p, m, k / p, ctx.column, &desc.a);
+    describe(k, m, k / p, m, k / p, input_type, ctx.column, &desc.a);
     if (op == Op::GemmReduceScatter) {
-      describe(k, n, k / p, n / p, k / p, ctx.column, &desc.b);
-      describe(m, n, m, n / p, m, ctx.row, &desc.d);
+      describe(k, n, k / p, n / p, k / p, input_type, ctx.column, &desc.b);
+      describe(m, n, m, n / p, m, CUDA_R_16BF, ctx.row, &desc.d);
     } else {  // GEMM-AR: every rank's m x n D is one column block of an m x (n p) matrix
-      describe(k, n, k / p, n, k / p, ctx.column, &desc.b);
-      describe(m, n * p, m, n, m, ctx.row, &desc.d);
+      describe(k, n, k / p, n, k / p, input_type, ctx.column, &desc.b);
+      describe(m, n * p, m, n, m, CUDA_R_16BF, ctx.row, &desc.d);
     }
   }
   check(cublasMpMatmulDescriptorCreate(&desc.matmul, CUBLAS_COMPUTE_32F), "cublasMpMatmulDescriptorCreate");
@@ -238,6 +331,19 @@ Result run_case(Context& ctx, Op op, const Shape& s, int warmup, int iterations)
     check(set_attribute(desc.matmul, CUBLASMP_MATMUL_DESCRIPTOR_ATTRIBUTE_EPILOGUE, &epilogue,
                                                sizeof epilogue), "EPILOGUE");
   }
+  if (fp8) {  // the attribute's value is the device pointer itself
+    const cublasMpMatmulMatrixScale_t mode = CUBLASMP_MATMUL_MATRIX_SCALE_SCALAR_FP32;
+    const void* a_scale_pointer = a_scale.data();
+    const void* b_scale_pointer = b_scale.data();
+    check(set_attribute(desc.matmul, CUBLASMP_MATMUL_DESCRIPTOR_ATTRIBUTE_A_SCALE_POINTER, &a_scale_pointer,
+                        sizeof a_scale_pointer), "A_SCALE_POINTER");
+    check(set_attribute(desc.matmul, CUBLASMP_MATMUL_DESCRIPTOR_ATTRIBUTE_A_SCALE_MODE, &mode, sizeof mode),
+          "A_SCALE_MODE");
+    check(set_attribute(desc.matmul, CUBLASMP_MATMUL_DESCRIPTOR_ATTRIBUTE_B_SCALE_POINTER, &b_scale_pointer,
+                        sizeof b_scale_pointer), "B_SCALE_POINTER");
+    check(set_attribute(desc.matmul, CUBLASMP_MATMUL_DESCRIPTOR_ATTRIBUTE_B_SCALE_MODE, &mode, sizeof mode),
+          "B_SCALE_MODE");
+  }
   const float alpha = 1.0f, beta = 0.0f;
   std::size_t device_bytes = 0, host_bytes = 0;
   check(cublasMpMatmul_bufferSize(ctx.handle, desc.matmul, m, n, k, &alpha, a.data(), 1, 1, desc.a, b.data(), 1, 1,
@@ -253,27 +359,36 @@ Result run_case(Context& ctx, Op op, const Shape& s, int warmup, int iterations)
                          host_work.data(), host_bytes),
           "cublasMpMatmul");
   };
-  auto gemm = [&](const void* b_data, int64_t gemm_n, void* out) {
-    check(cublasGemmEx(ctx.cublas, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(gather ? a_cols : m),
-                       static_cast<int>(gemm_n), static_cast<int>(a_rows), &alpha, a.data(), CUDA_R_16BF,
-                       static_cast<int>(a_rows), b_data, CUDA_R_16BF, static_cast<int>(a_rows), &beta, out,
-                       CUDA_R_16BF, static_cast<int>(gather ? a_cols : m), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+  // The local GEMM of the sequential version: gemm_m x n = A^T (gemm_k x
+  // gemm_m) times gemm_k x n.
+  const int64_t gemm_m = gather ? a_cols : m, gemm_k = a_rows;
+  std::unique_ptr<ScaledGemm> scaled_gemm;
+  if (fp8) scaled_gemm = std::make_unique<ScaledGemm>(ctx.lt, gemm_m, n, gemm_k, a_scale.data(), b_scale.data());
+  auto gemm = [&](const void* b_data, void* out) {
+    if (fp8) {
+      scaled_gemm->run(ctx.stream, a.data(), b_data, out);
+      return;
+    }
+    check(cublasGemmEx(ctx.cublas, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(gemm_m), static_cast<int>(n),
+                       static_cast<int>(gemm_k), &alpha, a.data(), CUDA_R_16BF, static_cast<int>(gemm_k), b_data,
+                       CUDA_R_16BF, static_cast<int>(gemm_k), &beta, out, CUDA_R_16BF, static_cast<int>(gemm_m),
+                       CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
           "cublasGemmEx");
   };
   auto sequential = [&] {
     switch (op) {
-      case Op::AllGatherGemm:
-        check(ncclAllGather(b.data(), staging.data(), static_cast<std::size_t>(b_rows * b_cols), ncclBfloat16,
-                            ctx.sequential_comm, ctx.stream), "ncclAllGather");
-        gemm(staging.data(), n, reference.data());
+      case Op::AllGatherGemm:  // FP8: the e4m3 bytes, as cuBLASMp gathers them
+        check(ncclAllGather(b.data(), staging.data(), static_cast<std::size_t>(b_rows * b_cols),
+                            fp8 ? ncclUint8 : ncclBfloat16, ctx.sequential_comm, ctx.stream), "ncclAllGather");
+        gemm(staging.data(), reference.data());
         break;
       case Op::GemmReduceScatter:
-        gemm(b.data(), n, staging.data());
+        gemm(b.data(), staging.data());
         check(ncclReduceScatter(staging.data(), reference.data(), static_cast<std::size_t>(m * n / p), ncclBfloat16,
                                 ncclSum, ctx.sequential_comm, ctx.stream), "ncclReduceScatter");
         break;
       case Op::GemmAllReduce:
-        gemm(b.data(), n, staging.data());
+        gemm(b.data(), staging.data());
         check(ncclAllReduce(staging.data(), reference.data(), static_cast<std::size_t>(m * n), ncclBfloat16, ncclSum,
                             ctx.sequential_comm, ctx.stream), "ncclAllReduce");
         break;
@@ -431,14 +546,20 @@ int main(int argc, char** argv) {
   std::vector<std::string> grid_texts;
   std::vector<int64_t> blocks = {1024};
   std::string dtype = "bf16";
+  std::string scales = "tensor";
   CLI::App app{"weave-bench-cublasmp: cuBLASMp's matmuls on weave-bench's shapes"};
   app.add_option("--shape", shape_texts,
                  "global MxKxN (repeatable; default: weave-bench's tp preset, even shapes; gemm: its gemm-gpu preset)");
-  app.add_option("--ops,--op", ops, "ag rs ar (bf16, tensor-parallel layouts), gemm (2-D block-cyclic)")
+  app.add_option("--ops,--op", ops, "ag rs ar (bf16 or fp8, tensor-parallel layouts), gemm (2-D block-cyclic)")
       ->delimiter(',');
   app.add_option("--grids", grid_texts, "gemm: process grids PrxPc (default: 1xP and Px1)")->delimiter(',');
   app.add_option("--blocks", blocks, "gemm: block sizes mb = nb (default 1024)")->delimiter(',');
-  app.add_option("--dtype", dtype, "gemm: bf16 or f64")->check(CLI::IsMember({"bf16", "f64"}));
+  app.add_option("--dtype", dtype, "bf16; f64 (gemm only); fp8: e4m3 A and B, bf16 D (ag rs ar only)")
+      ->check(CLI::IsMember({"bf16", "f64", "fp8"}));
+  // Row-wise (OUTER_VEC_FP32) is left out: cuBLASMp 0.7's header does not
+  // say how its scale vectors are distributed over the ranks.
+  app.add_option("--scales", scales, "fp8: tensor (one float32 scale per operand, SCALAR_FP32)")
+      ->check(CLI::IsMember({"tensor"}));
   app.add_option("--iterations", iterations, "timed iterations (median reported)");
   app.add_option("--warmup", warmup, "untimed iterations first");
   app.add_option("--json", json, "write all results as JSON to this file (rank 0)");
@@ -449,6 +570,21 @@ int main(int argc, char** argv) {
     MPI_Finalize();
     return code;
   }
+  // What each operation takes, said before anything runs (the same on every
+  // rank), rather than a type silently ignored.
+  const bool has_gemm = std::find(ops.begin(), ops.end(), "gemm") != ops.end();
+  const bool has_tp = std::any_of(ops.begin(), ops.end(), [](const std::string& o) { return o != "gemm"; });
+  std::string usage_error;
+  if (dtype == "fp8" && has_gemm) usage_error = "--dtype fp8 is for --ops ag,rs,ar only";
+  if (dtype == "f64" && has_tp) usage_error = "--dtype f64 is for --ops gemm only";
+  if (dtype != "fp8" && app.count("--scales") > 0) usage_error = "--scales needs --dtype fp8";
+  if (!usage_error.empty()) {
+    if (g_rank == 0) std::fprintf(stderr, "weave-bench-cublasmp: %s\n", usage_error.c_str());
+    MPI_Finalize();
+    return 2;
+  }
+  const bool fp8 = dtype == "fp8";
+  const std::string type_text = fp8 ? "fp8 e4m3 A and B (" + scales + "-wise scales 0.5 and 0.25), bf16 D" : "bf16";
 
   int status = 0;
   try {
@@ -464,6 +600,7 @@ int main(int argc, char** argv) {
     ctx.sequential_comm = new_nccl_comm();
     check(cublasCreate(&ctx.cublas), "cublasCreate");
     check(cublasSetStream(ctx.cublas, ctx.stream), "cublasSetStream");
+    check(cublasLtCreate(&ctx.lt), "cublasLtCreate");
     check(cublasMpCreate(&ctx.handle, ctx.stream), "cublasMpCreate");
     check(cublasMpGridCreate(g_size, 1, CUBLASMP_GRID_LAYOUT_COL_MAJOR, ctx.cublasmp_comm, &ctx.column),
           "cublasMpGridCreate");
@@ -536,8 +673,9 @@ int main(int argc, char** argv) {
       }
     }
     if (g_rank == 0 && !ops.empty()) {
-      std::printf("cuBLASMp %d.%d.%d on %d x %s, bf16, median of %d (after %d warm-up), slowest rank\n",
-                  version / 1000, version % 1000 / 100, version % 100, g_size, device.c_str(), iterations, warmup);
+      std::printf("cuBLASMp %d.%d.%d on %d x %s, %s, median of %d (after %d warm-up), slowest rank\n",
+                  version / 1000, version % 1000 / 100, version % 100, g_size, device.c_str(), type_text.c_str(),
+                  iterations, warmup);
       std::printf("%-8s %-22s %9s %9s %9s %10s\n", "op", "shape MxKxN", "fused ms", "seq ms", "fused/seq",
                   "rel. error");
     }
@@ -555,13 +693,21 @@ int main(int argc, char** argv) {
                       : op_text == "ar" ? Op::GemmAllReduce
                                         : throw std::runtime_error("unknown op " + op_text + " (ag, rs, ar)");
         nlohmann::json record = {{"op", op_name(op)}, {"shape", s.label()}, {"m", s.m},          {"k", s.k},
-                                 {"n", s.n},          {"ranks", g_size},    {"dtype", "bf16"}};
+                                 {"n", s.n},          {"ranks", g_size},    {"dtype", fp8 ? "fp8" : "bf16"}};
+        if (fp8) record["scales"] = scales;
         // A result passes when it is as close to the sequential one as two
-        // bf16 roundings of sums over K allow; layout errors give ~1.
+        // bf16 roundings of sums over K allow; layout errors give ~1. FP8
+        // takes the same bound: both versions multiply the same e4m3 values
+        // (each product exact in float32) with the same scales, so they
+        // differ only in the order and precision of the accumulation and in
+        // the bf16 roundings of D (and of the partial sums RS and AR reduce),
+        // each within 2^-8 relative; a scale (0.5, 0.25) left out or applied
+        // twice scales the result by 2 or 4 or their inverses, an error of
+        // 0.5 or more.
         const double tolerance = 1e-2;
         Result r;
-        try {  // cuBLASMp refusing a case (the same on every rank) ends that case only
-          r = run_case(ctx, op, s, warmup, iterations);
+        try {  // cuBLASMp or cuBLASLt refusing a case (the same on every rank) ends that case only
+          r = run_case(ctx, op, s, fp8, warmup, iterations);
         } catch (const std::exception& e) {
           record["error"] = e.what();
           results.push_back(record);
@@ -593,6 +739,7 @@ int main(int argc, char** argv) {
     cublasMpGridDestroy(ctx.row);
     cublasMpGridDestroy(ctx.column);
     cublasMpDestroy(ctx.handle);
+    cublasLtDestroy(ctx.lt);
     cublasDestroy(ctx.cublas);
     ncclCommDestroy(ctx.cublasmp_comm);
     ncclCommDestroy(ctx.sequential_comm);

@@ -63,7 +63,9 @@
 #                    (bench-<N>gpu-fp8-block.*), AG-GEMM with bf16 A sent as
 #                    e4m3 (--wire-type e4m3, bench-<N>gpu-fp8-wire.*) on
 #                    FP8_SHAPES, and where PyTorch is installed its FP8 peers
-#                    (bench/torch_peers.py --fp8, torch-<N>gpu-fp8.*)
+#                    (bench/torch_peers.py --fp8, torch-<N>gpu-fp8.*); with
+#                    CUBLASMP_PEER also cuBLASMp's FP8 matmuls on FP8_SHAPES
+#                    (cublasmp-<N>gpu-fp8.*)
 #   FP8_RUNS         which of the FP8 runs (default "rowwise block wire")
 #   FP8_SHAPES       global MxKxN shapes of the FP8 runs (default
 #                    "4096x8192x8192 8192x8192x8192 16384x8192x28672 16384x16384x16384")
@@ -90,6 +92,11 @@
 #                    cuBLASMp 0.7 loads NVSHMEM 3: from NVSHMEM_LIB, else the
 #                    PyTorch environment's, else .deps/peers/nvshmem-host.tar.xz
 #                    (lib/libnvshmem_host.so.3 and lib/nvshmem_bootstrap_uid.so.3).
+#                    Outputs cublasmp-<N>gpu.* (bf16); with FP8_BENCH also
+#                    cublasmp-<N>gpu-fp8.*: e4m3 A and B with tensor-wise scales
+#                    (one float32 per operand; cuBLASMp 0.7 does not document
+#                    how its row-wise scale vectors are laid out), bf16 D, on
+#                    FP8_SHAPES, against NCCL and a cuBLASLt FP8 GEMM.
 #   GEMM2D_BENCH     1 to measure WEAVE_GEMM (A, B, C block-cyclic over a 2-D grid;
 #                    default 0): weave-bench --ops gemm (SUMMA, sequential, GEMM
 #                    alone, communication alone) in bf16 and f64 on GEMM2D_RANKS
@@ -425,6 +432,14 @@ run_bench() {
     LD_LIBRARY_PATH="$CUBLASMP_LIBS:$LD_LIBRARY_PATH" timeout "$budget" "${launcher[@]}" \
       "$BUILD_DIR/bench/weave-bench-cublasmp" --json "$OUT/cublasmp-${GPUS}gpu.json" 2>&1 |
       tee "$OUT/cublasmp-${GPUS}gpu.txt" || say "cuBLASMp peer failed or ran out of time"
+    # FP8 on the FP8 table's shapes, tensor-wise scales (that table's are
+    # row-wise: cuBLASMp's row-wise layout is not documented).
+    if [ "${FP8_BENCH:-1}" = 1 ]; then
+      LD_LIBRARY_PATH="$CUBLASMP_LIBS:$LD_LIBRARY_PATH" timeout "$budget" "${launcher[@]}" \
+        "$BUILD_DIR/bench/weave-bench-cublasmp" --dtype fp8 --scales tensor "${fp8_shapes[@]}" \
+        --json "$OUT/cublasmp-${GPUS}gpu-fp8.json" 2>&1 | tee "$OUT/cublasmp-${GPUS}gpu-fp8.txt" ||
+        say "cuBLASMp FP8 peer failed or ran out of time"
+    fi
   elif [ "${CUBLASMP_PEER:-1}" = 1 ]; then
     say "no cuBLASMp wheel in .deps/peers: no cuBLASMp measurements"
   fi
