@@ -66,7 +66,9 @@
 #                    (bench/torch_peers.py --fp8, torch-<N>gpu-fp8.*); with
 #                    CUBLASMP_PEER also cuBLASMp's FP8 matmuls on FP8_SHAPES
 #                    (cublasmp-<N>gpu-fp8.*)
-#   FP8_RUNS         which of the FP8 runs (default "rowwise block wire")
+#   FP8_RUNS         which of the FP8 runs (default "rowwise block wire"; "tensor"
+#                    adds tensor-wise scales, bench-<N>gpu-fp8-tensor.*, the
+#                    scales cuBLASMp's FP8 peer uses)
 #   FP8_SHAPES       global MxKxN shapes of the FP8 runs (default
 #                    "4096x8192x8192 8192x8192x8192 16384x8192x28672 16384x16384x16384")
 #   FP8_BLOCK_SHAPES shapes of the block-scaled run (default: FP8_SHAPES)
@@ -378,6 +380,11 @@ run_bench() {
     local runs=" ${FP8_RUNS:-rowwise block wire} "
     if [[ "$runs" == *" rowwise "* ]]; then
       bench_fp8 -fp8 --dtype fp8 --scales rowwise "${fp8_shapes[@]}" || say "FP8 weave-bench failed or ran out of time"
+    fi
+    # Tensor-wise scales: what cuBLASMp's FP8 peer runs (below).
+    if [[ "$runs" == *" tensor "* ]]; then
+      bench_fp8 -fp8-tensor --dtype fp8 --scales tensor "${fp8_shapes[@]}" ||
+        say "tensor-scaled FP8 weave-bench failed or ran out of time"
     fi
     if [[ "$runs" == *" block "* ]]; then
       bench_fp8 -fp8-block --dtype fp8 --scales block "${block_shapes[@]}" ||
