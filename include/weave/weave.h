@@ -204,10 +204,13 @@ typedef WEAVE_ENUM(weave_operation_t) {
 } weave_operation_t;
 
 typedef WEAVE_ENUM(weave_algorithm_t) {
-  WEAVE_ALGORITHM_AUTO = 0, /* automatic: host plans, and device plans whose group spans several nodes, take what
-                               the model predicts fastest from a calibration at plan creation (an overlapped plan
-                               only when predicted 10% faster than the sequential one); otherwise, and with
-                               calibration off, the ring; the direct algorithm for GEMM-RS and GEMM-AR over the
+  WEAVE_ALGORITHM_AUTO = 0, /* automatic: host plans, and device AG-GEMM whose group spans several nodes, take
+                               what the model predicts fastest from a calibration at plan creation (an overlapped
+                               plan only when predicted 10% faster than the sequential one); device GEMM-RS and
+                               GEMM-AR across nodes of several GPUs each take the pipelined plan over a link
+                               calibrated at 16 GB/s or more (from 64 GFLOP per rank) and the hierarchical plan
+                               over a slower one (from 32 GFLOP per rank), with one GPU per node or calibration
+                               off the sequential plan; otherwise, and with calibration off, the ring; the direct algorithm for GEMM-RS and GEMM-AR over the
                                copy-engine and SM transports; the sequential algorithm for one rank, for device
                                plans below 64 GFLOP per rank, for device GEMM-RS and GEMM-AR over NCCL, and for
                                device AG-GEMM over NCCL below 1 TFLOP per rank; WEAVE_GEMM: SUMMA */
