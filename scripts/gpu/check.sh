@@ -282,6 +282,9 @@ fi
 # --- Configure and build ---------------------------------------------------------
 # Every rank gets the variables above (Open MPI: -x) and may run as root.
 FORWARDED=(NCCL_NVLS_ENABLE TORCH_SYMM_MEM_DISABLE_MULTICAST NVSHMEM_DISABLE_NVLS LD_LIBRARY_PATH)
+# FP8 as the tensor-parallel codes run it (the FP8 table, its traces and the
+# emulated FP8 run): e4m3 A and B with row-wise scales, bf16 C.
+FP8_TABLE_ARGS=(--dtype fp8 --scales rowwise)
 PREFLAGS="--allow-run-as-root;--bind-to;none"
 for variable in "${FORWARDED[@]}"; do
   PREFLAGS="$PREFLAGS;-x;$variable"
@@ -379,7 +382,7 @@ run_bench() {
     for shape in ${FP8_BLOCK_SHAPES:-${FP8_SHAPES:-$default_shapes}}; do block_shapes+=(--shape "$shape"); done
     local runs=" ${FP8_RUNS:-rowwise block wire} "
     if [[ "$runs" == *" rowwise "* ]]; then
-      bench_fp8 -fp8 --dtype fp8 --scales rowwise "${fp8_shapes[@]}" || say "FP8 weave-bench failed or ran out of time"
+      bench_fp8 -fp8 "${FP8_TABLE_ARGS[@]}" "${fp8_shapes[@]}" || say "FP8 weave-bench failed or ran out of time"
     fi
     # Tensor-wise scales: what cuBLASMp's FP8 peer runs (below).
     if [[ "$runs" == *" tensor "* ]]; then
@@ -406,8 +409,7 @@ run_bench() {
     local entry=$1 suffix=$2
     shift 2
     local op=${entry%%:*} shape=${entry#*:} type_args=(--dtype bf16)
-    # FP8 traces: e4m3 row-wise, bf16 C, as the FP8 table.
-    if [ "$suffix" = -fp8 ]; then type_args=(--dtype fp8 --scales rowwise); fi
+    if [ "$suffix" = -fp8 ]; then type_args=("${FP8_TABLE_ARGS[@]}"); fi
     rm -f "$OUT"/trace-rank*.json
     timeout 120 "${launcher[@]}" "$@" "$BUILD_DIR/bench/weave-bench" --backend cuda "${type_args[@]}" --ops "$op" \
       --shape "$shape" --iterations 5 --warmup 2 --trace "$OUT/trace-rank%r.json" 2>&1 | sed "s/^/[trace $entry$suffix] /" &&
@@ -586,10 +588,9 @@ emulated $network: $(grep -E "tests passed|tests failed" "$log" | tail -n 1) (lo
     local dtype
     for dtype in ${EMULATED_DTYPES:-bf16}; do
       local name="bench-${ranks}gpu-emulated-$network" type_args=(--dtype "$dtype")
-      # FP8 as the tensor-parallel codes run it: e4m3 row-wise scales, bf16 C.
       if [ "$dtype" = fp8 ]; then
         name="$name-fp8"
-        type_args+=(--scales rowwise)
+        type_args=("${FP8_TABLE_ARGS[@]}")
       fi
       # shellcheck disable=SC2086
       timeout "${EMULATED_TIMEOUT:-240}" "${launcher[@]}" sh "$ROOT/scripts/emulate-nodes.sh" "$BUILD_DIR/bench/weave-bench" \
