@@ -178,6 +178,7 @@ std::unique_ptr<Plan> Plan::create(const std::shared_ptr<GridState>& grid, const
       options.trace = (r.flags & WEAVE_FLAG_TRACE) != 0;
       options.comm_high_priority = r.comm_high_priority;
       options.gemm_sm_margin = r.gemm_sm_margin;
+      options.gemm_tuning = r.gemm_tuning;
       plan->backend_ = cuda::make_cuda_backend(plan->schedule_, plan->problem_, options);
     } else {
       plan->backend_ = std::make_shared<host::HostBackend>(plan->schedule_, host::HostBackendOptions{});

@@ -33,7 +33,7 @@ Environment read_environment() {
   for (const char* name : {"WEAVE_ALGORITHM", "WEAVE_TRANSPORT", "WEAVE_CHUNKS", "WEAVE_DIRECTION", "WEAVE_PROGRESS",
                            "WEAVE_TIMEOUT", "WEAVE_COMPUTE_STREAMS", "WEAVE_COMM_PRIORITY", "WEAVE_SM_MARGIN",
                            "WEAVE_SM_TRANSPORT_CTAS", "WEAVE_DEVICE_WAIT", "WEAVE_ALL_REDUCE", "WEAVE_PANEL_WIDTH",
-                           "WEAVE_CALIBRATE"}) {
+                           "WEAVE_CALIBRATE", "WEAVE_GEMM_TUNING"}) {
     const char* value = std::getenv(name);
     if (value && *value) env[name] = value;
   }
@@ -97,9 +97,10 @@ double local_flops(const Problem& p) {
 // reductions: the direct chunk rule of their transfers (transfer_choice.hpp).
 // Host ring reductions: two. Device ring reductions: two, or four when a
 // chunk's partial sums would exceed kDeviceReductionChunkBytes.
-int default_chunks(const Problem& p, Backend backend, Algorithm algorithm, bool peer_sums) {
+int default_chunks(const Problem& p, Backend backend, Algorithm algorithm, bool peer_sums, bool one_shot = false) {
   if (algorithm == Algorithm::Pipelined || algorithm == Algorithm::Hierarchical) return kPipelinedChunks;
   if (p.operation == Operation::AgGemm) return 1;
+  if (algorithm == Algorithm::Direct && one_shot && !peer_sums) return one_shot_chunks(p);
   if (algorithm == Algorithm::Direct) return direct_chunks(p, peer_sums ? kPeerSumDirectChunks : kCopyEngineDirectChunks);
   if (backend != Backend::Cuda) return 2;  // host reductions: two chunks pipeline best (doc/performance.md)
   const double rows_per_chunk = static_cast<double>(p.m) / p.group_size / 2.0;
@@ -646,15 +647,24 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
       notes += str(" products not summed where they were made: the ", transport->title, " transport reads them in ",
                    dtype_name(problem.dtype), " and WEAVE_FLAG_REDUCE_IN_ACCUMULATION_TYPE asks for ",
                    dtype_name(accumulation_type(problem.dtype)), ", so they travel as messages;");
-    bool one_shot = P <= kOneShotAllReduceMaxRanks;
+    // The direct GEMM-AR over messages may run one-shot too
+    // (reduction_one_shot.cpp), when asked for: over two ranks it sends the
+    // same bytes as two-shot and no transfer waits for a sum, yet over the
+    // copy engines of 2 H100s it measured the same as two-shot within the
+    // runs' noise (-16% to +3%, doc/performance.md), so two-shot, measured
+    // longer, stays the default there.
+    bool one_shot = peer_sums && P <= kOneShotAllReduceMaxRanks;
     const bool shots_asked =
         env_choice<bool>(env, "WEAVE_ALL_REDUCE", {{"one_shot", true}, {"two_shot", false}}, &one_shot);
-    if (peer_sums && problem.operation == Operation::GemmAr) {
+    if (r.schedule.algorithm == Algorithm::Direct && problem.operation == Operation::GemmAr && P > 1) {
       if (shots_asked)
         notes += str(" ", one_shot ? "one" : "two", "-shot all-reduce (WEAVE_ALL_REDUCE);");
-      else
+      else if (peer_sums)
         notes += one_shot ? str(" one-shot all-reduce: every rank reads the others' products over ", P, " ranks;")
                           : str(" two-shot all-reduce: owners sum their rows, then every rank reads them;");
+      else
+        notes += " two-shot all-reduce: owners sum their rows, then send them to every rank "
+                 "(WEAVE_ALL_REDUCE=one_shot: every rank sends its whole product and sums all of C);";
       r.schedule.all_reduce_one_shot = one_shot;
     }
     require_count("chunks_per_shard", desc.chunks_per_shard, kMaxChunksPerShard, "the chunks Weave cuts a shard into");
@@ -667,7 +677,8 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
     if (chunks == 0)
       chunks = model_chunks > 0 && r.schedule.algorithm != Algorithm::Sequential
                    ? model_chunks
-                   : default_chunks(problem, r.backend, r.schedule.algorithm, peer_sums);
+                   : default_chunks(problem, r.backend, r.schedule.algorithm, peer_sums,
+                                    r.schedule.all_reduce_one_shot);
     if (halves && chunks < 2 && direction_chosen_here) {
       // Whole shards were asked for (argument or WEAVE_CHUNKS) and the
       // direction was left to us: a forward ring honours both.
@@ -736,6 +747,13 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
                             : str(" GEMMs leave ", margin, " SMs free for the ", transport->title, " transport;");
     }
   }
+
+  // cuBLASLt's algorithms timed at plan creation, where asked for (not by
+  // default: not measured to pay yet, doc/performance.md).
+  if (env_choice<bool>(env, "WEAVE_GEMM_TUNING", {{"on", true}, {"off", false}}, &r.gemm_tuning) && r.gemm_tuning &&
+      r.backend == Backend::Cuda)
+    notes += " GEMM algorithms chosen by timing cuBLASLt's candidates (WEAVE_GEMM_TUNING);";
+  if (r.backend != Backend::Cuda) r.gemm_tuning = false;
 
   // Device-side waits for peers' flags: bounded kernels unless the stream
   // memory operations are asked for (WEAVE_DEVICE_WAIT=stream).

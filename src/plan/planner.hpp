@@ -44,6 +44,9 @@ struct Resolved {
   // them (WEAVE_SM_MARGIN, else the SM budget of a transport that has one);
   // 0: none, always for sequential plans.
   int gemm_sm_margin = 0;
+  // Device GEMMs choose their cuBLASLt algorithm by timing its candidates
+  // at plan creation (WEAVE_GEMM_TUNING=on; backends/cuda/gemm_tuning.hpp).
+  bool gemm_tuning = false;
   // CTAs (one per SM) of an SM-driven transport's kernels.
   int sm_transport_ctas = kSmTransportPushCtas;
   DeviceWait device_wait = DeviceWait::Bounded;
@@ -94,12 +97,14 @@ constexpr double kNcclRingMinFlops = 1e12;
 // (transfer_choice.hpp) says: in two from 64 MiB of a rank's product shard
 // in C's type, in four from 128 MiB, else whole shards (measured:
 // doc/performance.md; whole 32 MiB shards won once the sums ran at vector
-// speed; from 128 MiB four chunks shorten the wait for the first product and
-// for the last sum, GEMM-AR by 5-6% on 4 H200s). GEMM-AR over two ranks cuts
-// shards in four from 32 MiB: with one peer a chunk costs two transfers, not
-// 2 (P - 1), and four chunks let the all-gather half start sooner (2 H200s:
-// 6-9% faster on 32 and 64 MiB shards; on 4 H200s four chunks of a 32 MiB
-// shard were 37% slower).
+// speed; from 128 MiB four chunks shorten the wait for the first product
+// and for the last sum, GEMM-AR by 5-6% on 4 H200s).
+// Two-shot GEMM-AR over two ranks cuts shards in four from 32 MiB: with one
+// peer a chunk costs two transfers, not 2 (P - 1), and four chunks let the
+// all-gather half start sooner (2 H200s: 6-9% faster on 32 and 64 MiB
+// shards; on 4 H200s four chunks of a 32 MiB shard were 37% slower). The
+// one-shot GEMM-AR (WEAVE_ALL_REDUCE=one_shot) has a rule of its own
+// (one_shot_chunks).
 // Partial-sum chunks of device reduction rings stay below this many bytes
 // (chunks per shard 2, or 4 above it; measured: doc/performance.md).
 constexpr double kDeviceReductionChunkBytes = 128.0 * 1024 * 1024;

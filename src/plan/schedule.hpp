@@ -288,8 +288,9 @@ struct ScheduleOptions {
   // sums the products where they were made (PeerSum steps) instead of
   // receiving them.
   bool peer_sums = false;
-  // With peer_sums, GEMM-AR in one pass: every rank makes its whole product,
-  // and every rank sums every rank's product into all of C.
+  // Direct GEMM-AR in one exchange: every rank makes its whole product, and
+  // every rank sums every rank's product into all of C (read where it was
+  // made with peer_sums, received as messages otherwise).
   bool all_reduce_one_shot = false;
   // WEAVE_GEMM: the widest panel of K that travels and is multiplied at
   // once, and how many panels of each operand may be in flight (slots).

@@ -363,6 +363,8 @@ Schedule build_steps(const Problem& problem, const ScheduleOptions& options) {
     if (problem.operation == Operation::AgGemm) fail(WEAVE_ERROR_INTERNAL, "AG-GEMM has no direct algorithm");
     if (options.peer_sums)
       build_reduction_peer_sums(builder);
+    else if (problem.operation == Operation::GemmAr && options.all_reduce_one_shot)
+      build_all_reduce_one_shot(builder);
     else
       build_reduction_direct(builder);
     return builder.finish_schedule(algorithm, Direction::Forward, options.chunks_per_shard);

@@ -119,6 +119,7 @@ std::vector<DirectionChunks> split_chunks_by_direction(Direction direction, int 
 void build_ag_gemm_ring(ScheduleBuilder& b);
 void build_reduction_ring(ScheduleBuilder& b);    // GEMM-RS and GEMM-AR
 void build_reduction_direct(ScheduleBuilder& b);  // GEMM-RS and GEMM-AR
+void build_all_reduce_one_shot(ScheduleBuilder& b);  // GEMM-AR, the direct algorithm in one exchange
 void build_reduction_peer_sums(ScheduleBuilder& b);  // the direct algorithm, sums read from peers' memory
 void build_sequential(ScheduleBuilder& b);
 void build_summa(ScheduleBuilder& b);            // WEAVE_GEMM over the 2-D grid

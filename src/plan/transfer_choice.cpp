@@ -1,5 +1,8 @@
 #include "plan/transfer_choice.hpp"
 
+#include <algorithm>
+#include <cmath>
+
 #include "core/error.hpp"
 
 namespace weave::internal::plan {
@@ -49,6 +52,12 @@ int direct_chunks(const Problem& p, const DirectChunkRule& rule) {
   const double shard = static_cast<double>(p.m) / p.group_size * static_cast<double>(p.n) * dtype_size(p.dtype);
   if (p.operation == Operation::GemmAr && p.group_size == 2 && shard >= rule.pair_all_reduce_four_chunk_bytes) return 4;
   return shard < rule.two_chunk_bytes ? 1 : shard < rule.four_chunk_bytes ? 2 : 4;
+}
+
+int one_shot_chunks(const Problem& p) {
+  const double shard = static_cast<double>(p.m) / p.group_size * static_cast<double>(p.n) * dtype_size(p.dtype);
+  if (shard >= kOneShotEightChunkBytes) return 8;
+  return static_cast<int>(std::clamp(std::floor(shard / kOneShotMinPieceBytes), 1.0, 4.0));
 }
 
 }  // namespace weave::internal::plan

@@ -63,20 +63,35 @@ TransferChoice choose_transfers(const Problem& p, const std::vector<SmTransferRu
 
 // Chunks per shard of the direct algorithm when left automatic: one, two
 // from two_chunk_bytes of a rank's product shard in C's type, four from
-// four_chunk_bytes; GEMM-AR over two ranks four from
+// four_chunk_bytes; two-shot GEMM-AR over two ranks four from
 // pair_all_reduce_four_chunk_bytes.
 struct DirectChunkRule {
   double two_chunk_bytes;
   double four_chunk_bytes;
   double pair_all_reduce_four_chunk_bytes;
 };
-// Measured over copy engines (doc/performance.md).
+// Measured over copy engines (doc/performance.md). (Eight chunks from 256
+// MiB were measured on 2 H100s and not kept: GEMM-RS 16384^3 took 6.295
+// against 6.522 ms in four in one run, 6.689 against 6.421 in the next.)
 constexpr DirectChunkRule kCopyEngineDirectChunks{64.0 * 1024 * 1024, 128.0 * 1024 * 1024, 32.0 * 1024 * 1024};
 // With sums fused into SM-driven transfers. Provisional, not measured: the
 // copy engines' rule; a chunk costs less here (no copy-engine rendezvous),
 // so finer chunks may pay, which `--variants sm/auto/C/direct` measures.
 constexpr DirectChunkRule kPeerSumDirectChunks = kCopyEngineDirectChunks;
 int direct_chunks(const Problem& p, const DirectChunkRule& rule);
+
+// Chunks per shard of the one-shot GEMM-AR over messages when left
+// automatic (reduction_one_shot.cpp): one chunk per kOneShotMinPieceBytes
+// of a rank's product shard in C's type, at least one and at most four,
+// and eight from kOneShotEightChunkBytes. Measured over the copy engines of
+// 2 H100s (doc/performance.md): pieces below 8 MiB cost more in fixed
+// transfer costs than they save (GEMM-AR 1024x8192x8192 in two chunks took
+// 0.272 ms, in one 0.198; 4096 and 8192 rows in eight took 1.39 and 1.03 x
+// four), four chunks were the fastest from 32 to 256 MiB shards, eight on
+// 448 MiB (6.750 ms against 6.924 in four).
+constexpr double kOneShotMinPieceBytes = 8.0 * 1024 * 1024;
+constexpr double kOneShotEightChunkBytes = 384.0 * 1024 * 1024;
+int one_shot_chunks(const Problem& p);
 
 // Below this many flops per rank a device plan whose reductions are summed
 // where they are read runs sequentially. Provisional, not measured: the copy

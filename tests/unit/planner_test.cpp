@@ -304,11 +304,28 @@ TEST(Planner, DeviceReductionsOverCopyEnginesRunDirect) {
     EXPECT_EQ(resolve_options(desc, large(op, 16384), {}, caps).schedule.chunks_per_shard, 2);
     EXPECT_EQ(resolve_options(desc, large(op, 32768 - 4), {}, caps).schedule.chunks_per_shard, 2);
     EXPECT_EQ(resolve_options(desc, large(op, 32768), {}, caps).schedule.chunks_per_shard, 4);
-    // Over two ranks GEMM-AR cuts a 32 MiB product shard in four, GEMM-RS
-    // sends it whole.
-    const int pair_chunks = op == Operation::GemmAr ? 4 : 1;
-    EXPECT_EQ(resolve_options(desc, large(op, 4096, 2), {}, caps).schedule.chunks_per_shard, pair_chunks);
+    // Over two ranks GEMM-AR runs two-shot and cuts a 32 MiB product shard
+    // in four, GEMM-RS sends it whole. One-shot (WEAVE_ALL_REDUCE) takes a
+    // chunk per 8 MiB of a rank's product shard, at most four (32 MiB in
+    // four, 24 MiB in three, 8 MiB whole), eight from 384 MiB.
+    const bool all_reduce = op == Operation::GemmAr;
+    EXPECT_FALSE(r.schedule.all_reduce_one_shot);
+    const Resolved pair = resolve_options(desc, large(op, 4096, 2), {}, caps);
+    EXPECT_FALSE(pair.schedule.all_reduce_one_shot);
+    EXPECT_EQ(pair.schedule.chunks_per_shard, all_reduce ? 4 : 1);
     EXPECT_EQ(resolve_options(desc, large(op, 4096 - 8, 2), {}, caps).schedule.chunks_per_shard, 1);
+    if (all_reduce) {
+      EXPECT_NE(pair.notes.find("two-shot all-reduce"), std::string::npos) << pair.notes;
+      const Environment one_shot{{"WEAVE_ALL_REDUCE", "one_shot"}};
+      const Resolved asked = resolve_options(desc, large(op, 4096, 2), one_shot, caps);
+      EXPECT_TRUE(asked.schedule.all_reduce_one_shot);
+      EXPECT_EQ(asked.schedule.chunks_per_shard, 4);
+      EXPECT_NE(asked.notes.find("one-shot all-reduce (WEAVE_ALL_REDUCE)"), std::string::npos) << asked.notes;
+      EXPECT_EQ(resolve_options(desc, large(op, 3072, 2), one_shot, caps).schedule.chunks_per_shard, 3);
+      EXPECT_EQ(resolve_options(desc, large(op, 1024, 2), one_shot, caps).schedule.chunks_per_shard, 1);
+      EXPECT_EQ(resolve_options(desc, large(op, 98304, 2), one_shot, caps).schedule.chunks_per_shard, 8);
+      EXPECT_TRUE(resolve_options(desc, large(op), one_shot, caps).schedule.all_reduce_one_shot);
+    }
     EXPECT_EQ(resolve_options(desc, large(op, 1024), {}, caps).schedule.algorithm, Algorithm::Sequential);
   }
   // Over NCCL the rings measured slower than the sequential plan for the
@@ -662,6 +679,22 @@ TEST(TransportTable, SmTransportAskedFor) {
   // The descriptor's transport, too.
   desc.transport = WEAVE_TRANSPORT_SM;
   EXPECT_EQ(resolve_options(desc, device(Operation::GemmRs, 4), {}, caps).transport, Transport::Sm);
+}
+
+// GEMM tuning: off unless WEAVE_GEMM_TUNING=on, device plans only, said in
+// describe; another value is an error naming it.
+TEST(Planner, GemmTuningFromTheEnvironment) {
+  const weave_plan_desc_t desc{};
+  EXPECT_FALSE(resolve_options(desc, device_problem(), {}, everything()).gemm_tuning);
+  const Resolved on = resolve_options(desc, device_problem(), {{"WEAVE_GEMM_TUNING", "on"}}, everything());
+  EXPECT_TRUE(on.gemm_tuning);
+  EXPECT_NE(on.notes.find("WEAVE_GEMM_TUNING"), std::string::npos) << on.notes;
+  EXPECT_FALSE(resolve_options(desc, device_problem(), {{"WEAVE_GEMM_TUNING", "off"}}, everything()).gemm_tuning);
+  weave::internal::Problem host = device_problem();
+  host.memory = weave::internal::Memory::Host;
+  EXPECT_FALSE(resolve_options(desc, host, {{"WEAVE_GEMM_TUNING", "on"}}, host_only()).gemm_tuning);
+  expect_failure(desc, device_problem(), {{"WEAVE_GEMM_TUNING", "always"}}, everything(), WEAVE_ERROR_INVALID_VALUE,
+                 "WEAVE_GEMM_TUNING=always");
 }
 
 TEST(TransportTable, DeviceWaitsFromTheEnvironment) {

@@ -380,25 +380,29 @@ TEST(Schedules, BetaZeroWritesEveryElementOnce) {
 
 // The direct algorithm sums at most 1 + kMaxMoreSources products in one
 // element-wise pass; with more ranks it sums groups into a float32 sum first.
+// A direct-algorithm case of P ranks, more than one summing pass takes,
+// some of them without rows.
+ScheduleCase many_ranks_case(Operation op, int P, int chunks) {
+  ScheduleCase c;
+  c.group.operation = op;
+  c.group.ranks = P;
+  c.group.shards = Shards::WithEmpty;
+  c.group.m = 2 * P + 3;
+  c.group.n = 5;
+  c.group.k = P + 4;
+  c.group.bias = true;
+  c.group.dtype = DType::F32;
+  c.options.algorithm = Algorithm::Direct;
+  c.options.chunks_per_shard = chunks;
+  c.beta = 0.5;
+  return c;
+}
+
 TEST(Schedules, DirectWithMoreRanksThanOnePassSums) {
   std::vector<ScheduleCase> cases;
   for (Operation op : {Operation::GemmRs, Operation::GemmAr})
     for (int P : {8, 9, 17})
-      for (int chunks : {1, 2}) {
-        ScheduleCase c;
-        c.group.operation = op;
-        c.group.ranks = P;
-        c.group.shards = Shards::WithEmpty;
-        c.group.m = 2 * P + 3;
-        c.group.n = 5;
-        c.group.k = P + 4;
-        c.group.bias = true;
-        c.group.dtype = DType::F32;
-        c.options.algorithm = Algorithm::Direct;
-        c.options.chunks_per_shard = chunks;
-        c.beta = 0.5;
-        cases.push_back(c);
-      }
+      for (int chunks : {1, 2}) cases.push_back(many_ranks_case(op, P, chunks));
   run_cases(cases, {Model::DepsOnly, Model::StreamOrdered}, 2, 12);
 }
 
@@ -412,6 +416,95 @@ GroupCase whole_tiles(Operation op, int P, int chunks) {
   g.k = 2 * P;
   g.dtype = DType::F32;
   return g;
+}
+
+// One-shot GEMM-AR over messages (reduction_one_shot.cpp): every rank's
+// whole product sent to every other rank, summed on every rank. At 1 to 5
+// ranks (the planner takes it over two; WEAVE_ALL_REDUCE=one_shot over
+// more), every shard pattern, 1 to 4 chunks, slot windows from the
+// smallest, products in C's type or float32, FP8 operands in some cases,
+// and ranks beyond what one summing pass takes.
+TEST(Schedules, OneShotOverMessagesSweep) {
+  const Shards patterns[] = {Shards::Balanced, Shards::Uneven, Shards::WithEmpty};
+  std::vector<ScheduleCase> cases;
+  int counter = 0;
+  for (int chunks = 1; chunks <= 4; ++chunks)
+    for (int P = 1; P <= 5; ++P)
+      for (Shards shards : patterns) {
+        ScheduleCase c = varied_case(Operation::GemmAr, Algorithm::Direct, P, shards, chunks, counter);
+        if (counter % 4 == 3) scale_group(c.group, counter);
+        c.options.all_reduce_one_shot = true;
+        c.options.slot_window = 1 + counter % 3;
+        c.options.reduce_in_accumulation_type = counter % 3 == 1;
+        ++counter;
+        cases.push_back(c);
+      }
+  for (int P : {8, 9}) {
+    ScheduleCase c = many_ranks_case(Operation::GemmAr, P, 2);
+    c.options.all_reduce_one_shot = true;
+    cases.push_back(c);
+  }
+  const std::array<Sizes, 5> sizes = {{{6, 4, 0}, {2, 3, 5}, {1, 1, 1}, {9, 1, 4}, {3, 8, 2}}};
+  for (const Sizes& z : sizes)
+    for (int P : {2, 3, 5}) {
+      ScheduleCase c = edge_case(Operation::GemmAr, z, P, Algorithm::Direct, 3);
+      c.options.all_reduce_one_shot = true;
+      cases.push_back(c);
+    }
+  run_cases(cases, {Model::DepsOnly, Model::Host, Model::StreamOrdered}, 3, static_cast<int>(cases.size()));
+}
+
+// One-shot over messages: no transfer waits for a sum (a piece's sends
+// depend on its GEMM alone), and every rank sums the same pieces from the
+// same terms in rank order (its own product at its own index), so every
+// rank's C gets the same bits.
+TEST(Schedules, OneShotOverMessagesSendsBeforeAnySumAndSumsInRankOrder) {
+  using weave::internal::plan::EpilogueOp;
+  using weave::internal::plan::GemmOp;
+  using weave::internal::plan::RecvOp;
+  using weave::internal::plan::SendOp;
+  for (int P : {2, 3, 4})
+    for (int chunks : {1, 2, 3}) {
+      ScheduleOptions o;
+      o.algorithm = Algorithm::Direct;
+      o.all_reduce_one_shot = true;
+      o.chunks_per_shard = chunks;
+      std::vector<std::vector<int64_t>> rows_summed(static_cast<std::size_t>(P));
+      for (const weave::internal::Problem& p : make_group_problems(whole_tiles(Operation::GemmAr, P, chunks))) {
+        const weave::internal::plan::Schedule s = weave::internal::plan::build_schedule(p, o);
+        int sends = 0;
+        for (const auto& step : s.steps) {
+          if (std::holds_alternative<SendOp>(step.op)) {
+            ++sends;
+            ASSERT_EQ(step.deps.size(), 1u) << step.label;
+            EXPECT_TRUE(std::holds_alternative<GemmOp>(s.steps[static_cast<std::size_t>(step.deps[0])].op))
+                << step.label;
+          }
+          const auto* sum = std::get_if<EpilogueOp>(&step.op);
+          if (!sum || sum->dst.buffer != weave::internal::plan::kBufferC) continue;
+          ASSERT_EQ(static_cast<int>(sum->more_src.size()), P - 1) << step.label;
+          // Term q is rank q's product: mine is the slot my GEMM wrote, the
+          // others' the slots their receives filled.
+          for (int q = 0; q < P; ++q) {
+            const auto& term = q == 0 ? sum->src : sum->more_src[static_cast<std::size_t>(q - 1)];
+            bool found = false;
+            for (int d : step.deps) {
+              const auto& dep = s.steps[static_cast<std::size_t>(d)];
+              if (q == p.group_rank) {
+                if (const auto* g = std::get_if<GemmOp>(&dep.op)) found = found || g->c.buffer == term.buffer;
+              } else if (const auto* recv = std::get_if<RecvOp>(&dep.op)) {
+                found = found || (recv->dst.buffer == term.buffer && recv->peer == q);
+              }
+            }
+            EXPECT_TRUE(found) << "rank " << p.group_rank << ", term " << q << " of " << step.label;
+          }
+          rows_summed[static_cast<std::size_t>(p.group_rank)].push_back(sum->dst.row0);
+        }
+        EXPECT_EQ(sends, (P - 1) * P * chunks) << "rank " << p.group_rank;
+      }
+      for (int q = 1; q < P; ++q) EXPECT_EQ(rows_summed[static_cast<std::size_t>(q)], rows_summed[0]);
+      EXPECT_EQ(static_cast<int>(rows_summed[0].size()), P * chunks);
+    }
 }
 
 // The direct algorithm with sums read from peers' memory (the SM

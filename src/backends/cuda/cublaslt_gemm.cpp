@@ -1,6 +1,7 @@
 #include "backends/cuda/cublaslt_gemm.hpp"
 
 #include <cstdint>
+#include <vector>
 
 #include "backends/cuda/cuda_check.hpp"
 #include "backends/cuda/fp8_scale_pairs.hpp"
@@ -12,6 +13,9 @@ namespace weave::internal::cuda {
 namespace {
 
 constexpr uint32_t kMaxAlignment = 256;  // what cuBLASLt asks for at most (and cudaMalloc gives)
+
+// Heuristic answers a tuned GEMM times (gemm_tuning.hpp).
+constexpr int kTuningCandidates = 8;
 
 using exec::layout_of;
 
@@ -67,8 +71,8 @@ GemmWork gemm_work(const plan::GemmOp& op) {
 
 CublasLtGemm::CublasLtGemm(cublasLtHandle_t handle, const plan::Schedule& schedule, const plan::GemmOp& op,
                            bool allow_tf32, std::size_t workspace_bytes, const GemmDevice& device,
-                           int32_t sm_count_target, const plan::EpilogueOp* bias, const void* placeholder)
-    : handle_(handle), op_(op), workspace_bytes_(workspace_bytes) {
+                           int32_t sm_count_target, const plan::EpilogueOp* bias, const void* placeholder, bool tune)
+    : handle_(handle), op_(op), workspace_bytes_(workspace_bytes), tune_(tune), placeholder_(placeholder) {
   const exec::MatrixRef a = layout_of(schedule, op.a), b = layout_of(schedule, op.b), c = layout_of(schedule, op.c);
   shape_ = kernels::to_column_major(a, op.op_a, b, op.op_b, c);
   if (gemm_work(op) != GemmWork::Matmul)
@@ -84,6 +88,7 @@ CublasLtGemm::CublasLtGemm(cublasLtHandle_t handle, const plan::Schedule& schedu
   // float32 when 16-bit products are partial sums; FP8 inputs (each its
   // own format) into bf16, f16 or f32.
   const DType in = a.dtype, out = c.dtype;
+  types_ = {left.dtype, right.dtype, out};
   const bool supported = scaled      ? is_scaled(a.dtype) && is_scaled(b.dtype) &&
                                       (out == DType::BF16 || out == DType::F16 || out == DType::F32)
                          : a.dtype != b.dtype ? false
@@ -137,6 +142,13 @@ CublasLtGemm::CublasLtGemm(cublasLtHandle_t handle, const plan::Schedule& schedu
     WEAVE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&layouts_[kRight], cuda_type(right.dtype), right_n ? k : n,
                                                   right_n ? n : k, shape_.ld_right));
     WEAVE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&layouts_[kOut], cuda_type(out), m, n, shape_.ld_out));
+    description_ = str("device ", device.index, " m ", m, " n ", n, " k ", k, " ld ", shape_.ld_left, " ",
+                       shape_.ld_right, " ", shape_.ld_out, " ops ", op_name(shape_.op_left), op_name(shape_.op_right),
+                       " types ", dtype_name(left.dtype), " ", dtype_name(right.dtype), " ", dtype_name(out),
+                       " compute ", static_cast<int>(compute), " sms ", sm_count_target);
+    if (scaled)
+      description_ += str(" scales ", scale_mode_name((swapped_ ? op.b_scale : op.a_scale).mode), " ",
+                          scale_mode_name((swapped_ ? op.a_scale : op.b_scale).mode));
 
     // The bias in the epilogue: FP8 GEMMs into a row-major 16-bit C, a
     // tight bias of C's type (cuBLASLt adds a packed vector along the rows
@@ -261,7 +273,7 @@ void CublasLtGemm::choose_algorithms(const plan::Schedule& schedule, DType in, D
   const uint64_t left_offset = offset_from_aligned_base(schedule, swapped_ ? op_.b : op_.a);
   const uint64_t right_offset = offset_from_aligned_base(schedule, swapped_ ? op_.a : op_.b);
   const uint64_t out_offset = offset_from_aligned_base(schedule, op_.c);
-  aligned_ = choose({alignment_of(left_offset), alignment_of(right_offset), alignment_of(out_offset)});
+  aligned_ = choose({alignment_of(left_offset), alignment_of(right_offset), alignment_of(out_offset)}, tune_);
   if (!aligned_.found) return;
   // The fallback for pointers that are less aligned at execute: each
   // element's own size, but 16 bytes for FP8 operands (cuBLASLt's FP8
@@ -271,7 +283,7 @@ void CublasLtGemm::choose_algorithms(const plan::Schedule& schedule, DType in, D
   const uint32_t in_alignment = in_size == 1 ? 16u : in_size;
   const uint32_t out_alignment = in_size == 1 ? std::max(out_size, 16u) : out_size;
   const std::array<uint32_t, kOperands> element_alignment{in_alignment, in_alignment, out_alignment};
-  element_aligned_ = element_alignment == aligned_.alignment ? aligned_ : choose(element_alignment);
+  element_aligned_ = element_alignment == aligned_.alignment ? aligned_ : choose(element_alignment, false);
 }
 
 CublasLtGemm::~CublasLtGemm() { release(); }
@@ -292,7 +304,28 @@ void CublasLtGemm::release() noexcept {
   }
 }
 
-CublasLtGemm::Algorithm CublasLtGemm::choose(const std::array<uint32_t, kOperands>& alignment) const {
+TuningBuffers CublasLtGemm::tuning_buffers() const {
+  auto bytes = [](int64_t rows_or_ld, int64_t cols, DType t) {
+    return static_cast<std::size_t>(rows_or_ld) * static_cast<std::size_t>(cols) * dtype_size(t);
+  };
+  const bool left_n = shape_.op_left == Op::N, right_n = shape_.op_right == Op::N;
+  TuningBuffers b;
+  b.left = bytes(shape_.ld_left, left_n ? shape_.k : shape_.m, types_[kLeft]);
+  b.right = bytes(shape_.ld_right, right_n ? shape_.n : shape_.k, types_[kRight]);
+  b.out = bytes(shape_.ld_out, shape_.n, types_[kOut]);
+  // Scales: at most one float per 32 elements along K of every row or
+  // column, plus a band of 128 (every mode of core/scale_layout.hpp fits).
+  const plan::ScaleOperand& left_scale = swapped_ ? op_.b_scale : op_.a_scale;
+  const plan::ScaleOperand& right_scale = swapped_ ? op_.a_scale : op_.b_scale;
+  const std::size_t per_row = static_cast<std::size_t>(shape_.k / 32 + 2) * sizeof(float);
+  if (left_scale.scaled()) b.left_scales = static_cast<std::size_t>(shape_.m + 128) * per_row;
+  if (right_scale.scaled()) b.right_scales = static_cast<std::size_t>(shape_.n + 128) * per_row;
+  if (bias_) b.bias = static_cast<std::size_t>(shape_.m) * dtype_size(types_[kOut]);
+  b.workspace = workspace_bytes_;
+  return b;
+}
+
+CublasLtGemm::Algorithm CublasLtGemm::choose(const std::array<uint32_t, kOperands>& alignment, bool tune) {
   Preference preference;
   preference.set(CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, static_cast<uint64_t>(workspace_bytes_));
   preference.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, alignment[kLeft]);
@@ -303,11 +336,11 @@ CublasLtGemm::Algorithm CublasLtGemm::choose(const std::array<uint32_t, kOperand
   // output-type schemes add them up in C's type, rounding a 16-bit C more
   // than once (seen on H200 as a bf16 result more than half a unit off).
   preference.set(CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, static_cast<uint32_t>(CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE));
-  cublasLtMatmulHeuristicResult_t result{};
+  std::vector<cublasLtMatmulHeuristicResult_t> results(tune ? kTuningCandidates : 1);
   int found = 0;
-  const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(handle_, desc_, layouts_[kLeft], layouts_[kRight],
-                                                                layouts_[kOut], layouts_[kOut], preference.handle, 1,
-                                                                &result, &found);
+  const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
+      handle_, desc_, layouts_[kLeft], layouts_[kRight], layouts_[kOut], layouts_[kOut], preference.handle,
+      static_cast<int>(results.size()), results.data(), &found);
   Algorithm algorithm;
   algorithm.alignment = alignment;
   // None for this configuration. cuBLASLt answers INVALID_VALUE rather than
@@ -317,7 +350,25 @@ CublasLtGemm::Algorithm CublasLtGemm::choose(const std::array<uint32_t, kOperand
   if (status == CUBLAS_STATUS_NOT_SUPPORTED || status == CUBLAS_STATUS_INVALID_VALUE) return algorithm;
   WEAVE_CUBLAS_CHECK(status);
   algorithm.found = found > 0;
-  algorithm.algo = result.algo;
+  if (!algorithm.found) return algorithm;
+  results.resize(static_cast<std::size_t>(found));
+  int chosen = 0;
+  if (tune) {
+    chosen = choose_by_timing(handle_, desc_, layouts_, results, tuning_buffers(), double_scalars_,
+                              str(description_, bias_ ? " bias" : "", " alignments ", alignment[kLeft], " ",
+                                  alignment[kRight], " ", alignment[kOut]),
+                              &tuning_);
+    // Back to what the heuristic queries saw; execute sets the real ones.
+    auto reset = [&](cublasLtMatmulDescAttributes_t attribute, const void* pointer) {
+      WEAVE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc_, attribute, &pointer, sizeof pointer));
+    };
+    if (op_.a_scale.scaled() || op_.b_scale.scaled()) {
+      reset(CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, placeholder_);
+      reset(CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, placeholder_);
+    }
+    if (bias_) reset(CUBLASLT_MATMUL_DESC_BIAS_POINTER, nullptr);
+  }
+  algorithm.algo = results[static_cast<std::size_t>(chosen)].algo;
   return algorithm;
 }
 

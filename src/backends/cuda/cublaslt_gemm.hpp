@@ -30,6 +30,9 @@
 #include <cstddef>
 #include <cstdint>
 
+#include <string>
+
+#include "backends/cuda/gemm_tuning.hpp"
 #include "exec/bindings.hpp"
 #include "kernels/gemm_layout.hpp"
 #include "plan/schedule.hpp"
@@ -64,10 +67,14 @@ class CublasLtGemm {
   // refuses scales per row or per block (INVALID_VALUE, on sm_90 with
   // cuBLASLt 13.1) when their pointers are still unset, and the real ones
   // come only at execute.
+  // `tune`: time cuBLASLt's candidate algorithms and keep the fastest
+  // (gemm_tuning.hpp; WEAVE_GEMM_TUNING=on), else its heuristic's first.
   CublasLtGemm(cublasLtHandle_t handle, const plan::Schedule& schedule, const plan::GemmOp& op, bool allow_tf32,
                std::size_t workspace_bytes, const GemmDevice& device, int32_t sm_count_target = 0,
-               const plan::EpilogueOp* bias = nullptr, const void* placeholder = nullptr);
+               const plan::EpilogueOp* bias = nullptr, const void* placeholder = nullptr, bool tune = false);
   bool fused_bias() const { return bias_ != nullptr; }
+  // What tuning did for the algorithm of aligned pointers.
+  const TuningOutcome& tuning() const { return tuning_; }
   // Whether a tensor-wise scale is written out per row before every run
   // (tensor-wise against row-wise scales, a pair cuBLASLt has no kernel for).
   bool broadcasts_scale() const { return staged_[0].always || staged_[1].always; }
@@ -87,8 +94,12 @@ class CublasLtGemm {
     std::array<uint32_t, kOperands> alignment{};  // bytes every pointer must be aligned to
   };
   // cuBLASLt's best algorithm for pointers with these alignments (found is
-  // false when it has none).
-  Algorithm choose(const std::array<uint32_t, kOperands>& alignment) const;
+  // false when it has none): its heuristic's first, or with tuning the
+  // fastest of its candidates when `tune` (the algorithm of aligned
+  // pointers).
+  Algorithm choose(const std::array<uint32_t, kOperands>& alignment, bool tune);
+  // The scratch buffers a timing run of this matmul needs.
+  TuningBuffers tuning_buffers() const;
   void set_scale_modes(const GemmDevice& device, const exec::MatrixRef& left, const exec::MatrixRef& right);
   void choose_algorithms(const plan::Schedule& schedule, DType in, DType out);
   void release() noexcept;
@@ -103,6 +114,13 @@ class CublasLtGemm {
   cublasLtMatmulDesc_t desc_ = nullptr;
   std::array<cublasLtMatrixLayout_t, kOperands> layouts_{};
   Algorithm aligned_, element_aligned_;
+  bool tune_ = false;
+  TuningOutcome tuning_;
+  // Everything but the alignments that tells this matmul apart from others
+  // of the process (the tuning cache's key).
+  std::string description_;
+  std::array<DType, kOperands> types_{};  // left, right, out
+  const void* placeholder_ = nullptr;
   // Scales cuBLASLt reads from this GEMM's own device memory instead of
   // the plan's (scale_broadcast.hpp), per operand (left, right):
   //   - a tensor-wise scale against row-wise ones, written out per row of

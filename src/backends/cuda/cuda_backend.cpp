@@ -135,8 +135,20 @@ void CudaBackend::prepare_steps() {
   for (const auto& [op, bias] : matmul_steps) {
     prepared_[op].matmul = std::make_unique<CublasLtGemm>(cublas_, schedule_, *op, options_.allow_tf32,
                                                           kCublasWorkspaceBytes, gemm_device_, gemm_sms_, bias,
-                                                          placeholder);
+                                                          placeholder, options_.gemm_tuning);
     if (prepared_[op].matmul->fused_bias()) fused_bias_steps_.insert(bias);
+    const TuningOutcome& tuned = prepared_[op].matmul->tuning();
+    if (options_.gemm_tuning) {
+      candidates_min_ = candidates_min_ < 0 ? tuned.candidates : std::min(candidates_min_, tuned.candidates);
+      candidates_max_ = std::max(candidates_max_, tuned.candidates);
+      if (!tuned.why_not.empty()) tuning_why_not_ = tuned.why_not;
+    }
+    if (tuned.timed || tuned.remembered) {
+      ++tuned_gemms_;
+      if (tuned.chosen != 0) ++retuned_gemms_;
+      if (tuned.timed && tuned.chosen != 0 && tuned.first_ms > 0)
+        tuning_gain_ = std::max(tuning_gain_, 1 - tuned.chosen_ms / tuned.first_ms);
+    }
     if (prepared_[op].matmul->broadcasts_scale()) ++broadcast_scale_gemms_;
   }
 }
@@ -205,6 +217,15 @@ std::string CudaBackend::name() const {
                  ? std::string()
                  : str(", ", broadcast_scale_gemms_, " GEMMs write a tensor-wise scale out per row (cuBLASLt has no "
                        "tensor-wise x row-wise kernel)"),
+             !options_.gemm_tuning
+                 ? std::string()
+                 : str(", GEMM tuning: ", tuned_gemms_, " GEMMs tuned by timing, ", retuned_gemms_,
+                       " took another than the heuristic's first algorithm",
+                       tuning_gain_ > 0 ? str(" (up to ", static_cast<int>(tuning_gain_ * 100 + 0.5), "% faster)")
+                                        : std::string(),
+                       ", ", candidates_min_ < 0 ? 0 : candidates_min_, "-", candidates_max_,
+                       " candidates from the heuristic",
+                       tuning_why_not_.empty() ? std::string() : str(", not timed where: ", tuning_why_not_)),
              ")");
 }
 

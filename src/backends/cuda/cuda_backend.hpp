@@ -63,6 +63,13 @@ class CudaBackend final : public exec::ComputeBackend {
   std::string device_name_;
   int device_sms_ = 0;
   int gemm_sms_ = 0;  // SMs the GEMMs are sized for; 0: all (no margin)
+  // GEMM tuning (options_.gemm_tuning), for name(): GEMMs tuned, those that
+  // took another algorithm than the heuristic's first, and the largest
+  // gain measured against it.
+  int tuned_gemms_ = 0, retuned_gemms_ = 0;
+  double tuning_gain_ = 0;
+  int candidates_min_ = -1, candidates_max_ = 0;  // heuristic answers per tuned GEMM
+  std::string tuning_why_not_;                    // why a GEMM was not timed (the last reason)
   // Compute lanes 0..n-1, then the communication lane: all of them start
   // after the caller's stream (fork) and the caller's stream after them (join).
   std::vector<cudaStream_t> streams_;

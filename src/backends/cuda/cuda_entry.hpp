@@ -18,6 +18,8 @@ struct CudaBackendOptions {
   // element-wise steps); 0: every SM. The planner sets it for overlapped
   // schedules only.
   int gemm_sm_margin = 0;
+  // Time cuBLASLt's candidate algorithms at plan creation (gemm_tuning.hpp).
+  bool gemm_tuning = false;
 };
 
 std::unique_ptr<exec::ComputeBackend> make_cuda_backend(const plan::Schedule& schedule, const Problem& problem,

@@ -12,6 +12,7 @@ if(WEAVE_ENABLE_CUDA)
     backends/cuda/cuda_entry.cpp
     backends/cuda/cublaslt_gemm.cpp
     backends/cuda/epilogue_launcher.cu
+    backends/cuda/gemm_tuning.cpp
     backends/cuda/kokkos_lanes.cpp
     backends/cuda/quantize_launcher.cu
     backends/cuda/scale_broadcast.cu)
