@@ -12,8 +12,10 @@
 // piece to every other rank as soon as it is made, and sums every rank's
 // product of that piece into its own C once they are in. After the last
 // GEMM only the last piece's transfer and sum are left. Over P ranks it
-// moves (P-1) x M x N per rank where two-shot moves 2 (P-1) / P x M x N, so
-// the planner takes it over two ranks only (WEAVE_ALL_REDUCE overrides).
+// moves (P-1) x M x N per rank where two-shot moves 2 (P-1) / P x M x N.
+// It runs where WEAVE_ALL_REDUCE=one_shot asks for it: over the copy
+// engines of 2 H100s it measured the same as two-shot within the noise
+// (doc/performance.md), so the planner keeps two-shot over messages.
 //
 // Every rank's product is rounded to the type it travels in (the own one
 // too) and the terms are summed in rank order, in the accumulation type, in
@@ -57,27 +59,20 @@ void build_all_reduce_one_shot(ScheduleBuilder& b) {
 
   struct Made {
     int id = -1;
-    Region own;
-    int gemm = -1;
-    std::vector<std::pair<Region, int>> received;  // (slot, receive step) by rank, mine excluded
-    std::vector<int> sends;
     int slot = -1;
+    int gemm = -1;
+    std::vector<int> sends;
+    // Every rank's product of the piece, by rank (mine: my own slot), and
+    // the receive step that fills each other rank's (-1 for mine).
+    std::vector<Region> terms;
+    std::vector<int> receives;
   };
-  auto emit_sum = [&](Made& m) {
-    std::vector<Region> sources;
-    std::vector<int> deps{m.gemm};
-    std::size_t next_received = 0;
-    for (int q = 0; q < P; ++q) {
-      if (q == r) {
-        sources.push_back(m.own);
-        continue;
-      }
-      const auto& [slot, recv] = m.received.at(next_received++);
-      sources.push_back(slot);
-      deps.push_back(recv);
-    }
+  auto emit_sum = [&](const Made& m) {
+    const Region& own = m.terms[static_cast<std::size_t>(r)];
+    std::vector<int> deps = m.receives;
+    deps.push_back(m.gemm);
     const Region c_rows{kBufferC, pieces.offset(m.id), 0, rows_of(m.id), p.n};
-    const int sum = b.add_sum(b.finish(c_rows, m.own), sources, deps, b.next_compute_lane(),
+    const int sum = b.add_sum(b.finish(c_rows, own), m.terms, deps, b.next_compute_lane(),
                               label("sum every rank's product of", m.id));
     auto& readers = slot_readers[static_cast<std::size_t>(m.slot)];
     readers = m.sends;
@@ -91,30 +86,27 @@ void build_all_reduce_one_shot(ScheduleBuilder& b) {
     Made m;
     m.id = id;
     m.slot = next_slot++ % window;
-    m.own = Region{own_slots[static_cast<std::size_t>(m.slot)], 0, 0, rows_of(id), p.n};
+    const Region own{own_slots[static_cast<std::size_t>(m.slot)], 0, 0, rows_of(id), p.n};
+    m.terms.assign(static_cast<std::size_t>(P), own);
+    m.receives.assign(static_cast<std::size_t>(P), -1);
     int scales_ready = -1;
-    const GemmOp g = b.gemm_of_a_rows(pieces.offset(id), rows_of(id), m.own, Scalar::Alpha, Scalar::Zero,
+    const GemmOp g = b.gemm_of_a_rows(pieces.offset(id), rows_of(id), own, Scalar::Alpha, Scalar::Zero,
                                       &scales_ready);
     std::vector<int> deps = slot_readers[static_cast<std::size_t>(m.slot)];
     deps.push_back(scales_ready);
     m.gemm = b.add_step(g, b.next_compute_lane(), deps, label("product of", id));
-    // Received slots in rank order (mine left out), filled by the batch.
-    std::vector<Region> from_rank(static_cast<std::size_t>(P));
-    std::vector<int> recv_of(static_cast<std::size_t>(P), -1);
     const int batch = b.next_batch();
     for (int s = 1; s < P; ++s) {
       const int to = b.mod(r + s), from = b.mod(r - s);
-      m.sends.push_back(b.add_step(SendOp{m.own, to, id}, kCommLane, {m.gemm}, label("send product of", id), batch));
+      m.sends.push_back(b.add_step(SendOp{own, to, id}, kCommLane, {m.gemm}, label("send product of", id), batch));
       const Region slot{b.add_workspace("product of rank " + std::to_string(from) + " piece " + std::to_string(id),
                                         rows_of(id), p.n, wire, Order::RowMajor),
                         0, 0, rows_of(id), p.n};
-      from_rank[static_cast<std::size_t>(from)] = slot;
-      recv_of[static_cast<std::size_t>(from)] =
+      m.terms[static_cast<std::size_t>(from)] = slot;
+      m.receives[static_cast<std::size_t>(from)] =
           b.add_step(RecvOp{slot, from, id}, kCommLane, {},
                      label("receive rank " + std::to_string(from) + "'s product of", id), batch);
     }
-    for (int q = 0; q < P; ++q)
-      if (q != r) m.received.emplace_back(from_rank[static_cast<std::size_t>(q)], recv_of[static_cast<std::size_t>(q)]);
     // The previous piece's sum after this piece's GEMM, so a lane does not
     // wait for data while a GEMM could run.
     if (previous.id >= 0) emit_sum(previous);

@@ -1,10 +1,11 @@
 // Choosing a cuBLASLt algorithm by timing, at plan creation
 // (WEAVE_GEMM_TUNING=on): cuBLASLt's heuristic ranks its kernels by a model
-// of the device, and its first answer is not always the fastest (for FP8
-// with row-wise scales on H100 Weave's GEMM ran slower than PyTorch's
-// row-wise scaled GEMM of the same shape, doc/performance.md). The
+// of the device, and its first answer need not be the fastest. The
 // candidates it returns are run, each a few times, on scratch buffers of
-// the GEMM's shape; the fastest is kept. The answer is remembered per
+// the GEMM's shape; the fastest is kept. (Measured on 2 H100s,
+// doc/performance.md: row-wise FP8 GEMMs get a single candidate, so there
+// is nothing to choose; bf16 GEMMs get eight, and tuned plans were within
+// the run-to-run noise of untuned ones.) The answer is remembered per
 // process for the GEMM's full description (device, shape, leading
 // dimensions, types, transposes, scale modes, epilogue, SM target,
 // alignments), so every plan of a process that has a GEMM of that
