@@ -22,8 +22,12 @@ std::map<std::string, int>& cache() {
 }
 
 // Scratch device memory freed on every path; `ok` is false when any
-// allocation failed (the error is cleared: tuning never fails a plan).
+// allocation failed (the error is cleared: tuning never fails a plan). It
+// is filled on the stream the timing runs use, so that they read it filled
+// (that stream does not wait for the legacy default stream).
 struct Scratch {
+  explicit Scratch(cudaStream_t s) : stream(s) {}
+  cudaStream_t stream;
   std::vector<void*> pointers;
   bool ok = true;
   void* get(std::size_t bytes, unsigned char fill) {
@@ -37,7 +41,7 @@ struct Scratch {
     pointers.push_back(p);
     // Some value, the same for every candidate (timings do not depend on
     // it beyond power draw); scales and sizes of 1.0 would do as well.
-    if (cudaMemset(p, fill, bytes) != cudaSuccess) {
+    if (cudaMemsetAsync(p, fill, bytes, stream) != cudaSuccess) {
       (void)cudaGetLastError();
       ok = false;
     }
@@ -87,7 +91,8 @@ int choose_by_timing(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc,
       return out.chosen;
     }
   }
-  Scratch scratch;
+  Timer timer;
+  Scratch scratch(timer.stream);
   void* left = scratch.get(buffers.left, 0x3c);
   void* right = scratch.get(buffers.right, 0x3c);
   void* result = scratch.get(buffers.out, 0);
@@ -95,7 +100,6 @@ int choose_by_timing(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc,
   void* right_scales = scratch.get(buffers.right_scales, 0);
   void* bias = scratch.get(buffers.bias, 0);
   void* workspace = scratch.get(buffers.workspace, 0);
-  Timer timer;
   if (!scratch.ok || !timer.ok) {
     out.why_not = "no scratch memory or stream for timing";
     return 0;
