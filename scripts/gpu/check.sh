@@ -115,6 +115,11 @@
 #                    runs once more per width and type with WEAVE_PANEL_WIDTH set
 #                    on every rank; outputs gemm2d-<dtype>-w<width>.{txt,json}
 #                    (what the device default panel width is chosen from)
+#   GEMM2D_SETTINGS  Weave settings to measure against the default (space-separated
+#                    NAME=VALUE, e.g. "WEAVE_GEMM_BANDS=0 WEAVE_GEMM_BANDS=8"):
+#                    weave-bench --ops gemm runs once more per setting and type with
+#                    it set on every rank; outputs gemm2d-<dtype>-<name><value>.*
+#                    (name lower-case, without WEAVE_)
 #
 #   HOST_BENCH       1 to measure the host backend on this machine's cores (default 0),
 #                    HOST_RANKS ranks (default 4) with HOST_BLAS_THREADS BLAS threads
@@ -468,20 +473,28 @@ run_gemm2d_bench() {
   for variable in "${FORWARDED[@]}"; do launcher+=(-x "$variable"); done
   local budget=${BENCH_TIMEOUT:-300} grids=${GEMM2D_GRIDS:-1x2,2x1} blocks=${GEMM2D_BLOCKS:-1024} dtype
   for dtype in ${GEMM2D_TYPES:-bf16 f64}; do
-    # The default panel width, then each width of GEMM2D_PANEL_WIDTHS, set on
-    # every rank through WEAVE_PANEL_WIDTH.
-    local width widths=${GEMM2D_PANEL_WIDTHS:-}
-    for width in default ${widths//,/ }; do
-      local suffix="" set_width=() forward_width=()
-      if [ "$width" != default ]; then
-        suffix="-w$width" set_width=(env "WEAVE_PANEL_WIDTH=$width") forward_width=(-x WEAVE_PANEL_WIDTH)
+    # The defaults, then each width of GEMM2D_PANEL_WIDTHS (WEAVE_PANEL_WIDTH)
+    # and each setting of GEMM2D_SETTINGS, set on every rank.
+    local width widths=${GEMM2D_PANEL_WIDTHS:-} setting variant variants=(default)
+    for width in ${widths//,/ }; do variants+=("WEAVE_PANEL_WIDTH=$width"); done
+    for setting in ${GEMM2D_SETTINGS:-}; do variants+=("$setting"); done
+    for variant in "${variants[@]}"; do
+      local suffix="" set_variant=() forward_variant=()
+      if [ "$variant" != default ]; then
+        local name=${variant%%=*} value=${variant#*=}
+        if [ "$name" = WEAVE_PANEL_WIDTH ]; then
+          suffix="-w$value"
+        else
+          suffix="-$(printf '%s' "${name#WEAVE_}" | tr '[:upper:]' '[:lower:]')$value"
+        fi
+        set_variant=(env "$variant") forward_variant=(-x "$name")
       fi
-      say "WEAVE_GEMM benchmark, $dtype, grids $grids, blocks $blocks, panel width $width on $ranks GPUs (budget ${budget} s)"
+      say "WEAVE_GEMM benchmark, $dtype, grids $grids, blocks $blocks, setting $variant on $ranks GPUs (budget ${budget} s)"
       # shellcheck disable=SC2086
-      timeout "$budget" "${set_width[@]}" "${launcher[@]}" "${forward_width[@]}" "$BUILD_DIR/bench/weave-bench" \
+      timeout "$budget" "${set_variant[@]}" "${launcher[@]}" "${forward_variant[@]}" "$BUILD_DIR/bench/weave-bench" \
         --backend cuda --ops gemm --dtype "$dtype" --grids "$grids" --blocks "$blocks" \
         --json "$OUT/gemm2d-$dtype$suffix.json" ${GEMM2D_ARGS:-} 2>&1 | tee "$OUT/gemm2d-$dtype$suffix.txt" ||
-        say "weave-bench --ops gemm ($dtype, panel width $width) failed or ran out of time"
+        say "weave-bench --ops gemm ($dtype, setting $variant) failed or ran out of time"
     done
     if [ -x "$BUILD_DIR/bench/weave-bench-cublasmp" ] && [ -n "$CUBLASMP_LIBS" ]; then
       # shellcheck disable=SC2086

@@ -80,7 +80,9 @@ std::vector<Argument> resolved_fields(const plan::Resolved& r) {
           {"chunks_per_shard (resolved)", r.schedule.chunks_per_shard},
           {"compute_streams (resolved)", r.schedule.compute_lanes},
           {"sums read from peers (resolved)", r.schedule.peer_sums ? 1 : 0},
-          {"one-shot all-reduce (resolved, WEAVE_ALL_REDUCE)", r.schedule.all_reduce_one_shot ? 1 : 0}};
+          {"one-shot all-reduce (resolved, WEAVE_ALL_REDUCE)", r.schedule.all_reduce_one_shot ? 1 : 0},
+          {"bands of C (resolved, WEAVE_GEMM_BANDS)", r.schedule.gemm_bands},
+          {"panel width (resolved, WEAVE_PANEL_WIDTH)", r.schedule.panel_width}};
 }
 
 }  // namespace

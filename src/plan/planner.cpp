@@ -33,7 +33,7 @@ Environment read_environment() {
   for (const char* name : {"WEAVE_ALGORITHM", "WEAVE_TRANSPORT", "WEAVE_CHUNKS", "WEAVE_DIRECTION", "WEAVE_PROGRESS",
                            "WEAVE_TIMEOUT", "WEAVE_COMPUTE_STREAMS", "WEAVE_COMM_PRIORITY", "WEAVE_SM_MARGIN",
                            "WEAVE_SM_TRANSPORT_CTAS", "WEAVE_DEVICE_WAIT", "WEAVE_ALL_REDUCE", "WEAVE_PANEL_WIDTH",
-                           "WEAVE_CALIBRATE", "WEAVE_GEMM_TUNING"}) {
+                           "WEAVE_CALIBRATE", "WEAVE_GEMM_TUNING", "WEAVE_GEMM_BANDS"}) {
     const char* value = std::getenv(name);
     if (value && *value) env[name] = value;
   }
@@ -242,7 +242,25 @@ void resolve_grid_gemm(const weave_plan_desc_t& desc, const Problem& problem, co
     width = fewest;
   }
   r.schedule.panel_width = width;
-  if (chosen_here && r.backend == Backend::Cuda && r.schedule.algorithm == Algorithm::Summa) {
+  // Device plans left automatic on a grid of one row or one column: bands
+  // of C where they were measured faster than SUMMA's panels (planner.hpp),
+  // else the sequential plan where SUMMA would pack most of what it moves.
+  const GridOperands& g = problem.grid;
+  const bool line = g.prows == 1 || g.pcols == 1;
+  const bool automatic_device_summa =
+      chosen_here && r.backend == Backend::Cuda && r.schedule.algorithm == Algorithm::Summa && problem.group_size > 1;
+  int64_t bands = 0;
+  if (automatic_device_summa && line && bands_measured_faster(problem.dtype)) {
+    bands = kDeviceGemmBands;
+    notes += str(" ", kDeviceGemmBands, " bands of C: on this ", g.prows, " x ", g.pcols, " grid ",
+                 g.pcols > 1 ? "op(A)" : "op(B)", " travels in bands of C, one GEMM over all of K per band",
+                 accumulation_type(problem.dtype) != problem.dtype
+                     ? str(" writes ", dtype_name(problem.dtype), " C once (SUMMA's panels would each read and write C's ",
+                           dtype_name(accumulation_type(problem.dtype)), " sums)")
+                     : std::string(),
+                 "; measured faster than SUMMA's panels for ", dtype_name(problem.dtype),
+                 " (doc/performance.md; WEAVE_GEMM_BANDS=0 keeps the panels);");
+  } else if (automatic_device_summa) {
     const double packed_per_received = line_grid_packing_ratio(problem, width);
     if (packed_per_received >= kLineGridMaxPackedPerReceived) {
       r.schedule.algorithm = Algorithm::Sequential;
@@ -252,6 +270,14 @@ void resolve_grid_gemm(const weave_plan_desc_t& desc, const Problem& problem, co
                    "execute; measured slower than the sequential plan there (doc/performance.md; "
                    "WEAVE_ALGORITHM=summa overrides);");
     }
+  }
+  // WEAVE_GEMM_BANDS sets any SUMMA plan's bands (0: panels).
+  if (r.schedule.algorithm == Algorithm::Summa && problem.group_size > 1) {
+    if (env.count("WEAVE_GEMM_BANDS") > 0) {
+      bands = env_integer(env, "WEAVE_GEMM_BANDS", bands, 0, kMaxGemmBands);
+      notes += str(" ", bands == 0 ? str("SUMMA's panels") : str(bands, " bands of C"), " (WEAVE_GEMM_BANDS);");
+    }
+    r.schedule.gemm_bands = static_cast<int>(bands);
   }
 }
 
@@ -792,6 +818,10 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
   const auto weave_timeout = env.find("WEAVE_TIMEOUT");
   r.timeout = resolve_timeout(desc.timeout_ms, weave_timeout == env.end() ? nullptr : weave_timeout->second.c_str());
   return r;
+}
+
+bool bands_measured_faster(DType dtype) {
+  return dtype == DType::BF16 || dtype == DType::F16 || dtype == DType::F64;
 }
 
 double line_grid_packing_ratio(const Problem& p, int64_t panel_width) {

@@ -137,6 +137,22 @@ constexpr int64_t kDevicePanelWidth = 4096;
 // sequential plan from kLineGridMaxPackedPerReceived.
 double line_grid_packing_ratio(const Problem& problem, int64_t panel_width);
 constexpr double kLineGridMaxPackedPerReceived = 8;
+// WEAVE_GEMM in bands of C (ScheduleOptions::gemm_bands): on a grid of one
+// row or one column the travelling operand is gathered band by band of C's
+// rows (or columns) and each band is one GEMM over all of K: 16-bit C is
+// written once instead of SUMMA's float32 sums being read and written once
+// per panel, and the held operand is read where it lies instead of being
+// packed per panel. Measured on 2 H100s (1 x 2 and 2 x 1 grids, blocks of
+// 1024, three shapes, doc/performance.md): bf16 0.65-0.98 x the time of
+// SUMMA's panels on all six cases, f64 0.69-0.98 x on five and 1.02 x on
+// one; 4 bands 20.15 ms over five bf16 cases, 2 bands 20.41, 8 bands
+// 21.25. Device plans left automatic on such grids run kDeviceGemmBands
+// bands in bf16 and f64 (measured) and f16 (bf16's path); f32 and complex
+// keep the panels (not measured), and the rule above. WEAVE_GEMM_BANDS sets
+// any SUMMA plan's (0: panels).
+constexpr int64_t kDeviceGemmBands = 4;
+bool bands_measured_faster(DType dtype);
+constexpr int64_t kMaxGemmBands = 4096;
 // Chunks (collectives) of the pipelined algorithm, and pipeline stages of
 // the hierarchical one, when nothing else says:
 // the first chunk's transfer (AG-GEMM) or the last one's (reductions) is

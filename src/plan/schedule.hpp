@@ -296,6 +296,10 @@ struct ScheduleOptions {
   // once, and how many panels of each operand may be in flight (slots).
   int64_t panel_width = 256;
   int panel_slots = 3;
+  // WEAVE_GEMM in bands of C (build_gemm_in_bands) instead of SUMMA's
+  // panels: 0 = panels; n = the travelling operand in n bands of C's rows
+  // (or columns), one GEMM over all of K per band.
+  int gemm_bands = 0;
   // The node of each group rank (hierarchical plans), numbered from 0 in
   // the order nodes first appear among the group's ranks; empty: one node.
   std::vector<int> node_of_rank;

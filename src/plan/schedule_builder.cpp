@@ -341,7 +341,10 @@ Schedule build_steps(const Problem& problem, const ScheduleOptions& options) {
     }
     if (options.algorithm != Algorithm::Summa)
       fail(WEAVE_ERROR_INTERNAL, "WEAVE_GEMM runs SUMMA or its sequential variant, not ", algorithm_name(options.algorithm));
-    build_summa(builder);
+    if (options.gemm_bands > 0)
+      build_gemm_in_bands(builder);
+    else
+      build_summa(builder);
     return builder.finish_schedule(Algorithm::Summa, Direction::Forward, 1);
   }
   // A group of one rank has nothing to communicate: every algorithm is the

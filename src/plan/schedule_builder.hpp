@@ -124,6 +124,7 @@ void build_reduction_peer_sums(ScheduleBuilder& b);  // the direct algorithm, su
 void build_sequential(ScheduleBuilder& b);
 void build_summa(ScheduleBuilder& b);            // WEAVE_GEMM over the 2-D grid
 void build_gemm_sequential(ScheduleBuilder& b);  // WEAVE_GEMM: every panel first, then one GEMM
+void build_gemm_in_bands(ScheduleBuilder& b);    // WEAVE_GEMM: the travelling operand in bands of C
 
 // Complex types: where a GEMM of `s` cannot take an operand's op C (stored
 // in the other order than its product), multiply its conjugate with op T

@@ -279,15 +279,27 @@ std::vector<IndexRun> panel_runs(const Panel& panel, bool is_a) {
   return runs;
 }
 
-// The step that puts one side of `panel` into `dst` (m_loc x width of
-// op(A), width x n_loc of op(B)): one copy where its pieces lie one after
+// The step that puts one side of `panel` into `dst`, for the band [band0,
+// band0 + length) of my rows of C (op(A): length x width) or of my columns
+// (op(B): width x length): one copy where its pieces lie one after
 // another, else one rectangle per run.
-StepOp pack_panel(ScheduleBuilder& b, const GemmPlan& plan, const Panel& panel, bool is_a, const Region& dst) {
-  if (panel.contiguous(is_a)) return b.copy(dst, held_panel(plan, panel, is_a));
+StepOp pack_panel_band(ScheduleBuilder& b, const GemmPlan& plan, const Panel& panel, bool is_a, int64_t band0,
+                       int64_t length, const Region& dst) {
   const SummaOperand& x = is_a ? plan.a : plan.b;
-  const std::vector<IndexRun> outer{IndexRun{x.outer_begin, 0, is_a ? plan.m_loc : plan.n_loc}};
+  if (panel.contiguous(is_a)) {
+    Region held = held_panel(plan, panel, is_a);
+    (is_a ? held.row0 : held.col0) += band0;
+    (is_a ? held.rows : held.cols) = length;
+    return b.copy(dst, held);
+  }
+  const std::vector<IndexRun> outer{IndexRun{x.outer_begin + band0, 0, length}};
   const std::vector<IndexRun> k = panel_runs(panel, is_a);
   return RearrangeOp{dst, b.whole(x.buffer), Op::N, is_a ? outer : k, is_a ? k : outer};
+}
+
+// The same for all my rows (op(A), m_loc x width) or columns (op(B)).
+StepOp pack_panel(ScheduleBuilder& b, const GemmPlan& plan, const Panel& panel, bool is_a, const Region& dst) {
+  return pack_panel_band(b, plan, panel, is_a, 0, is_a ? plan.m_loc : plan.n_loc, dst);
 }
 
 std::string pieces_label(const Panel& panel, bool is_a) {
@@ -563,6 +575,250 @@ void build_gemm_sequential(ScheduleBuilder& b) {
                       0, gemm_deps, "gemm");
   finish_c(b, plan, gemm);
   b.notes() += str(panel_notes(plan), " every panel gathered first, then one GEMM;");
+}
+
+}  // namespace weave::internal::plan
+
+namespace weave::internal::plan {
+
+// WEAVE_GEMM in bands of C (ScheduleOptions::gemm_bands). On a grid of one
+// row, op(A)'s K is spread over the grid columns and op(B) is held whole
+// along K by every rank: C's rows are cut into bands, and band by band the
+// ranks of a grid row send each other their panels of op(A) restricted to
+// the band's rows, into one buffer per band holding the band's rows of
+// op(A) over all of K (panels side by side, in panel order), while the band
+// before is multiplied: one GEMM over all of K per band, writing C once.
+// With 16-bit C that is one rounding without the float32 sums SUMMA reads
+// and writes once per panel. On a grid of one column the roles turn: op(B)
+// travels along the grid columns in bands of C's columns. Elsewhere op(A)
+// travels in bands and op(B) is gathered whole first (as the sequential
+// variant does). The held operand is read where it lies when its panels
+// follow one another in its local array in panel order; else it is placed
+// whole in panel order first (a permutation of K that both operands share,
+// so the product is the same).
+namespace {
+
+// The most panels a band of the travelling operand is cut into so that the
+// held operand can be read where it lies (one message per panel and band);
+// beyond it panels join pieces that lie apart and the held operand is
+// placed in their order. Not measured (a first guess).
+constexpr std::size_t kMaxPanelsPerBand = 64;
+
+// Bands of C start on multiples of this many rows (columns): 32 bytes of
+// FP8 to 256 of complex128, so that band buffers and C's bands stay aligned.
+constexpr int64_t kBandAlignment = 32;
+
+// `panels` cut where the held operand's pieces (`held_is_a`) stop following
+// one another in its owner's local array, in K order: each part is one
+// block of the held operand, so where its owner holds all of K in order
+// they chain into it as it lies.
+std::vector<Panel> split_where_held_apart(const std::vector<Panel>& panels, bool held_is_a) {
+  std::vector<Panel> out;
+  for (const Panel& panel : panels)
+    for (std::size_t i = 0; i < panel.pieces.size(); ++i) {
+      const PanelPiece& piece = panel.pieces[i];
+      const PanelPiece* before = i > 0 ? &panel.pieces[i - 1] : nullptr;
+      const auto local = [&](const PanelPiece& x) { return held_is_a ? x.a_local : x.b_local; };
+      if (!before || local(*before) + before->width != local(piece)) {
+        Panel part;
+        part.a_owner = panel.a_owner;
+        part.b_owner = panel.b_owner;
+        out.push_back(part);
+      }
+      out.back().pieces.push_back(piece);
+      out.back().width += piece.width;
+    }
+  std::stable_sort(out.begin(), out.end(), [](const Panel& x, const Panel& y) { return x.k0() < y.k0(); });
+  return out;
+}
+
+// Whether `panels` of the held operand lie one after another in its local
+// array, all held by this rank (owner -1 or mine).
+bool chain_in_place(const std::vector<Panel>& panels, bool held_is_a, int mine) {
+  if (panels.empty()) return false;
+  for (std::size_t q = 0; q < panels.size(); ++q) {
+    const Panel& panel = panels[q];
+    const int owner = held_is_a ? panel.a_owner : panel.b_owner;
+    if ((owner != -1 && owner != mine) || !panel.contiguous(held_is_a)) return false;
+    if (q == 0) continue;
+    const auto start = [&](const Panel& x) { return held_is_a ? x.pieces.front().a_local : x.pieces.front().b_local; };
+    if (start(panel) != start(panels[q - 1]) + panels[q - 1].width) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+void build_gemm_in_bands(ScheduleBuilder& b) {
+  const Problem& p = b.problem();
+  if (p.group_size == 1) return local_gemm(b);
+  const ScheduleOptions& o = b.options();
+  const GridOperands& g = p.grid;
+  const int me = b.rank(), my_row = g.row_of(me), my_col = g.col_of(me);
+  GemmPlan plan = prepare_operands(b);
+  const bool band_a = g.pcols > 1;  // op(A) travels in bands of rows; else op(B) in bands of columns
+  const bool whole_is_a = !band_a;
+  const bool line = g.prows == 1 || g.pcols == 1;
+  const int held_owner_mine = whole_is_a ? my_col : my_row;
+  // On a grid of one row (column) the held operand is read where it lies
+  // where its panels chain in its local array, cut there if need be.
+  bool y_in_place = line && chain_in_place(plan.panels, whole_is_a, held_owner_mine);
+  if (line && !y_in_place) {
+    std::vector<Panel> split = split_where_held_apart(plan.panels, whole_is_a);
+    if (split.size() <= kMaxPanelsPerBand && chain_in_place(split, whole_is_a, held_owner_mine)) {
+      plan.panels = std::move(split);
+      y_in_place = true;
+    }
+  }
+  const int n_panels = static_cast<int>(plan.panels.size());
+  const int pack_lane = o.compute_lanes > 1 ? 1 : 0;
+  const bool multiplies = plan.m_loc > 0 && plan.n_loc > 0 && n_panels > 0;
+  // My rows of C (every rank of my grid row has the same), or my columns.
+  const int64_t outer = band_a ? plan.m_loc : plan.n_loc;
+  // Band b's panel q carries tag 3 + 2 (n_panels (b + 1) + q) (+ 1 for op(B)),
+  // the whole operand's panels 3 + 2q (+ 1): within kMaxSummaPanels pairs.
+  const int64_t most_bands = std::max<int64_t>(1, kMaxSummaPanels / std::max(n_panels, 1) - 1);
+  const int64_t bands = std::min({static_cast<int64_t>(std::max(o.gemm_bands, 1)), std::max<int64_t>(outer, 1),
+                                  most_bands});
+  auto band_tag = [&](int64_t band, int q, bool a) {
+    return kFirstPanelTag + static_cast<int>(2 * (n_panels * (band + 1) + q)) + (a ? 0 : 1);
+  };
+  // The ranks along my grid row (op(A)) or column (op(B)) that multiply a
+  // panel I hold.
+  auto peers_of = [&](bool is_a) {
+    std::vector<int> peers;
+    if ((is_a ? plan.m_loc : plan.n_loc) == 0) return peers;
+    const int others = is_a ? g.pcols : g.prows, mine = is_a ? my_col : my_row;
+    for (int t = 0; t < others; ++t) {
+      if (t == mine || (is_a ? g.c.cols.count(t) : g.c.rows.count(t)) == 0) continue;
+      peers.push_back(is_a ? g.rank_at(my_row, t) : g.rank_at(t, my_col));
+    }
+    return peers;
+  };
+  // Batches are numbered alike on every rank, whatever it sends or receives.
+  // In the order they are issued: band 0, the held operand, bands 1 on.
+  std::vector<int> band_batch(static_cast<std::size_t>(bands));
+  if (bands > 0) band_batch[0] = b.next_batch();
+  const int y_batch = b.next_batch();
+  for (std::size_t i = 1; i < band_batch.size(); ++i) band_batch[i] = b.next_batch();
+
+  // The travelling operand, band by band. Band 0 is half as wide as the
+  // others: the first GEMM waits for all of it. Bands start on multiples of
+  // kBandAlignment rows (columns), so that every band buffer's leading
+  // dimension and C's band keep the alignment cuBLASLt's fast kernels want
+  // (bands of 2340 bf16 rows ran 4 x slower on H100s), where bands are
+  // that wide.
+  const SummaOperand& x = band_a ? plan.a : plan.b;
+  const std::vector<int> x_peers = peers_of(band_a);
+  const bool x_needed = multiplies || !x_peers.empty();
+  const int64_t align = outer >= 4 * kBandAlignment * bands ? kBandAlignment : 1;
+  std::vector<int64_t> band0(static_cast<std::size_t>(bands) + 1);
+  for (int64_t i = 1; i < bands; ++i)
+    band0[static_cast<std::size_t>(i)] = outer * (2 * i - 1) / (2 * bands - 1) / align * align;
+  band0[static_cast<std::size_t>(bands)] = outer;
+  std::vector<Region> x_band(static_cast<std::size_t>(bands));
+  std::vector<std::vector<int>> band_deps(static_cast<std::size_t>(bands));
+  auto prepare = [&](int64_t i) {
+    const int64_t r0 = band0[static_cast<std::size_t>(i)], length = band0[static_cast<std::size_t>(i) + 1] - r0;
+    if (!x_needed || length == 0 || n_panels == 0) return;
+    const int buffer = band_a ? b.add_workspace(str("op(A) band ", i), length, p.k, p.dtype, Order::ColMajor)
+                              : b.add_workspace(str("op(B) band ", i), p.k, length, p.dtype, Order::RowMajor);
+    x_band[static_cast<std::size_t>(i)] = b.whole(buffer);
+    const int batch = band_batch[static_cast<std::size_t>(i)];
+    std::vector<int>& deps = band_deps[static_cast<std::size_t>(i)];
+    int64_t offset = 0;
+    for (int q = 0; q < n_panels; ++q) {
+      const Panel& panel = plan.panels[static_cast<std::size_t>(q)];
+      const int owner = band_a ? panel.a_owner : panel.b_owner;
+      const Region place = band_a ? Region{buffer, 0, offset, length, panel.width}
+                                  : Region{buffer, offset, 0, panel.width, length};
+      const std::string what = str(band_a ? "op(A)" : "op(B)", " panel ", q, " band ", i);
+      offset += panel.width;
+      if (owner == -1 || owner == (band_a ? my_col : my_row)) {
+        const int copy = b.add_step(pack_panel_band(b, plan, panel, band_a, r0, length, place), pack_lane, x.ready,
+                                    "place " + what + pieces_label(panel, band_a));
+        deps.push_back(copy);
+        if (owner == -1) continue;
+        for (int peer : x_peers)
+          b.add_step(SendOp{place, peer, band_tag(i, q, band_a)}, kCommLane, {copy},
+                     str("send ", what, " to rank ", peer), batch);
+      } else if (multiplies) {
+        const int from = band_a ? g.rank_at(my_row, owner) : g.rank_at(owner, my_col);
+        deps.push_back(b.add_step(RecvOp{place, from, band_tag(i, q, band_a)}, kCommLane, {},
+                                  str("receive ", what, " from rank ", from), batch));
+      }
+    }
+  };
+  // Band 0 first, so that it leaves before the held operand is placed.
+  if (bands > 0) prepare(0);
+
+  // The operand every band reads whole: where it lies, or placed (and
+  // gathered, on a 2-D grid) in panel order.
+  const SummaOperand& y = whole_is_a ? plan.a : plan.b;
+  Region y_all;
+  std::vector<int> y_deps;
+  if (y_in_place) {
+    y_all = held_panel(plan, plan.panels.front(), whole_is_a);
+    (whole_is_a ? y_all.cols : y_all.rows) = p.k;
+    y_deps = y.ready;
+  } else if (n_panels > 0 && (multiplies || !peers_of(whole_is_a).empty())) {
+    const int buffer = whole_is_a ? b.add_workspace("op(A) of my grid row", plan.m_loc, p.k, p.dtype, Order::ColMajor)
+                                  : b.add_workspace("op(B) of my grid column", p.k, plan.n_loc, p.dtype, Order::RowMajor);
+    y_all = b.whole(buffer);
+    const std::vector<int> peers = peers_of(whole_is_a);
+    int64_t offset = 0;
+    for (int q = 0; q < n_panels; ++q) {
+      const Panel& panel = plan.panels[static_cast<std::size_t>(q)];
+      const int owner = whole_is_a ? panel.a_owner : panel.b_owner;
+      const Region place = whole_is_a ? Region{buffer, 0, offset, plan.m_loc, panel.width}
+                                      : Region{buffer, offset, 0, panel.width, plan.n_loc};
+      const std::string what = str(whole_is_a ? "op(A)" : "op(B)", " panel ", q);
+      offset += panel.width;
+      if (owner == -1 || owner == held_owner_mine) {
+        const int copy = b.add_step(pack_panel(b, plan, panel, whole_is_a, place), pack_lane, y.ready,
+                                    "place " + what + pieces_label(panel, whole_is_a));
+        y_deps.push_back(copy);
+        if (owner == -1) continue;
+        for (int peer : peers)
+          b.add_step(SendOp{place, peer, panel_tag(q, whole_is_a)}, kCommLane, {copy},
+                     str("send ", what, " to rank ", peer), y_batch);
+      } else if (multiplies) {
+        const int from = whole_is_a ? g.rank_at(my_row, owner) : g.rank_at(owner, my_col);
+        y_deps.push_back(b.add_step(RecvOp{place, from, panel_tag(q, whole_is_a)}, kCommLane, {},
+                                    str("receive ", what, " from rank ", from), y_batch));
+      }
+    }
+  }
+
+  auto multiply = [&](int64_t i) {
+    const int64_t r0 = band0[static_cast<std::size_t>(i)], length = band0[static_cast<std::size_t>(i) + 1] - r0;
+    if (!multiplies || length == 0) return;
+    std::vector<int> deps = band_deps[static_cast<std::size_t>(i)];
+    deps.insert(deps.end(), y_deps.begin(), y_deps.end());
+    const Region c = band_a ? Region{kBufferC, plan.c_row0 + r0, plan.c_col0, length, plan.n_loc}
+                            : Region{kBufferC, plan.c_row0, plan.c_col0 + r0, plan.m_loc, length};
+    const Region& xs = x_band[static_cast<std::size_t>(i)];
+    const int gemm = b.add_step(GemmOp{band_a ? xs : y_all, Op::N, band_a ? y_all : xs, Op::N, c, Scalar::Alpha,
+                                       Scalar::Beta, {}, {}},
+                                0, deps, str("gemm band ", i));
+    if (!p.has_bias) return;
+    EpilogueOp e = b.add_bias(c);
+    e.bias = band_a ? bias_block(plan) : Region{plan.bias_buffer, 0, plan.c_col0 + r0, 1, length};
+    std::vector<int> bias_deps = plan.bias_ready;
+    bias_deps.push_back(gemm);
+    b.add_step(e, 0, bias_deps, str("bias band ", i));
+  };
+  // Band i + 1 is placed and on its way before band i is multiplied.
+  for (int64_t i = 0; i < bands; ++i) {
+    if (i + 1 < bands) prepare(i + 1);
+    multiply(i);
+  }
+  if (!multiplies) finish_c(b, plan, -1);
+  b.notes() += str(panel_notes(plan), " ", band_a ? "op(A)" : "op(B)", " travels in ", bands, " band",
+                   bands == 1 ? "" : "s", " of my ", band_a ? "rows" : "columns", " of C (the first half as wide), "
+                   "one GEMM over all of K per band; ", whole_is_a ? "op(A)" : "op(B)",
+                   y_in_place ? " read where it lies;" : line ? " placed whole in panel order first;"
+                                                              : " gathered whole first, in panel order;");
 }
 
 }  // namespace weave::internal::plan

@@ -233,9 +233,10 @@ inline std::vector<Case> sweep_cases(const CaseListOptions& options, std::mt1993
 // (0, 0), blocks of A, B and C that differ (panels are their common
 // refinement), one block per process, replicated operands, submatrices
 // starting inside their local arrays, odd sizes and K = 0, every transpose
-// pair (WEAVE_OP_C too), beta and bias, both algorithms and both host
-// progress mechanisms, narrow panels through few slots, and panels joined
-// from blocks that lie apart in an owner's local array (packed).
+// pair (WEAVE_OP_C too), beta and bias, both algorithms (SUMMA in panels
+// and in bands of C) and both host progress mechanisms, narrow panels
+// through few slots, and panels joined from blocks that lie apart in an
+// owner's local array (packed).
 inline std::vector<Case> gemm_cases(const CaseListOptions& options, std::mt19937_64&) {
   std::vector<Case> cases;
   std::vector<int> grid_rows;
@@ -308,6 +309,9 @@ inline std::vector<Case> gemm_cases(const CaseListOptions& options, std::mt19937
                                          : WEAVE_ALGORITHM_SUMMA;
         c.progress = counter % 3 == 2 ? WEAVE_PROGRESS_THREAD : WEAVE_PROGRESS_TILES;
         c.panel_width = counter % 5 == 0 ? 3 : 0;
+        // SUMMA in bands of C (WEAVE_GEMM_BANDS): 2 or 3 bands under the
+        // automatic algorithm, one band under SUMMA asked for by name.
+        c.gemm_bands = counter % 4 == 1 ? 2 + counter % 2 : counter % 8 == 2 ? 1 : -1;
         c.repeats = counter % 9 == 0 ? 2 : 1;
         make_complex_variant(c, counter);
         ++counter;

@@ -60,7 +60,7 @@ std::string case_text(const Case& c) {
     char text[400];
     std::snprintf(text, sizeof text,
                   "GEMM %s op=%c%c %dx%d M=%lld N=%lld K=%lld A=%s B=%s C=%s bias=%s beta=%g alpha=%g pad=%d "
-                  "order=%c%c%c alg=%s progress=%s width=%lld repeats=%d%s",
+                  "order=%c%c%c alg=%s progress=%s width=%lld bands=%d repeats=%d%s",
                   dtype_short_name(c.dtype), "NTC"[c.op_a], "NTC"[c.op_b], c.grid_rows, g_size / c.grid_rows,
                   static_cast<long long>(c.m), static_cast<long long>(c.n), static_cast<long long>(c.k),
                   c.layout_a.name().c_str(), c.layout_b.name().c_str(), c.layout_c.name().c_str(),
@@ -70,7 +70,7 @@ std::string case_text(const Case& c) {
                   : c.algorithm == WEAVE_ALGORITHM_SEQUENTIAL ? "seq"
                                                             : "auto",
                   c.progress == WEAVE_PROGRESS_THREAD ? "thread" : c.progress == WEAVE_PROGRESS_TILES ? "tiles" : "auto",
-                  static_cast<long long>(c.panel_width), c.repeats, c.memory == WEAVE_MEMORY_DEVICE ? " memory=device" : "");
+                  static_cast<long long>(c.panel_width), c.gemm_bands, c.repeats, c.memory == WEAVE_MEMORY_DEVICE ? " memory=device" : "");
     return text;
   }
   // A and B of their own types: " A=e4m3/2 B=e5m2/1" (type/scale mode).
@@ -621,9 +621,11 @@ bool run_gemm_case(const Case& cs, uint64_t seed) {
   pd.timeout_ms = 120000;
   // The panel width is the plan's to read from the environment, alike on every rank.
   if (cs.panel_width > 0) setenv("WEAVE_PANEL_WIDTH", std::to_string(cs.panel_width).c_str(), 1);
+  if (cs.gemm_bands >= 0) setenv("WEAVE_GEMM_BANDS", std::to_string(cs.gemm_bands).c_str(), 1);
   weave_plan_t plan = nullptr;
   const weave_status_t created = weave_plan_create(g.grid, &pd, &plan);
   if (cs.panel_width > 0) unsetenv("WEAVE_PANEL_WIDTH");
+  if (cs.gemm_bands >= 0) unsetenv("WEAVE_GEMM_BANDS");
   CHECK_WEAVE(created);
   const PlanGuard plan_guard(plan);
   weave_plan_info_t info{};
@@ -635,6 +637,18 @@ bool run_gemm_case(const Case& cs, uint64_t seed) {
     std::fprintf(stderr, "rank %d: plan runs algorithm %d over %d ranks, expected %d over %d\n", g_rank,
                  info.algorithm, info.group_size, expected, g_size);
     return false;
+  }
+  // WEAVE_GEMM_BANDS reaches the plan: SUMMA over several ranks says how
+  // many bands of C the travelling operand takes (at most the rank's rows
+  // or columns of C; none where K = 0 leaves nothing to multiply).
+  if (cs.gemm_bands > 0 && g_size > 1 && info.algorithm == WEAVE_ALGORITHM_SUMMA && cs.k > 0) {
+    const char* text = nullptr;
+    CHECK_WEAVE(weave_plan_describe(plan, &text));
+    if (!text || !std::strstr(text, " travels in ")) {
+      std::fprintf(stderr, "rank %d: WEAVE_GEMM_BANDS=%d but the plan does not run in bands of C: %s\n", g_rank,
+                   cs.gemm_bands, text ? text : "(no description)");
+      return false;
+    }
   }
 
   bool ok = true;

@@ -86,6 +86,9 @@ struct Case {
   int grid_rows = 1;
   GridLayoutSpec layout_a, layout_b, layout_c, layout_bias;
   int64_t panel_width = 0;
+  // WEAVE_GEMM_BANDS (-1: unset, the planner's choice; 0: SUMMA's panels;
+  // n: the travelling operand in n bands of C).
+  int gemm_bands = -1;
 
   std::string name() const;
 };

@@ -1070,19 +1070,23 @@ TEST(Planner, GemmOnDevicesTakesTheDevicePanelWidth) {
             2048);
 }
 
-// WEAVE_GEMM on devices, on a grid of one column (one row): where SUMMA
-// would pack every rank's whole block of op(A) (op(B)) from pieces that lie
-// apart, at 8 times the bytes the rank receives or more, the sequential
-// plan; otherwise, on the host, asked for, or with blocks as wide as the
-// panels (nothing packed), SUMMA.
+// WEAVE_GEMM on devices, on a grid of one column (one row), in the types
+// bands of C do not take (f32 here): where SUMMA would pack every rank's
+// whole block of op(A) (op(B)) from pieces that lie apart, at 8 times the
+// bytes the rank receives or more, the sequential plan; otherwise, on the
+// host, asked for, or with blocks as wide as the panels (nothing packed),
+// SUMMA. Where bands of C run (bf16, f64), they read the held operand where
+// it lies: no sequential plan.
 TEST(Planner, GemmOnALineGridPackingMostOfItsBytesRunsSequentially) {
-  auto line = [](int prows, int pcols, int64_t m, int64_t n, int64_t block, bool device = true) {
+  auto line = [](int prows, int pcols, int64_t m, int64_t n, int64_t block, bool device = true,
+                 weave::internal::DType dtype = weave::internal::DType::F32) {
     GridCase g;
     g.prows = prows;
     g.pcols = pcols;
     g.m = m;
     g.n = n;
     g.k = 512;
+    g.dtype = dtype;
     for (GridMatrix* x : {&g.a, &g.b, &g.c}) x->mb = x->nb = block;
     weave::internal::Problem p = make_grid_problems(g)[0];
     if (device) p.memory = weave::internal::Memory::Device;
@@ -1114,6 +1118,60 @@ TEST(Planner, GemmOnALineGridPackingMostOfItsBytesRunsSequentially) {
   EXPECT_EQ(resolve_options(desc, line(2, 1, 8192, 256, 64, false), {}, host_only()).schedule.algorithm,
             Algorithm::Summa);
   EXPECT_EQ(line_grid_packing_ratio(line(2, 2, 8192, 256, 64), kDevicePanelWidth), 0.0);
+  for (const auto dtype : {weave::internal::DType::BF16, weave::internal::DType::F64}) {
+    const Resolved banded = resolve_options(desc, line(2, 1, 8192, 256, 64, true, dtype), {}, caps);
+    EXPECT_EQ(banded.schedule.algorithm, Algorithm::Summa) << banded.notes;
+    EXPECT_EQ(banded.schedule.gemm_bands, kDeviceGemmBands) << banded.notes;
+  }
+}
+
+// WEAVE_GEMM in bands of C: device plans left automatic in bf16, f16 and
+// f64, on a grid of one row or one column; not for f32 (not measured), the
+// host, 2-D grids, SUMMA asked for by name, or where the sequential plan was
+// asked for; WEAVE_GEMM_BANDS sets it for any SUMMA plan (0: panels).
+TEST(Planner, GemmOnALineGridRunsInBandsOfC) {
+  using weave::internal::DType;
+  auto problem = [](int prows, int pcols, DType t, bool device = true) {
+    GridCase g;
+    g.prows = prows;
+    g.pcols = pcols;
+    g.m = g.n = g.k = 4096;
+    g.dtype = t;
+    for (GridMatrix* x : {&g.a, &g.b, &g.c}) x->mb = x->nb = 1024;
+    weave::internal::Problem p = make_grid_problems(g)[0];
+    if (device) p.memory = weave::internal::Memory::Device;
+    return p;
+  };
+  const weave_plan_desc_t desc{};
+  const Capabilities caps = everything();
+  for (const auto& [prows, pcols] : {std::pair{1, 2}, std::pair{2, 1}, std::pair{1, 4}}) {
+    const Resolved r = resolve_options(desc, problem(prows, pcols, DType::BF16), {}, caps);
+    EXPECT_EQ(r.schedule.algorithm, Algorithm::Summa) << r.notes;
+    EXPECT_EQ(r.schedule.gemm_bands, kDeviceGemmBands) << r.notes;
+    EXPECT_NE(r.notes.find(pcols > 1 ? "op(A) travels in bands" : "op(B) travels in bands"), std::string::npos)
+        << r.notes;
+  }
+  EXPECT_EQ(resolve_options(desc, problem(1, 2, DType::F16), {}, caps).schedule.gemm_bands, kDeviceGemmBands);
+  EXPECT_EQ(resolve_options(desc, problem(1, 2, DType::F64), {}, caps).schedule.gemm_bands, kDeviceGemmBands);
+  EXPECT_EQ(resolve_options(desc, problem(1, 2, DType::F32), {}, caps).schedule.gemm_bands, 0);
+  EXPECT_EQ(resolve_options(desc, problem(2, 2, DType::BF16), {}, caps).schedule.gemm_bands, 0);
+  EXPECT_EQ(resolve_options(desc, problem(1, 2, DType::F32, false), {}, host_only()).schedule.gemm_bands, 0);
+  weave_plan_desc_t asked{};
+  asked.algorithm = WEAVE_ALGORITHM_SUMMA;
+  EXPECT_EQ(resolve_options(asked, problem(1, 2, DType::BF16), {}, caps).schedule.gemm_bands, 0);
+  EXPECT_EQ(resolve_options(desc, problem(1, 2, DType::BF16), {{"WEAVE_ALGORITHM", "sequential"}}, caps)
+                .schedule.gemm_bands,
+            0);
+  // The environment: panels, or bands anywhere SUMMA runs (host, 2-D grids).
+  const Resolved panels = resolve_options(desc, problem(1, 2, DType::BF16), {{"WEAVE_GEMM_BANDS", "0"}}, caps);
+  EXPECT_EQ(panels.schedule.gemm_bands, 0);
+  EXPECT_NE(panels.notes.find("SUMMA's panels (WEAVE_GEMM_BANDS)"), std::string::npos) << panels.notes;
+  EXPECT_EQ(resolve_options(desc, problem(2, 2, DType::F64), {{"WEAVE_GEMM_BANDS", "6"}}, caps).schedule.gemm_bands, 6);
+  EXPECT_EQ(resolve_options(desc, problem(1, 2, DType::F64, false), {{"WEAVE_GEMM_BANDS", "3"}}, host_only())
+                .schedule.gemm_bands,
+            3);
+  expect_failure(desc, problem(1, 2, DType::BF16), {{"WEAVE_GEMM_BANDS", "-1"}}, caps, WEAVE_ERROR_INVALID_VALUE,
+                 "WEAVE_GEMM_BANDS");
 }
 
 TEST(PlannerErrors, GemmTakesNeitherRingsNorChunks) {

@@ -38,7 +38,8 @@ struct SummaCase {
   std::string name() const {
     std::ostringstream out;
     out << grid.name() << " | " << weave::internal::plan::algorithm_name(options.algorithm)
-        << " width=" << options.panel_width << " slots=" << options.panel_slots << " lanes=" << options.compute_lanes
+        << " width=" << options.panel_width << " slots=" << options.panel_slots << " bands=" << options.gemm_bands
+        << " lanes=" << options.compute_lanes
         << " alpha=" << alpha << " beta=" << beta;
     return out.str();
   }
@@ -166,6 +167,8 @@ std::vector<SummaCase> sweep() {
         c.options.algorithm = counter % 5 == 4 ? Algorithm::Sequential : Algorithm::Summa;
         c.options.panel_width = counter % 3 == 0 ? 4 : 256;
         c.options.panel_slots = 2 + counter % 2;
+        // Bands of C (1 to 4, more than a rank has rows in places) instead of panels.
+        if (c.options.algorithm == Algorithm::Summa && counter % 3 != 2) c.options.gemm_bands = 1 + counter % 4;
         c.options.compute_lanes = 1 + (counter / 2) % 2;
         c.alpha = counter % 3 == 0 ? 1.0 : -1.5;
         c.beta = counter % 2 ? 0.0 : 0.75;
@@ -276,6 +279,100 @@ TEST(SummaSchedules, JoinedPanelsPackedFromPiecesApart) {
         EXPECT_NE(schedule.notes.find(mixed ? "packed from its pieces" : g.pcols > 1 ? "op(B) packed" : "op(A) packed"),
                   std::string::npos)
             << c.name() << ": " << schedule.notes;
+      cases.push_back(c);
+    }
+  run_summa_cases(cases, 3);
+}
+
+TEST(SummaSchedules, BandsOfCStartAlignedAndTheFirstIsHalfAsWide) {
+  // 1000 rows of C on a 1 x 2 grid in 4 bands: boundaries on multiples of
+  // 32 rows, the first band about half as wide as the others.
+  GridCase x;
+  x.prows = 1;
+  x.pcols = 2;
+  x.m = 1000;
+  x.n = 4;
+  x.k = 64;
+  x.a = cyclic(1000, 16);
+  x.b = cyclic(16, 2);
+  x.c = cyclic(1000, 2);
+  ScheduleOptions o;
+  o.algorithm = Algorithm::Summa;
+  o.gemm_bands = 4;
+  const std::vector<weave::internal::Problem> problems = make_grid_problems(x);
+  const auto schedules = build_group_schedules(problems, o);
+  std::vector<int64_t> rows;
+  for (const auto& step : schedules[0].steps)
+    if (const auto* gemm = std::get_if<weave::internal::plan::GemmOp>(&step.op)) {
+      EXPECT_EQ(gemm->c.row0 % 32, 0) << gemm->c.row0;
+      rows.push_back(gemm->c.rows);
+    }
+  ASSERT_EQ(rows.size(), 4u);
+  EXPECT_EQ(rows[0] + rows[1] + rows[2] + rows[3], 1000);
+  EXPECT_EQ(rows[0], 128);  // 1000 / 7 rounded down to 32
+  for (std::size_t i = 1; i < rows.size(); ++i) EXPECT_GT(rows[i], rows[0] + rows[0] / 2);
+}
+
+TEST(SummaSchedules, BandsOfCOverEveryGrid) {
+  // The travelling operand in bands of C: op(A) in bands of rows where the
+  // grid has several columns, op(B) in bands of columns on P x 1 grids;
+  // the held operand read where it lies (one block per process) or placed
+  // in panel order (cyclic blocks, whose panels group one owner's blocks);
+  // on 2-D grids op(B) gathered whole first. More bands than rows, one
+  // band, narrow panels (many messages per band), uneven and empty shares
+  // of C, ld padding, bias laid out like C or moved, one and two lanes.
+  std::vector<SummaCase> cases;
+  int counter = 0;
+  for (const Shape& g : {Shape{1, 2}, Shape{2, 1}, Shape{1, 3}, Shape{3, 1}, Shape{1, 4}, Shape{2, 2}, Shape{2, 3}})
+    for (int variant = 0; variant < 7; ++variant) {
+      SummaCase c;
+      GridCase& x = c.grid;
+      x.prows = g.prows;
+      x.pcols = g.pcols;
+      x.m = variant == 4 ? 2 : 10 + counter % 3;  // 2 rows: some ranks hold none
+      x.n = variant == 4 ? 2 : 9;
+      x.k = variant == 5 ? 0 : variant == 6 ? 1120 : 23;
+      if (variant == 0 || variant == 3) {
+        x.a = GridMatrix{};
+        x.b = GridMatrix{};
+        x.c = GridMatrix{};
+      } else {
+        // Variant 6: 70 blocks of K 16 wide, in panels of 64.
+        x.a = cyclic(3, variant == 2 ? 2 : variant == 6 ? 16 : 4, 0, g.pcols - 1);
+        x.b = cyclic(variant == 2 ? 3 : variant == 6 ? 16 : 4, 3, g.prows - 1, 0);
+        x.c = cyclic(3, 3);
+      }
+      x.a.ld_padding = counter % 2;
+      x.c.ld_padding = (counter + 1) % 2;
+      x.op_a = counter % 7 == 3 ? Op::T : Op::N;
+      x.dtype = counter % 3 == 2 ? DType::F32 : DType::F64;
+      x.has_bias = counter % 2 == 0;
+      if (x.has_bias) x.bias = counter % 4 == 0 ? cyclic(1, 3, -1, 0) : cyclic(1, 2, 0, 0);
+      c.options.algorithm = Algorithm::Summa;
+      c.options.gemm_bands = variant == 1 ? 1 : variant == 3 ? 64 : 2 + counter % 3;
+      c.options.panel_width = variant == 2 ? 2 : variant == 6 ? 64 : 8;
+      c.options.compute_lanes = 1 + counter % 2;
+      c.alpha = counter % 3 == 0 ? 1.0 : -1.5;
+      c.beta = counter % 2 ? 0.0 : 0.75;
+      ++counter;
+      if (x.k > 0 && x.m > 2) {
+        const std::vector<weave::internal::Problem> problems = make_grid_problems(x);
+        for (const auto& schedule : build_group_schedules(problems, c.options)) {
+          EXPECT_NE(schedule.notes.find(g.pcols > 1 ? "op(A) travels in" : "op(B) travels in"), std::string::npos)
+              << c.name() << ": " << schedule.notes;
+          const bool line = g.prows == 1 || g.pcols == 1;
+          // One block per process: panels in K order, the held operand where
+          // it lies; blocks of 4 in panels of 8 join one owner's blocks that
+          // lie apart in the held operand: cut apart again so that it lies
+          // as it is; 70 pieces of 16 are too many messages: the
+          // held operand placed in the order of the joined panels.
+          const char* held = !line                                        ? "gathered whole first"
+                             : variant == 0 || variant == 1 || variant == 3 ? "read where it lies"
+                             : variant == 6 && x.op_a == Op::N             ? "placed whole in panel order"
+                                                                           : "";
+          EXPECT_NE(schedule.notes.find(held), std::string::npos) << c.name() << ": " << schedule.notes;
+        }
+      }
       cases.push_back(c);
     }
   run_summa_cases(cases, 3);
