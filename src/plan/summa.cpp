@@ -28,6 +28,7 @@
 // op(A) and op(B) blocks, then multiplies once: the baseline the overlap is
 // measured against.
 #include <algorithm>
+#include <functional>
 #include <string>
 
 #include "core/error.hpp"
@@ -577,10 +578,6 @@ void build_gemm_sequential(ScheduleBuilder& b) {
   b.notes() += str(panel_notes(plan), " every panel gathered first, then one GEMM;");
 }
 
-}  // namespace weave::internal::plan
-
-namespace weave::internal::plan {
-
 // WEAVE_GEMM in bands of C (ScheduleOptions::gemm_bands). On a grid of one
 // row, op(A)'s K is spread over the grid columns and op(B) is held whole
 // along K by every rank: C's rows are cut into bands, and band by band the
@@ -702,15 +699,50 @@ void build_gemm_in_bands(ScheduleBuilder& b) {
   const int y_batch = b.next_batch();
   for (std::size_t i = 1; i < band_batch.size(); ++i) band_batch[i] = b.next_batch();
 
+  // Gathers the rows [row0, row0 + length) of my rows of C of op(A) (or
+  // those columns of op(B)) over all of K into `buffer`, panels side by
+  // side in panel order: the panels I hold placed there (and sent along my
+  // grid row or column to the ranks that multiply them), the others
+  // received. Returns the steps that fill it.
+  auto gather = [&](bool is_a, int64_t row0, int64_t length, int buffer, const std::function<int(int)>& tag,
+                    int batch, const std::string& suffix) {
+    const SummaOperand& op = is_a ? plan.a : plan.b;
+    const std::vector<int> peers = peers_of(is_a);
+    std::vector<int> filled;
+    int64_t offset = 0;
+    for (int q = 0; q < n_panels; ++q) {
+      const Panel& panel = plan.panels[static_cast<std::size_t>(q)];
+      const int owner = is_a ? panel.a_owner : panel.b_owner;
+      const Region place =
+          is_a ? Region{buffer, 0, offset, length, panel.width} : Region{buffer, offset, 0, panel.width, length};
+      const std::string what = str(is_a ? "op(A)" : "op(B)", " panel ", q, suffix);
+      offset += panel.width;
+      if (owner == -1 || owner == (is_a ? my_col : my_row)) {
+        const int copy = b.add_step(pack_panel_band(b, plan, panel, is_a, row0, length, place), pack_lane, op.ready,
+                                    "place " + what + pieces_label(panel, is_a));
+        filled.push_back(copy);
+        if (owner == -1) continue;
+        for (int peer : peers)
+          b.add_step(SendOp{place, peer, tag(q)}, kCommLane, {copy}, str("send ", what, " to rank ", peer), batch);
+      } else if (multiplies) {
+        const int from = is_a ? g.rank_at(my_row, owner) : g.rank_at(owner, my_col);
+        filled.push_back(
+            b.add_step(RecvOp{place, from, tag(q)}, kCommLane, {}, str("receive ", what, " from rank ", from), batch));
+      }
+    }
+    return filled;
+  };
+  // Whether I have anything to gather of an operand: panels I multiply, or
+  // hold for ranks that multiply them.
+  auto wanted = [&](bool is_a) { return n_panels > 0 && (multiplies || !peers_of(is_a).empty()); };
+
   // The travelling operand, band by band. Band 0 is half as wide as the
   // others: the first GEMM waits for all of it. Bands start on multiples of
   // kBandAlignment rows (columns), so that every band buffer's leading
   // dimension and C's band keep the alignment cuBLASLt's fast kernels want
   // (bands of 2340 bf16 rows ran 4 x slower on H100s), where bands are
   // that wide.
-  const SummaOperand& x = band_a ? plan.a : plan.b;
-  const std::vector<int> x_peers = peers_of(band_a);
-  const bool x_needed = multiplies || !x_peers.empty();
+  const bool x_wanted = wanted(band_a);
   const int64_t align = outer >= 4 * kBandAlignment * bands ? kBandAlignment : 1;
   std::vector<int64_t> band0(static_cast<std::size_t>(bands) + 1);
   for (int64_t i = 1; i < bands; ++i)
@@ -720,74 +752,31 @@ void build_gemm_in_bands(ScheduleBuilder& b) {
   std::vector<std::vector<int>> band_deps(static_cast<std::size_t>(bands));
   auto prepare = [&](int64_t i) {
     const int64_t r0 = band0[static_cast<std::size_t>(i)], length = band0[static_cast<std::size_t>(i) + 1] - r0;
-    if (!x_needed || length == 0 || n_panels == 0) return;
+    if (!x_wanted || length == 0) return;
     const int buffer = band_a ? b.add_workspace(str("op(A) band ", i), length, p.k, p.dtype, Order::ColMajor)
                               : b.add_workspace(str("op(B) band ", i), p.k, length, p.dtype, Order::RowMajor);
     x_band[static_cast<std::size_t>(i)] = b.whole(buffer);
-    const int batch = band_batch[static_cast<std::size_t>(i)];
-    std::vector<int>& deps = band_deps[static_cast<std::size_t>(i)];
-    int64_t offset = 0;
-    for (int q = 0; q < n_panels; ++q) {
-      const Panel& panel = plan.panels[static_cast<std::size_t>(q)];
-      const int owner = band_a ? panel.a_owner : panel.b_owner;
-      const Region place = band_a ? Region{buffer, 0, offset, length, panel.width}
-                                  : Region{buffer, offset, 0, panel.width, length};
-      const std::string what = str(band_a ? "op(A)" : "op(B)", " panel ", q, " band ", i);
-      offset += panel.width;
-      if (owner == -1 || owner == (band_a ? my_col : my_row)) {
-        const int copy = b.add_step(pack_panel_band(b, plan, panel, band_a, r0, length, place), pack_lane, x.ready,
-                                    "place " + what + pieces_label(panel, band_a));
-        deps.push_back(copy);
-        if (owner == -1) continue;
-        for (int peer : x_peers)
-          b.add_step(SendOp{place, peer, band_tag(i, q, band_a)}, kCommLane, {copy},
-                     str("send ", what, " to rank ", peer), batch);
-      } else if (multiplies) {
-        const int from = band_a ? g.rank_at(my_row, owner) : g.rank_at(owner, my_col);
-        deps.push_back(b.add_step(RecvOp{place, from, band_tag(i, q, band_a)}, kCommLane, {},
-                                  str("receive ", what, " from rank ", from), batch));
-      }
-    }
+    band_deps[static_cast<std::size_t>(i)] =
+        gather(band_a, r0, length, buffer, [&](int q) { return band_tag(i, q, band_a); },
+               band_batch[static_cast<std::size_t>(i)], str(" band ", i));
   };
   // Band 0 first, so that it leaves before the held operand is placed.
   if (bands > 0) prepare(0);
 
   // The operand every band reads whole: where it lies, or placed (and
   // gathered, on a 2-D grid) in panel order.
-  const SummaOperand& y = whole_is_a ? plan.a : plan.b;
   Region y_all;
   std::vector<int> y_deps;
   if (y_in_place) {
     y_all = held_panel(plan, plan.panels.front(), whole_is_a);
     (whole_is_a ? y_all.cols : y_all.rows) = p.k;
-    y_deps = y.ready;
-  } else if (n_panels > 0 && (multiplies || !peers_of(whole_is_a).empty())) {
+    y_deps = (whole_is_a ? plan.a : plan.b).ready;
+  } else if (wanted(whole_is_a)) {
     const int buffer = whole_is_a ? b.add_workspace("op(A) of my grid row", plan.m_loc, p.k, p.dtype, Order::ColMajor)
                                   : b.add_workspace("op(B) of my grid column", p.k, plan.n_loc, p.dtype, Order::RowMajor);
     y_all = b.whole(buffer);
-    const std::vector<int> peers = peers_of(whole_is_a);
-    int64_t offset = 0;
-    for (int q = 0; q < n_panels; ++q) {
-      const Panel& panel = plan.panels[static_cast<std::size_t>(q)];
-      const int owner = whole_is_a ? panel.a_owner : panel.b_owner;
-      const Region place = whole_is_a ? Region{buffer, 0, offset, plan.m_loc, panel.width}
-                                      : Region{buffer, offset, 0, panel.width, plan.n_loc};
-      const std::string what = str(whole_is_a ? "op(A)" : "op(B)", " panel ", q);
-      offset += panel.width;
-      if (owner == -1 || owner == held_owner_mine) {
-        const int copy = b.add_step(pack_panel(b, plan, panel, whole_is_a, place), pack_lane, y.ready,
-                                    "place " + what + pieces_label(panel, whole_is_a));
-        y_deps.push_back(copy);
-        if (owner == -1) continue;
-        for (int peer : peers)
-          b.add_step(SendOp{place, peer, panel_tag(q, whole_is_a)}, kCommLane, {copy},
-                     str("send ", what, " to rank ", peer), y_batch);
-      } else if (multiplies) {
-        const int from = whole_is_a ? g.rank_at(my_row, owner) : g.rank_at(owner, my_col);
-        y_deps.push_back(b.add_step(RecvOp{place, from, panel_tag(q, whole_is_a)}, kCommLane, {},
-                                    str("receive ", what, " from rank ", from), y_batch));
-      }
-    }
+    y_deps = gather(whole_is_a, 0, whole_is_a ? plan.m_loc : plan.n_loc, buffer,
+                    [&](int q) { return panel_tag(q, whole_is_a); }, y_batch, "");
   }
 
   auto multiply = [&](int64_t i) {
