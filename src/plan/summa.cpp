@@ -746,7 +746,8 @@ void build_gemm_in_bands(ScheduleBuilder& b) {
   const int64_t align = outer >= 4 * kBandAlignment * bands ? kBandAlignment : 1;
   std::vector<int64_t> band0(static_cast<std::size_t>(bands) + 1);
   for (int64_t i = 1; i < bands; ++i)
-    band0[static_cast<std::size_t>(i)] = outer * (2 * i - 1) / (2 * bands - 1) / align * align;
+    band0[static_cast<std::size_t>(i)] =
+        checked_mul(outer, 2 * i - 1, "the bands of ", outer, " rows or columns of C") / (2 * bands - 1) / align * align;
   band0[static_cast<std::size_t>(bands)] = outer;
   std::vector<Region> x_band(static_cast<std::size_t>(bands));
   std::vector<std::vector<int>> band_deps(static_cast<std::size_t>(bands));

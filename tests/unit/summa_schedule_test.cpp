@@ -313,6 +313,29 @@ TEST(SummaSchedules, BandsOfCStartAlignedAndTheFirstIsHalfAsWide) {
   for (std::size_t i = 1; i < rows.size(); ++i) EXPECT_GT(rows[i], rows[0] + rows[0] / 2);
 }
 
+TEST(SummaSchedules, BandsOfCOfAHugeCAreAnErrorNotAnOverflow) {
+  // 2^60 rows of C in 4096 bands: the band boundaries' products overflow
+  // 64 bits; building the schedule fails naming them.
+  GridCase x;
+  x.prows = 1;
+  x.pcols = 2;
+  x.m = int64_t{1} << 60;
+  x.n = 4;
+  x.k = 64;
+  x.a = cyclic(int64_t{1} << 60, 16);
+  x.b = cyclic(16, 2);
+  x.c = cyclic(int64_t{1} << 60, 2);
+  ScheduleOptions o;
+  o.algorithm = Algorithm::Summa;
+  o.gemm_bands = 4096;
+  try {
+    build_group_schedules(make_grid_problems(x), o);
+    ADD_FAILURE() << "a schedule of 4096 bands of 2^60 rows was built";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("bands of"), std::string::npos) << e.what();
+  }
+}
+
 TEST(SummaSchedules, BandsOfCOverEveryGrid) {
   // The travelling operand in bands of C: op(A) in bands of rows where the
   // grid has several columns, op(B) in bands of columns on P x 1 grids;
