@@ -67,36 +67,29 @@ void CopyEngineTransport::enqueue(const std::vector<const plan::Step*>& batch, c
   cuda::DeviceGuard guard(peers_->device());
   const DeviceWaits& waits = peers_->waits();
   const cudaStream_t stream = static_cast<cudaStream_t>(stream_pointer);
-  std::vector<const plan::Step*> collectives;
-  bool forked = false;
-  std::vector<int> joined;
+  // A batch's steps in an order in which no wait stands before a flag that
+  // a peer waits for (no step depends on a step of its own batch): first
+  // every receive's clear to send (my slots are free: the executor ordered
+  // the batch after the receives' dependencies), then the sends, each on
+  // its receiver's copy stream after that receiver's clear to send, then
+  // one wait for every receive's data. Taken one receive at a time, a
+  // receive's clear waited for the data of the receive before it, and a
+  // send issued after a receive waited for that receive's data: where every
+  // rank sends to several peers in one batch (WEAVE_GEMM's gathers over 4
+  // GPUs) the transfers ran one after another around the group, 1.1 ms for
+  // what 4 H200s' copy engines move at once in about 0.3 ms.
+  std::vector<const plan::Step*> sends, collectives;
+  std::vector<FlagWait> arrivals;
   for (const plan::Step* step : batch) {
     switch (step->kind()) {
-      case plan::StepKind::Send: {
-        const OutgoingLink& out = links_->outgoing(step);
-        if (out.bytes == 0) break;  // the receiver skips it too
-        if (!forked) {
-          WEAVE_CUDA_CHECK(cudaEventRecord(fork_, stream));
-          forked = true;
-        }
-        const cudaStream_t copy = copy_streams_.at(out.peer);
-        WEAVE_CUDA_CHECK(cudaStreamWaitEvent(copy, fork_, 0));
-        waits.wait(copy, {FlagWait{out.clear_flag, 1, true, out.step, out.peer}});
-        const void* source = bindings.resolve(std::get<plan::SendOp>(step->op).src).data;
-        WEAVE_CUDA_CHECK(cudaMemcpyAsync(out.destination, source, static_cast<std::size_t>(out.bytes),
-                                         cudaMemcpyDeviceToDevice, copy));
-        waits.raise(copy, out.data_flag);
-        WEAVE_CUDA_CHECK(cudaEventRecord(copy_done_.at(out.peer), copy));
-        joined.push_back(out.peer);
+      case plan::StepKind::Send:
+        if (links_->outgoing(step).bytes > 0) sends.push_back(step);  // the receiver skips it too
         break;
-      }
       case plan::StepKind::Recv: {
-        const IncomingLink& in = links_->incoming(step);
         if (bindings.schedule->bytes(std::get<plan::RecvOp>(step->op).dst) == 0) break;
-        // My slot is free (the executor ordered this after the receive's
-        // dependencies): tell the sender, then wait for its data.
+        const IncomingLink& in = links_->incoming(step);
         waits.raise(stream, in.clear_flag);
-        waits.wait(stream, {FlagWait{in.data_flag, 1, true, in.step, in.peer}});
+        arrivals.push_back(FlagWait{in.data_flag, 1, true, in.step, in.peer});
         break;
       }
       case plan::StepKind::Collective:
@@ -107,6 +100,21 @@ void CopyEngineTransport::enqueue(const std::vector<const plan::Step*>& batch, c
              plan::step_kind_name(step->kind()), ")");
     }
   }
+  std::vector<int> joined;
+  if (!sends.empty()) WEAVE_CUDA_CHECK(cudaEventRecord(fork_, stream));
+  for (const plan::Step* step : sends) {
+    const OutgoingLink& out = links_->outgoing(step);
+    const cudaStream_t copy = copy_streams_.at(out.peer);
+    WEAVE_CUDA_CHECK(cudaStreamWaitEvent(copy, fork_, 0));
+    waits.wait(copy, {FlagWait{out.clear_flag, 1, true, out.step, out.peer}});
+    const void* source = bindings.resolve(std::get<plan::SendOp>(step->op).src).data;
+    WEAVE_CUDA_CHECK(cudaMemcpyAsync(out.destination, source, static_cast<std::size_t>(out.bytes),
+                                     cudaMemcpyDeviceToDevice, copy));
+    waits.raise(copy, out.data_flag);
+    WEAVE_CUDA_CHECK(cudaEventRecord(copy_done_.at(out.peer), copy));
+    if (std::find(joined.begin(), joined.end(), out.peer) == joined.end()) joined.push_back(out.peer);
+  }
+  if (!arrivals.empty()) waits.wait(stream, arrivals);
   // The batch is done on the communication stream when its copies are.
   for (int peer : joined) WEAVE_CUDA_CHECK(cudaStreamWaitEvent(stream, copy_done_.at(peer), 0));
   peers_->enqueue_collectives(collectives, bindings, stream_pointer);
