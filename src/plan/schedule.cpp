@@ -1,5 +1,6 @@
 #include "plan/schedule.hpp"
 
+#include <algorithm>
 #include <map>
 #include <sstream>
 
@@ -108,6 +109,14 @@ int64_t Schedule::offset_from_binding(const Region& r) const {
   const int64_t in_buffer = offset_in_buffer(r, spec.ld);
   if (r.buffer < kFirstWorkspaceBuffer) return in_buffer;
   return checked_add(spec.offset_bytes, in_buffer, "the workspace offset of a region of ", spec.name);
+}
+
+std::vector<bool> Schedule::lanes_that_multiply() const {
+  std::vector<bool> multiplies(static_cast<std::size_t>(std::max(compute_lanes, 0)), false);
+  for (const Step& step : steps)
+    if (step.kind() == StepKind::Gemm && !step.is_comm() && step.lane < compute_lanes)
+      multiplies[static_cast<std::size_t>(step.lane)] = true;
+  return multiplies;
 }
 
 std::string Schedule::step_summary() const {

@@ -336,6 +336,10 @@ struct Schedule {
   int64_t offset_from_binding(const Region& r) const;
   // Counts per step kind, for describe: "4 gemm, 3 send, 3 recv, 1 epilogue".
   std::string step_summary() const;
+  // Whether each compute lane runs a GEMM: a lane that runs none holds only
+  // short element-wise steps (packing, placing panels), which the CUDA
+  // backend runs at the communication's stream priority.
+  std::vector<bool> lanes_that_multiply() const;
 };
 
 // The schedule of `problem.group_rank` in its group. Pure function.

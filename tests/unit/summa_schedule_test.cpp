@@ -313,6 +313,38 @@ TEST(SummaSchedules, BandsOfCStartAlignedAndTheFirstIsHalfAsWide) {
   for (std::size_t i = 1; i < rows.size(); ++i) EXPECT_GT(rows[i], rows[0] + rows[0] / 2);
 }
 
+TEST(SummaSchedules, BandsOfCPlaceOnALaneThatRunsNoGemm) {
+  // With two compute lanes, the bands' GEMMs run on lane 0 and the
+  // placement of the panels each band sends on lane 1, which multiplies
+  // nothing (the CUDA backend runs such a lane at the communication's
+  // priority).
+  GridCase x;
+  x.prows = 1;
+  x.pcols = 2;
+  x.m = 1024;
+  x.n = 64;
+  x.k = 256;
+  x.a = cyclic(1024, 32);
+  x.b = cyclic(32, 32);
+  x.c = cyclic(1024, 32);
+  ScheduleOptions o;
+  o.algorithm = Algorithm::Summa;
+  o.gemm_bands = 4;
+  o.compute_lanes = 2;
+  for (const auto& schedule : build_group_schedules(make_grid_problems(x), o)) {
+    int placements = 0;
+    for (const auto& step : schedule.steps)
+      if (step.lane == 1 && step.label.rfind("place ", 0) == 0) ++placements;
+    EXPECT_GT(placements, 0) << weave::internal::plan::format_schedule(schedule);
+    EXPECT_EQ(schedule.lanes_that_multiply(), (std::vector<bool>{true, false}))
+        << weave::internal::plan::format_schedule(schedule);
+  }
+  // The SUMMA panels plan multiplies on lane 0 too.
+  o.gemm_bands = 0;
+  for (const auto& schedule : build_group_schedules(make_grid_problems(x), o))
+    EXPECT_TRUE(schedule.lanes_that_multiply()[0]);
+}
+
 TEST(SummaSchedules, BandsOfCOfAHugeCAreAnErrorNotAnOverflow) {
   // 2^60 rows of C in 4096 bands: the band boundaries' products overflow
   // 64 bits; building the schedule fails naming them.

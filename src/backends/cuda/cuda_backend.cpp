@@ -53,15 +53,22 @@ CudaBackend::~CudaBackend() { release(); }
 
 void CudaBackend::create_streams_and_events() {
   // Larger numbers are lower priorities; communication gets the greatest
-  // unless asked otherwise (WEAVE_COMM_PRIORITY=normal).
+  // unless asked otherwise (WEAVE_COMM_PRIORITY=normal), and so does a
+  // compute lane that runs no GEMM: its kernels are short copies that feed
+  // transfers (WEAVE_GEMM's placement of the panels each band sends), which
+  // should not queue behind GEMM blocks not yet started. (A GEMM already
+  // running on every SM is not preempted: in a trace of WEAVE_GEMM 16384^3
+  // on 2 H200s a placement launched beside a running GEMM still waited for
+  // its end, doc/performance.md; not measured apart from that.)
   int least = 0, greatest = 0;
   WEAVE_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
   if (!options_.comm_high_priority) greatest = least;
   const std::size_t lanes = static_cast<std::size_t>(schedule_.compute_lanes);
+  const std::vector<bool> multiplies = schedule_.lanes_that_multiply();
   streams_.assign(lanes + 1, nullptr);
   for (std::size_t lane = 0; lane <= lanes; ++lane)
     WEAVE_CUDA_CHECK(cudaStreamCreateWithPriority(&streams_[lane], cudaStreamNonBlocking,
-                                                  lane == lanes ? greatest : least));
+                                                  lane == lanes || !multiplies[lane] ? greatest : least));
 
   step_events_.assign(schedule_.steps.size(), nullptr);
   for (cudaEvent_t& e : step_events_) WEAVE_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
