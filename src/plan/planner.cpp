@@ -242,17 +242,26 @@ void resolve_grid_gemm(const weave_plan_desc_t& desc, const Problem& problem, co
     width = fewest;
   }
   r.schedule.panel_width = width;
-  // Device plans left automatic on a grid of one row or one column: bands
-  // of C where they were measured faster than SUMMA's panels (planner.hpp),
-  // else the sequential plan where SUMMA would pack most of what it moves.
+  // Device plans left automatic: bands of C where they were measured faster
+  // than SUMMA's panels (planner.hpp), else, on a grid of one row or one
+  // column, the sequential plan where SUMMA would pack most of what it moves.
   const GridOperands& g = problem.grid;
   const bool line = g.prows == 1 || g.pcols == 1;
   const bool automatic_device_summa =
       chosen_here && r.backend == Backend::Cuda && r.schedule.algorithm == Algorithm::Summa && problem.group_size > 1;
   int64_t bands = 0;
-  if (automatic_device_summa && line && bands_measured_faster(problem.dtype)) {
+  const double flops_per_byte = gemm_flops_per_received_byte(problem);
+  const bool sixteen_bit = dtype_size(problem.dtype) == 2;
+  const bool bands_asked = env.count("WEAVE_GEMM_BANDS") > 0;
+  if (automatic_device_summa && sixteen_bit && !bands_asked && flops_per_byte >= kBandsMaxFlopsPerReceivedByte) {
+    r.schedule.algorithm = Algorithm::Sequential;
+    notes += str(" sequential chosen: each rank's GEMM does ", flops_per_byte, " flops per byte it receives (from ",
+                 kBandsMaxFlopsPerReceivedByte, " the communication is a few percent of the GEMM, less than "
+                 "cutting the GEMM into bands costs; doc/performance.md; WEAVE_ALGORITHM=summa overrides);");
+  } else if (automatic_device_summa && bands_measured_faster(problem.dtype, line)) {
     bands = kDeviceGemmBands;
     notes += str(" ", kDeviceGemmBands, " bands of C: on this ", g.prows, " x ", g.pcols, " grid ",
+                 line ? "" : "op(B) is gathered whole first and ",
                  g.pcols > 1 ? "op(A)" : "op(B)", " travels in bands of C, one GEMM over all of K per band",
                  accumulation_type(problem.dtype) != problem.dtype
                      ? str(" writes ", dtype_name(problem.dtype), " C once (SUMMA's panels would each read and write C's ",
@@ -820,8 +829,18 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
   return r;
 }
 
-bool bands_measured_faster(DType dtype) {
-  return dtype == DType::BF16 || dtype == DType::F16 || dtype == DType::F64;
+bool bands_measured_faster(DType dtype, bool line_grid) {
+  const bool sixteen_bit = dtype == DType::BF16 || dtype == DType::F16;
+  return sixteen_bit || (line_grid && dtype == DType::F64);
+}
+
+double gemm_flops_per_received_byte(const Problem& p) {
+  const GridOperands& g = p.grid;
+  const double k = static_cast<double>(p.k);
+  const double rows = static_cast<double>(p.m) / g.prows, cols = static_cast<double>(p.n) / g.pcols;
+  const double received = rows * k * static_cast<double>(dtype_size(p.a_type)) * (g.pcols - 1) / g.pcols +
+                          cols * k * static_cast<double>(dtype_size(p.b_type)) * (g.prows - 1) / g.prows;
+  return received > 0 ? 2 * rows * cols * k / received : 0;
 }
 
 double line_grid_packing_ratio(const Problem& p, int64_t panel_width) {

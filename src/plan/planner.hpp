@@ -148,10 +148,25 @@ constexpr double kLineGridMaxPackedPerReceived = 8;
 // one; 4 bands 20.15 ms over five bf16 cases, 2 bands 20.41, 8 bands
 // 21.25. Device plans left automatic on such grids run kDeviceGemmBands
 // bands in bf16 and f64 (measured) and f16 (bf16's path); f32 and complex
-// keep the panels (not measured), and the rule above. WEAVE_GEMM_BANDS sets
-// any SUMMA plan's (0: panels).
+// keep the panels (not measured), and the rule above. On grids of several
+// rows and columns op(B) is gathered whole first and op(A) travels in
+// bands: measured on a 2 x 2 grid of 4 H200s (bf16, blocks of 1024, three
+// shapes) at 0.66-0.87 x the time of SUMMA's panels with 4 bands, which
+// 16-bit types run there; f64 keeps the panels there (not measured).
+// WEAVE_GEMM_BANDS sets any SUMMA plan's (0: panels).
 constexpr int64_t kDeviceGemmBands = 4;
-bool bands_measured_faster(DType dtype);
+bool bands_measured_faster(DType dtype, bool line_grid);
+// Where a rank's GEMM does this many flops or more per byte it receives
+// (even shares: its rows of op(A) over the (P_c - 1) / P_c of K it does
+// not hold, its columns of op(B) likewise), 16-bit device plans left
+// automatic run the sequential plan instead of bands: the communication is
+// then a few percent of the GEMM, less than cutting the GEMM into bands
+// costs. Measured on 4 and 2 H200s (bf16, blocks of 1024,
+// doc/performance.md): bands took 1.06 x the sequential plan at 43690
+// flops per byte (131072x4096x4096 on 4 x 1) and 0.99-1.01 x at 131072
+// (the same on 2 x 1), and 0.93 x at 16384 (16384^3 on 2 x 1), less below.
+constexpr double kBandsMaxFlopsPerReceivedByte = 32768;
+double gemm_flops_per_received_byte(const Problem& problem);
 constexpr int64_t kMaxGemmBands = 4096;
 // Chunks (collectives) of the pipelined algorithm, and pipeline stages of
 // the hierarchical one, when nothing else says:

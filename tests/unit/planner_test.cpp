@@ -1126,21 +1126,31 @@ TEST(Planner, GemmOnALineGridPackingMostOfItsBytesRunsSequentially) {
 }
 
 // WEAVE_GEMM in bands of C: device plans left automatic in bf16, f16 and
-// f64, on a grid of one row or one column; not for f32 (not measured), the
-// host, 2-D grids, SUMMA asked for by name, or where the sequential plan was
-// asked for; WEAVE_GEMM_BANDS sets it for any SUMMA plan (0: panels).
+// f64 on a grid of one row or one column, and in bf16 and f16 on 2-D grids;
+// not for f32 (not measured), f64 on 2-D grids (not measured), the host,
+// SUMMA asked for by name, or where the sequential plan was asked for;
+// WEAVE_GEMM_BANDS sets it for any SUMMA plan (0: panels).
+// Rank 0's WEAVE_GEMM problem of m x k x n over a prows x pcols grid, every
+// matrix in blocks of 1024, in device memory unless `device` is false.
+weave::internal::Problem blocked_grid_problem(int prows, int pcols, int64_t m, int64_t k, int64_t n,
+                                              weave::internal::DType t, bool device = true) {
+  GridCase g;
+  g.prows = prows;
+  g.pcols = pcols;
+  g.m = m;
+  g.n = n;
+  g.k = k;
+  g.dtype = t;
+  for (GridMatrix* x : {&g.a, &g.b, &g.c}) x->mb = x->nb = 1024;
+  weave::internal::Problem p = make_grid_problems(g)[0];
+  if (device) p.memory = weave::internal::Memory::Device;
+  return p;
+}
+
 TEST(Planner, GemmOnALineGridRunsInBandsOfC) {
   using weave::internal::DType;
   auto problem = [](int prows, int pcols, DType t, bool device = true) {
-    GridCase g;
-    g.prows = prows;
-    g.pcols = pcols;
-    g.m = g.n = g.k = 4096;
-    g.dtype = t;
-    for (GridMatrix* x : {&g.a, &g.b, &g.c}) x->mb = x->nb = 1024;
-    weave::internal::Problem p = make_grid_problems(g)[0];
-    if (device) p.memory = weave::internal::Memory::Device;
-    return p;
+    return blocked_grid_problem(prows, pcols, 4096, 4096, 4096, t, device);
   };
   const weave_plan_desc_t desc{};
   const Capabilities caps = everything();
@@ -1154,7 +1164,13 @@ TEST(Planner, GemmOnALineGridRunsInBandsOfC) {
   EXPECT_EQ(resolve_options(desc, problem(1, 2, DType::F16), {}, caps).schedule.gemm_bands, kDeviceGemmBands);
   EXPECT_EQ(resolve_options(desc, problem(1, 2, DType::F64), {}, caps).schedule.gemm_bands, kDeviceGemmBands);
   EXPECT_EQ(resolve_options(desc, problem(1, 2, DType::F32), {}, caps).schedule.gemm_bands, 0);
-  EXPECT_EQ(resolve_options(desc, problem(2, 2, DType::BF16), {}, caps).schedule.gemm_bands, 0);
+  const Resolved square = resolve_options(desc, problem(2, 2, DType::BF16), {}, caps);
+  EXPECT_EQ(square.schedule.algorithm, Algorithm::Summa) << square.notes;
+  EXPECT_EQ(square.schedule.gemm_bands, kDeviceGemmBands) << square.notes;
+  EXPECT_NE(square.notes.find("op(B) is gathered whole first and op(A) travels in bands"), std::string::npos)
+      << square.notes;
+  EXPECT_EQ(resolve_options(desc, problem(2, 2, DType::F16), {}, caps).schedule.gemm_bands, kDeviceGemmBands);
+  EXPECT_EQ(resolve_options(desc, problem(2, 2, DType::F64), {}, caps).schedule.gemm_bands, 0);
   EXPECT_EQ(resolve_options(desc, problem(1, 2, DType::F32, false), {}, host_only()).schedule.gemm_bands, 0);
   weave_plan_desc_t asked{};
   asked.algorithm = WEAVE_ALGORITHM_SUMMA;
@@ -1172,6 +1188,33 @@ TEST(Planner, GemmOnALineGridRunsInBandsOfC) {
             3);
   expect_failure(desc, problem(1, 2, DType::BF16), {{"WEAVE_GEMM_BANDS", "-1"}}, caps, WEAVE_ERROR_INVALID_VALUE,
                  "WEAVE_GEMM_BANDS");
+}
+
+// Where each rank's GEMM does many flops per byte it receives, a 16-bit
+// device plan left automatic runs the sequential plan instead of bands.
+TEST(Planner, GemmWithLittleToReceiveRunsSequentially) {
+  using weave::internal::DType;
+  // 131072x4096x4096 on 4 x 1: 32768 rows per rank, 3/4 of op(B) received.
+  const weave::internal::Problem tall = blocked_grid_problem(4, 1, 131072, 4096, 4096, DType::BF16);
+  EXPECT_DOUBLE_EQ(gemm_flops_per_received_byte(tall), 2.0 * 32768 * 4096 * 4096 / (4096.0 * 4096 * 2 * 3 / 4));
+  const weave_plan_desc_t desc{};
+  const Capabilities caps = everything();
+  const Resolved r = resolve_options(desc, tall, {}, caps);
+  EXPECT_EQ(r.schedule.algorithm, Algorithm::Sequential) << r.notes;
+  EXPECT_NE(r.notes.find("flops per byte it receives"), std::string::npos) << r.notes;
+  // Below the threshold (16384^3 on 2 x 1: 16384 flops per byte), bands.
+  const weave::internal::Problem square = blocked_grid_problem(2, 1, 16384, 16384, 16384, DType::BF16);
+  EXPECT_DOUBLE_EQ(gemm_flops_per_received_byte(square), 16384.0);
+  EXPECT_EQ(resolve_options(desc, square, {}, caps).schedule.gemm_bands, kDeviceGemmBands);
+  // f64 keeps its bands; bands asked for, or SUMMA by name, are kept.
+  EXPECT_EQ(resolve_options(desc, blocked_grid_problem(4, 1, 131072, 4096, 4096, DType::F64), {}, caps).schedule.gemm_bands,
+            kDeviceGemmBands);
+  const Resolved asked = resolve_options(desc, tall, {{"WEAVE_GEMM_BANDS", "4"}}, caps);
+  EXPECT_EQ(asked.schedule.algorithm, Algorithm::Summa) << asked.notes;
+  EXPECT_EQ(asked.schedule.gemm_bands, 4) << asked.notes;
+  weave_plan_desc_t summa{};
+  summa.algorithm = WEAVE_ALGORITHM_SUMMA;
+  EXPECT_EQ(resolve_options(summa, tall, {}, caps).schedule.algorithm, Algorithm::Summa);
 }
 
 TEST(PlannerErrors, GemmTakesNeitherRingsNorChunks) {
