@@ -42,6 +42,9 @@ Environment read_environment() {
 
 namespace {
 
+// The 16-bit floating-point types (bf16, f16).
+bool sixteen_bit(DType t) { return t == DType::BF16 || t == DType::F16; }
+
 // What the plan's flags say a reduction moves (plan/wire.hpp reads these).
 void set_reduction_flags(int32_t flags, ScheduleOptions& o) {
   o.reduce_in_output_type = (flags & WEAVE_FLAG_REDUCE_IN_OUTPUT_TYPE) != 0;
@@ -251,9 +254,9 @@ void resolve_grid_gemm(const weave_plan_desc_t& desc, const Problem& problem, co
       chosen_here && r.backend == Backend::Cuda && r.schedule.algorithm == Algorithm::Summa && problem.group_size > 1;
   int64_t bands = 0;
   const double flops_per_byte = gemm_flops_per_received_byte(problem);
-  const bool sixteen_bit = dtype_size(problem.dtype) == 2;
   const bool bands_asked = env.count("WEAVE_GEMM_BANDS") > 0;
-  if (automatic_device_summa && sixteen_bit && !bands_asked && flops_per_byte >= kBandsMaxFlopsPerReceivedByte) {
+  if (automatic_device_summa && sixteen_bit(problem.dtype) && !bands_asked &&
+      flops_per_byte >= kBandsMaxFlopsPerReceivedByte) {
     r.schedule.algorithm = Algorithm::Sequential;
     notes += str(" sequential chosen: each rank's GEMM does ", flops_per_byte, " flops per byte it receives (from ",
                  kBandsMaxFlopsPerReceivedByte, " the communication is a few percent of the GEMM, less than "
@@ -282,7 +285,7 @@ void resolve_grid_gemm(const weave_plan_desc_t& desc, const Problem& problem, co
   }
   // WEAVE_GEMM_BANDS sets any SUMMA plan's bands (0: panels).
   if (r.schedule.algorithm == Algorithm::Summa && problem.group_size > 1) {
-    if (env.count("WEAVE_GEMM_BANDS") > 0) {
+    if (bands_asked) {
       bands = env_integer(env, "WEAVE_GEMM_BANDS", bands, 0, kMaxGemmBands);
       notes += str(" ", bands == 0 ? str("SUMMA's panels") : str(bands, " bands of C"), " (WEAVE_GEMM_BANDS);");
     }
@@ -830,8 +833,7 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
 }
 
 bool bands_measured_faster(DType dtype, bool line_grid) {
-  const bool sixteen_bit = dtype == DType::BF16 || dtype == DType::F16;
-  return sixteen_bit || (line_grid && dtype == DType::F64);
+  return sixteen_bit(dtype) || (line_grid && dtype == DType::F64);
 }
 
 double gemm_flops_per_received_byte(const Problem& p) {
