@@ -583,7 +583,6 @@ int main(int argc, char** argv) {
         std::vector<std::unique_ptr<weave::Plan>> variant_plans;  // null: the default plan
         variant_plans.push_back(nullptr);
         for (const PlanChoice& choice : variants) {
-          if (choice.algorithm == WEAVE_ALGORITHM_DIRECT && op == WEAVE_AG_GEMM) continue;  // reductions only
           // A variant the library refuses for this operation and type (e.g.
           // the pipelined AG-GEMM of FP8 rows, whose scales it does not
           // gather) is left out with the reason; plan creation fails on

@@ -217,7 +217,9 @@ typedef WEAVE_ENUM(weave_algorithm_t) {
   WEAVE_ALGORITHM_RING = 1,        /* overlapped ring: chunk s+1 travels while chunk s is multiplied */
   WEAVE_ALGORITHM_SEQUENTIAL = 2,  /* one collective, then one GEMM (or GEMM then collective) */
   WEAVE_ALGORITHM_DIRECT = 3,      /* GEMM-RS/GEMM-AR: each rank sends every other rank its product for
-                                      that rank's rows, in C's type; the owner sums in float32 */
+                                      that rank's rows, in C's type; the owner sums in float32.
+                                      AG-GEMM: each rank sends its rows to every other rank at once,
+                                      nothing forwarded */
   WEAVE_ALGORITHM_PIPELINED = 4,   /* a chain of per-chunk collectives (all-gather, reduce-scatter,
                                       all-reduce), chunk k+1's in flight while chunk k is multiplied:
                                       keeps the collective library's own algorithms (networks) */

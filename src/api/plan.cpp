@@ -267,7 +267,8 @@ std::string Plan::describe() const {
       if (p.wire_scale != ScaleMode::None)
         wire += str(" with their ", scale_mode_name(p.wire_scale), " scales (",
                     dtype_name(schedule_.buffers[plan::kBufferGatheredScale].dtype), ")",
-                    s.algorithm == plan::Algorithm::Ring ? " in the same chunk" : ", gathered beside them");
+                    s.algorithm == plan::Algorithm::Ring || s.algorithm == plan::Algorithm::Direct ? " in the same chunk"
+                                                                                               : ", gathered beside them");
     } else if (p.operation != Operation::Gemm) {
       // What a reduction moves (plan/wire.hpp).
       wire = str("; ", plan::describe_wire(plan::reduction_wire(p, r.schedule, s.algorithm)));

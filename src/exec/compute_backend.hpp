@@ -51,6 +51,8 @@ class ComputeBackend {
   // of what is enqueued on `lane` so far; `wait` makes `lane` wait for it;
   // `query` tells whether it has completed. lane may be plan::kCommLane.
   virtual void record(int event, int lane) { (void)event; (void)lane; }
+  // The same on a native stream that is not a lane (a transport's own).
+  virtual void record_on_stream(int event, void* stream) { (void)event; (void)stream; }
   virtual void wait(int lane, int event) { (void)lane; (void)event; }
   virtual bool query(int event) { (void)event; return true; }
   // The native stream of a lane (cudaStream_t), for stream-ordered transports.
@@ -60,6 +62,7 @@ class ComputeBackend {
   // each step (`end` false before it, true after it, on its lane), read back
   // once the execute has finished. Off unless the plan traces.
   virtual void mark_timing(int step, int lane, bool end) { (void)step, (void)lane, (void)end; }
+  virtual void mark_timing_on_stream(int step, void* stream, bool end) { (void)step, (void)stream, (void)end; }
   virtual void collect_timings(Trace& trace, const plan::Schedule& schedule) { (void)trace, (void)schedule; }
 };
 

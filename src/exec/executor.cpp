@@ -84,7 +84,7 @@ bool Executor::unit_ready(const Unit& unit) {
 
 void Executor::wait_for_deps_on_lane(int step, int lane) {
   for (int d : schedule_.steps[step].deps)
-    if (token_[d] == Token::Event && schedule_.steps[d].lane != lane) backend_.wait(lane, d);
+    if (token_[d] == Token::Event && (schedule_.steps[d].lane != lane || off_stream_[d])) backend_.wait(lane, d);
 }
 
 void Executor::issue_unit(const Unit& unit) {
@@ -94,13 +94,27 @@ void Executor::issue_unit(const Unit& unit) {
       wait_for_deps_on_lane(s, plan::kCommLane);
       batch.push_back(&schedule_.steps[s]);
     }
-    if (options_.trace) backend_.mark_timing(unit.steps.front(), plan::kCommLane, false);
+    // Traced: a batch spans its enqueue on the communication stream, and
+    // each step that completes on a stream of the transport's own spans
+    // from there to its completion.
+    if (options_.trace)
+      for (int s : unit.steps) backend_.mark_timing(s, plan::kCommLane, false);
     transport_.enqueue(batch, *bindings_, backend_.lane_stream(plan::kCommLane));
-    if (options_.trace) backend_.mark_timing(unit.steps.front(), plan::kCommLane, true);
+    bool front_marked = false;
     for (int s : unit.steps) {
-      if (needs_event_[s]) backend_.record(s, plan::kCommLane);
+      // A step that completes on a stream of the transport's own: every
+      // reader waits for its event, those on the communication lane too.
+      if (void* done = transport_.completion_stream(schedule_.steps[s])) {
+        backend_.record_on_stream(s, done);
+        off_stream_[s] = true;
+        if (options_.trace) backend_.mark_timing_on_stream(s, done, true);
+        front_marked |= s == unit.steps.front();
+      } else if (needs_event_[s]) {
+        backend_.record(s, plan::kCommLane);
+      }
       token_[s] = backend_.asynchronous() ? Token::Event : Token::Done;
     }
+    if (options_.trace && !front_marked) backend_.mark_timing(unit.steps.front(), plan::kCommLane, true);
   } else {
     const double start = options_.trace ? options_.trace->now_us() : 0.0;
     for (int s : unit.steps) {
@@ -268,6 +282,7 @@ void Executor::run(const Bindings& bindings, const Scalars& scalars, void* calle
   request_.assign(schedule_.steps.size(), -1);
   posted_us_.assign(schedule_.steps.size(), 0.0);
   unit_issued_.assign(units_.size(), false);
+  off_stream_.assign(schedule_.steps.size(), false);
   next_unit_ = 0;
   next_collective_ = 0;
   waiting_for_ = -1;
@@ -279,6 +294,7 @@ void Executor::run(const Bindings& bindings, const Scalars& scalars, void* calle
 
   transport_.begin_execute();
   backend_.begin(caller_stream);
+  const bool stream_ordered_transport = transport_.stream_ordered() && backend_.asynchronous();
   std::thread progress_thread;
   const bool threaded = options_.progress == Progress::Thread && !transport_.stream_ordered();
   auto stop = [&] {
@@ -333,6 +349,7 @@ void Executor::run(const Bindings& bindings, const Scalars& scalars, void* calle
     throw;
   }
   stop();
+  if (stream_ordered_transport) transport_.end_stream_execute(backend_.lane_stream(plan::kCommLane));
   backend_.end(caller_stream);
 }
 

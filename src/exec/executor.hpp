@@ -108,6 +108,9 @@ class Executor {
   std::size_t next_unit_ = 0;
   std::size_t next_collective_ = 0;  // into collective_units_
   std::vector<bool> unit_issued_;
+  // Steps whose completion event lies on a stream of the transport's own
+  // (Transport::completion_stream): readers on every lane wait for it.
+  std::vector<bool> off_stream_;
   int waiting_for_ = -1;  // step the loop is blocked on, for the timeout message
   bool computing_ = false;  // a compute step runs (its tiles, or the progress thread, see it)
   std::chrono::steady_clock::time_point last_own_progress_{}, last_working_notice_{}, last_notice_poll_{};

@@ -32,7 +32,7 @@ Environment read_environment() {
   Environment env;
   for (const char* name : {"WEAVE_ALGORITHM", "WEAVE_TRANSPORT", "WEAVE_CHUNKS", "WEAVE_DIRECTION", "WEAVE_PROGRESS",
                            "WEAVE_TIMEOUT", "WEAVE_COMPUTE_STREAMS", "WEAVE_COMM_PRIORITY", "WEAVE_SM_MARGIN",
-                           "WEAVE_SM_TRANSPORT_CTAS", "WEAVE_DEVICE_WAIT", "WEAVE_ALL_REDUCE", "WEAVE_PANEL_WIDTH",
+                           "WEAVE_SM_TRANSPORT_CTAS", "WEAVE_DEVICE_WAIT", "WEAVE_TRANSFER_COMPLETION", "WEAVE_ALL_REDUCE", "WEAVE_PANEL_WIDTH",
                            "WEAVE_CALIBRATE", "WEAVE_GEMM_TUNING", "WEAVE_GEMM_BANDS"}) {
     const char* value = std::getenv(name);
     if (value && *value) env[name] = value;
@@ -391,11 +391,6 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
           algorithm = WEAVE_ALGORITHM_RING;
           notes += " ring chosen: the pipelined and hierarchical AG-GEMM gather unscaled rows;";
         }
-        if (algorithm == WEAVE_ALGORITHM_DIRECT && !reduction) {
-          // One variable for a whole program: it applies to the reductions.
-          algorithm = WEAVE_ALGORITHM_RING;
-          notes += " ring chosen: WEAVE_ALGORITHM=direct applies to GEMM-RS and GEMM-AR only;";
-        }
       } else {
         algorithm = WEAVE_ALGORITHM_RING;
         const double flops = local_flops(problem);
@@ -602,9 +597,6 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
         algorithm != WEAVE_ALGORITHM_DIRECT && algorithm != WEAVE_ALGORITHM_PIPELINED &&
         algorithm != WEAVE_ALGORITHM_HIERARCHICAL)
       fail(WEAVE_ERROR_INVALID_VALUE, "algorithm = ", algorithm, " is not a weave_algorithm_t");
-    if (algorithm == WEAVE_ALGORITHM_DIRECT && !reduction)
-      fail(WEAVE_ERROR_UNSUPPORTED, "WEAVE_ALGORITHM_DIRECT is for GEMM-RS and GEMM-AR; AG-GEMM runs the ring or "
-           "the sequential algorithm");
     if (scaled_rows_travel && (algorithm == WEAVE_ALGORITHM_PIPELINED || algorithm == WEAVE_ALGORITHM_HIERARCHICAL))
       fail(WEAVE_ERROR_UNSUPPORTED, "the ", algorithm == WEAVE_ALGORITHM_PIPELINED ? "pipelined" : "hierarchical",
            " AG-GEMM gathers unscaled rows; ", problem.types(), problem.quantized() ? " quantized to a wire type" : "",
@@ -679,7 +671,7 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
     const bool wider_products = (desc.flags & WEAVE_FLAG_REDUCE_IN_ACCUMULATION_TYPE) &&
                                 dtype_size(accumulation_type(problem.dtype)) > dtype_size(problem.dtype);
     const bool peer_sums =
-        transport->reads_peer_memory && r.schedule.algorithm == Algorithm::Direct && !wider_products;
+        reduction && transport->reads_peer_memory && r.schedule.algorithm == Algorithm::Direct && !wider_products;
     r.schedule.peer_sums = peer_sums;
     if (transport->reads_peer_memory && r.schedule.algorithm == Algorithm::Direct && wider_products && reduction)
       notes += str(" products not summed where they were made: the ", transport->title, " transport reads them in ",
@@ -801,6 +793,18 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
       r.device_wait == DeviceWait::StreamMemoryOperation && transport->progression == Progression::StreamOrdered &&
       transport->reach == Reach::OneNodePeerAccess)
     notes += " device waits on stream memory operations, unbounded (WEAVE_DEVICE_WAIT);";
+
+  // Where the copy engines' transfers complete: a batch's on the
+  // communication stream, unless WEAVE_TRANSFER_COMPLETION=own_streams asks
+  // for each on a stream of the transport's own (its GEMM then waits for its
+  // chunk alone and later batches start at once, but the waits, kernels
+  // launched early, hold SMs beside the GEMMs: slower in 6 of 9 cases
+  // measured on 4 H200s, doc/performance.md).
+  if (env_choice<bool>(env, "WEAVE_TRANSFER_COMPLETION",
+                       {{"own_streams", true}, {"communication_stream", false}},
+                       &r.completions_on_transport_streams) &&
+      r.completions_on_transport_streams && transport->id == Transport::CopyEngine)
+    notes += " transfers complete on the copy-engine transport's own streams (WEAVE_TRANSFER_COMPLETION);";
 
   r.schedule.gathered_output = (desc.flags & WEAVE_FLAG_GATHERED_OUTPUT) != 0;
   set_reduction_flags(desc.flags, r.schedule);

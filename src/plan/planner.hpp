@@ -40,6 +40,10 @@ struct Resolved {
   ProgressMode progress = ProgressMode::Tiles;
   std::chrono::milliseconds timeout{300000};
   bool comm_high_priority = true;  // GPU communication streams above the compute streams
+  // The copy-engine transport: a batch's transfers complete on the
+  // communication stream (the default, measured faster), or each on a
+  // stream of the transport's own (WEAVE_TRANSFER_COMPLETION=own_streams).
+  bool completions_on_transport_streams = false;
   // SMs the GEMMs of an overlapped device plan leave to what runs beside
   // them (WEAVE_SM_MARGIN, else the SM budget of a transport that has one);
   // 0: none, always for sequential plans.

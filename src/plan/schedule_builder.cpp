@@ -362,8 +362,7 @@ Schedule build_steps(const Problem& problem, const ScheduleOptions& options) {
       build_hierarchical(builder);
     return builder.finish_schedule(algorithm, Direction::Forward, options.chunks_per_shard);
   }
-  if (algorithm == Algorithm::Direct) {
-    if (problem.operation == Operation::AgGemm) fail(WEAVE_ERROR_INTERNAL, "AG-GEMM has no direct algorithm");
+  if (algorithm == Algorithm::Direct && problem.operation != Operation::AgGemm) {
     if (options.peer_sums)
       build_reduction_peer_sums(builder);
     else if (problem.operation == Operation::GemmAr && options.all_reduce_one_shot)
@@ -376,7 +375,7 @@ Schedule build_steps(const Problem& problem, const ScheduleOptions& options) {
       problem.operation != Operation::AgGemm)
     fail(WEAVE_ERROR_INTERNAL, "a bidirectional reduction ring needs at least two chunks per shard");
   if (problem.operation == Operation::AgGemm)
-    build_ag_gemm_ring(builder);
+    build_ag_gemm_messages(builder);
   else
     build_reduction_ring(builder);
   return builder.finish_schedule(algorithm, options.direction, options.chunks_per_shard);

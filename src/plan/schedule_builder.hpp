@@ -116,7 +116,7 @@ struct DirectionChunks {
 std::vector<DirectionChunks> split_chunks_by_direction(Direction direction, int chunks);
 
 // Algorithm builders (one file each).
-void build_ag_gemm_ring(ScheduleBuilder& b);
+void build_ag_gemm_messages(ScheduleBuilder& b);
 void build_reduction_ring(ScheduleBuilder& b);    // GEMM-RS and GEMM-AR
 void build_reduction_direct(ScheduleBuilder& b);  // GEMM-RS and GEMM-AR
 void build_all_reduce_one_shot(ScheduleBuilder& b);  // GEMM-AR, the direct algorithm in one exchange

@@ -41,8 +41,19 @@ class Transport {
                        void* stream) {
     (void)batch, (void)bindings, (void)stream;
   }
+  // A step of the last batch enqueued whose completion lies on a stream of
+  // the transport's own rather than on the stream it was enqueued on (a
+  // receive that completes when its data has arrived, a send when its
+  // source may be reused), so that what reads a receive waits for that
+  // receive alone and later batches start without waiting for it; nullptr:
+  // on the enqueue stream. Valid until the next enqueue.
+  virtual void* completion_stream(const plan::Step& step) const { (void)step; return nullptr; }
   // Called at the start of every execute (e.g. to reset request tables).
   virtual void begin_execute() {}
+  // Stream-ordered transports, on the communication stream, once per
+  // execute after the last enqueue: the stream comes to wait for every
+  // stream of the transport's own.
+  virtual void end_stream_execute(void* stream) { (void)stream; }
   // Stream-ordered transports that wait on the device for their peers'
   // flags: what the first of those waits that gave up (in an earlier
   // execute, a peer that did not raise its flag within the timeout) waited

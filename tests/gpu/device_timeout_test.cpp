@@ -31,16 +31,18 @@ constexpr int kTimeoutMs = 2000;
 // once its stream reaches it.
 constexpr double kDrainSeconds = 8.0;
 
-void run_case(weave_grid_t grid, cudaStream_t stream, const char* transport, weave_operation_t op) {
+void run_case(weave_grid_t grid, cudaStream_t stream, const char* transport, weave_operation_t op,
+              weave_algorithm_t algorithm) {
   setenv("WEAVE_TRANSPORT", transport, 1);
   const std::string what = std::string(transport) + (op == WEAVE_AG_GEMM   ? " AG-GEMM"
                                                      : op == WEAVE_GEMM_RS ? " GEMM-RS"
-                                                                           : " GEMM-AR");
+                                                                           : " GEMM-AR") +
+                           (algorithm == WEAVE_ALGORITHM_RING ? " ring" : " direct");
   const int ranks = weave_gpu_test::peer_test_size(), rank = weave_gpu_test::peer_test_rank();
   PeerProblem p(grid, op, 64 * ranks, 32, 16 * ranks, WEAVE_ORDER_ROW_MAJOR);
   p.fill(0, 5);
   weave_plan_desc_t pd = p.plan_desc();
-  pd.algorithm = op == WEAVE_AG_GEMM ? WEAVE_ALGORITHM_RING : WEAVE_ALGORITHM_DIRECT;
+  pd.algorithm = algorithm;
   pd.timeout_ms = kTimeoutMs;
   pd.flags = WEAVE_FLAG_NO_EXECUTE_CHECK;
   weave_plan_t plan = nullptr;
@@ -90,6 +92,9 @@ void run_case(weave_grid_t grid, cudaStream_t stream, const char* transport, wea
 int main(int argc, char** argv) {
   return weave_gpu_test::run_peer_test(argc, argv, [](weave_grid_t grid, cudaStream_t stream) {
     for (const char* transport : {"sm", "copy_engine"})
-      for (weave_operation_t op : {WEAVE_AG_GEMM, WEAVE_GEMM_RS, WEAVE_GEMM_AR}) run_case(grid, stream, transport, op);
+      for (weave_operation_t op : {WEAVE_AG_GEMM, WEAVE_GEMM_RS, WEAVE_GEMM_AR}) {
+        if (op == WEAVE_AG_GEMM) run_case(grid, stream, transport, op, WEAVE_ALGORITHM_RING);
+        run_case(grid, stream, transport, op, WEAVE_ALGORITHM_DIRECT);
+      }
   });
 }

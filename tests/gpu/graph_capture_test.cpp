@@ -21,7 +21,6 @@ std::vector<weave_test::Case> graph_cases(const weave_test::CaseListOptions& opt
   for (weave_operation_t operation : {WEAVE_AG_GEMM, WEAVE_GEMM_RS, WEAVE_GEMM_AR})
     for (weave_dtype_t type : options.types)
       for (weave_algorithm_t algorithm : {WEAVE_ALGORITHM_RING, WEAVE_ALGORITHM_SEQUENTIAL, WEAVE_ALGORITHM_DIRECT}) {
-        if (algorithm == WEAVE_ALGORITHM_DIRECT && operation == WEAVE_AG_GEMM) continue;  // reductions only
         weave_test::Case c;
         c.operation = operation;
         c.dtype = type;
@@ -46,7 +45,6 @@ std::vector<weave_test::Case> graph_cases(const weave_test::CaseListOptions& opt
   // AG-GEMM's wire type, quantized inside the graph.
   for (weave_operation_t operation : {WEAVE_AG_GEMM, WEAVE_GEMM_RS, WEAVE_GEMM_AR})
     for (weave_algorithm_t algorithm : {WEAVE_ALGORITHM_RING, WEAVE_ALGORITHM_SEQUENTIAL, WEAVE_ALGORITHM_DIRECT}) {
-      if (algorithm == WEAVE_ALGORITHM_DIRECT && operation == WEAVE_AG_GEMM) continue;
       for (bool wire : {false, true}) {
         if (wire && operation != WEAVE_AG_GEMM) continue;
         weave_test::Case c;

@@ -102,7 +102,7 @@ inline std::vector<Case> sweep_cases(const CaseListOptions& options, std::mt1993
               c.chunks = c.direction == WEAVE_DIRECTION_BIDIRECTIONAL && op != WEAVE_AG_GEMM ? 2 + counter % 2
                                                                                             : chunk_choices[counter % 3];
               c.algorithm = counter % 6 == 5 ? WEAVE_ALGORITHM_SEQUENTIAL : WEAVE_ALGORITHM_RING;
-              if (op != WEAVE_AG_GEMM && counter % 6 == 2) {  // the direct algorithm has no direction
+              if (counter % 6 == 2) {  // the direct algorithm has no direction
                 c.algorithm = WEAVE_ALGORITHM_DIRECT;
                 c.direction = WEAVE_DIRECTION_AUTO;
               }
@@ -202,7 +202,7 @@ inline std::vector<Case> sweep_cases(const CaseListOptions& options, std::mt1993
         if (variant == 3) c.bias_ld_padding = 2;  // ld 3
         c.beta = variant % 2 ? -0.75 : 0.0;
         c.chunks = 1 + variant % 2;  // one chunk: a device reduction ring then runs forward
-        c.algorithm = op != WEAVE_AG_GEMM && variant < 2 ? WEAVE_ALGORITHM_DIRECT : WEAVE_ALGORITHM_RING;
+        c.algorithm = variant < 2 && (op != WEAVE_AG_GEMM || variant == 0) ? WEAVE_ALGORITHM_DIRECT : WEAVE_ALGORITHM_RING;
         c.gathered = op == WEAVE_AG_GEMM && variant == 1;
         cases.push_back(c);
       }
@@ -414,11 +414,7 @@ inline std::vector<Case> random_cases(const CaseListOptions& options, std::mt199
         std::uniform_int_distribution<int>(
             c.direction == WEAVE_DIRECTION_BIDIRECTIONAL && c.operation != WEAVE_AG_GEMM ? 2 : 1, 4)(rng));
     c.algorithm = pick(algorithms, rng);
-    if (c.algorithm == WEAVE_ALGORITHM_DIRECT) {  // reductions only, no direction
-      if (c.operation == WEAVE_AG_GEMM) c.algorithm = WEAVE_ALGORITHM_RING;
-      else c.direction = WEAVE_DIRECTION_AUTO;
-    }
-    if (c.algorithm == WEAVE_ALGORITHM_PIPELINED || c.algorithm == WEAVE_ALGORITHM_HIERARCHICAL)
+    if (c.algorithm == WEAVE_ALGORITHM_DIRECT || c.algorithm == WEAVE_ALGORITHM_PIPELINED || c.algorithm == WEAVE_ALGORITHM_HIERARCHICAL)
       c.direction = WEAVE_DIRECTION_AUTO;  // no direction
     c.reduce_in_accumulation_type = c.operation != WEAVE_AG_GEMM && pick(flags, rng) &&
                                     (c.algorithm == WEAVE_ALGORITHM_DIRECT || c.algorithm == WEAVE_ALGORITHM_PIPELINED ||
@@ -485,8 +481,9 @@ inline std::vector<Case> fp8_device_cases(const CaseListOptions& options) {
           c.chunks = op == WEAVE_AG_GEMM ? 1 + counter % 4 : 2 + counter % 2;
           c.direction = op == WEAVE_AG_GEMM && counter % 2 ? WEAVE_DIRECTION_FORWARD : WEAVE_DIRECTION_AUTO;
           c.algorithm = counter % 4 == 3 ? WEAVE_ALGORITHM_SEQUENTIAL
-                        : op != WEAVE_AG_GEMM && counter % 4 == 1 ? WEAVE_ALGORITHM_DIRECT
-                                                                  : WEAVE_ALGORITHM_RING;
+                        : counter % 4 == 1 ? WEAVE_ALGORITHM_DIRECT
+                                           : WEAVE_ALGORITHM_RING;
+          if (c.algorithm == WEAVE_ALGORITHM_DIRECT) c.direction = WEAVE_DIRECTION_AUTO;  // no ring to turn
           // The reductions' pipelined and hierarchical plans (what groups
           // across nodes run automatically) with FP8 products too, one of
           // them moving float32 partial sums (counters odd: kept when quick).

@@ -497,15 +497,17 @@ TEST(Planner, DeviceReductionsAcrossNodesFollowTheCalibratedLink) {
   EXPECT_EQ(resolve_options(desc, device_case(Operation::GemmRs), {}, caps).schedule.algorithm, Algorithm::Sequential);
 }
 
-// One variable for a whole program: WEAVE_ALGORITHM=direct applies to the
-// reductions, and AG-GEMM plans say they run the ring instead.
-TEST(Planner, DirectFromTheEnvironmentAppliesToReductions) {
+// One variable for a whole program: WEAVE_ALGORITHM=direct applies to every
+// operation (AG-GEMM sends each chunk to every rank at once), with whole
+// shards for AG-GEMM and no sums read from peers there.
+TEST(Planner, DirectFromTheEnvironmentAppliesToEveryOperation) {
   const weave_plan_desc_t desc{};
   const Environment env{{"WEAVE_ALGORITHM", "direct"}};
   EXPECT_EQ(resolve_options(desc, host_problem(), env, host_only()).schedule.algorithm, Algorithm::Direct);
   const Resolved ag = resolve_options(desc, host_problem(weave::internal::Operation::AgGemm), env, host_only());
-  EXPECT_EQ(ag.schedule.algorithm, Algorithm::Ring);
-  EXPECT_NE(ag.notes.find("applies to GEMM-RS and GEMM-AR only"), std::string::npos) << ag.notes;
+  EXPECT_EQ(ag.schedule.algorithm, Algorithm::Direct);
+  EXPECT_EQ(ag.schedule.chunks_per_shard, 1);
+  EXPECT_FALSE(ag.schedule.peer_sums);
 }
 
 // --- The transport table ---------------------------------------------------
@@ -702,6 +704,11 @@ TEST(TransportTable, DeviceWaitsFromTheEnvironment) {
   EXPECT_EQ(resolve_options(desc, device_problem(), {}, everything()).device_wait, DeviceWait::Bounded);
   const Resolved stream = resolve_options(desc, device_problem(), {{"WEAVE_DEVICE_WAIT", "stream"}}, everything());
   EXPECT_EQ(stream.device_wait, DeviceWait::StreamMemoryOperation);
+  EXPECT_FALSE(resolve_options(desc, device_problem(), {}, everything()).completions_on_transport_streams);
+  EXPECT_TRUE(resolve_options(desc, device_problem(), {{"WEAVE_TRANSFER_COMPLETION", "own_streams"}}, everything())
+                  .completions_on_transport_streams);
+  expect_failure(desc, device_problem(), {{"WEAVE_TRANSFER_COMPLETION", "later"}}, everything(),
+                 WEAVE_ERROR_INVALID_VALUE, "WEAVE_TRANSFER_COMPLETION=later");
   expect_failure(desc, device_problem(), {{"WEAVE_DEVICE_WAIT", "spin"}}, everything(), WEAVE_ERROR_INVALID_VALUE,
                  "WEAVE_DEVICE_WAIT=spin");
   expect_failure(desc, device_problem(), {{"WEAVE_SM_TRANSPORT_CTAS", "0"}}, everything(), WEAVE_ERROR_INVALID_VALUE,
@@ -771,11 +778,12 @@ TEST(PlannerErrors, SmTransportOnAHostPlanOrNotBuilt) {
 
 // --- Requests that cannot be satisfied ------------------------------------
 
-TEST(PlannerErrors, DirectIsForReductionsWithoutARingDirection) {
+TEST(PlannerErrors, DirectHasNoRingDirection) {
   weave_plan_desc_t desc{};
   desc.algorithm = WEAVE_ALGORITHM_DIRECT;
+  desc.direction = WEAVE_DIRECTION_BACKWARD;
   expect_failure(desc, host_problem(weave::internal::Operation::AgGemm), {}, host_only(), WEAVE_ERROR_UNSUPPORTED,
-                 "WEAVE_ALGORITHM_DIRECT is for GEMM-RS and GEMM-AR");
+                 "direction = 2 is for rings");
   desc.direction = WEAVE_DIRECTION_BIDIRECTIONAL;
   expect_failure(desc, host_problem(), {}, host_only(), WEAVE_ERROR_UNSUPPORTED, "direction = 3 is for rings");
   desc.direction = WEAVE_DIRECTION_FORWARD;

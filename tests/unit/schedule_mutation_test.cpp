@@ -141,6 +141,7 @@ TEST(ScheduleMutations, EveryNecessaryDependencyIsChecked) {
       {Operation::AgGemm, Algorithm::Ring, Direction::Forward, 2},
       {Operation::AgGemm, Algorithm::Ring, Direction::Bidirectional, 2},
       {Operation::AgGemm, Algorithm::Sequential, Direction::Forward, 1},
+      {Operation::AgGemm, Algorithm::Direct, Direction::Forward, 2},
       {Operation::GemmRs, Algorithm::Ring, Direction::Forward, 2},
       {Operation::GemmRs, Algorithm::Ring, Direction::Backward, 1},
       {Operation::GemmRs, Algorithm::Sequential, Direction::Forward, 1},

@@ -221,8 +221,7 @@ std::vector<ScheduleCase> sweep_cases(bool fp8 = false) {
         // Bidirectional reductions need two chunks; AG-GEMM takes any count.
         if (v.direction == Direction::Bidirectional && chunks < 2 && op != Operation::AgGemm) continue;
         if (v.algorithm == Algorithm::Sequential && chunks > 1) continue;  // sequential has no chunks
-        if (v.algorithm == Algorithm::Direct && op == Operation::AgGemm) continue;  // reductions only
-        // Scaled rows are gathered by the ring and the sequential plan only.
+        // Scaled rows are gathered by the ring, the direct and the sequential plan.
         if (fp8 && v.algorithm == Algorithm::Pipelined && op == Operation::AgGemm) continue;
         for (int P = 1; P <= 5; ++P)
           for (Shards s : patterns) {
@@ -259,12 +258,13 @@ TEST(Schedules, WireTypeEveryOrder) {
   std::vector<ScheduleCase> cases;
   int counter = 0;
   for (const bool fp8_wire : {true, false})
-    for (Algorithm alg : {Algorithm::Sequential, Algorithm::Ring})
+    for (Algorithm alg : {Algorithm::Sequential, Algorithm::Ring, Algorithm::Direct})
       for (Direction dir : {Direction::Forward, Direction::Backward, Direction::Bidirectional})
         for (int chunks = 1; chunks <= 3; ++chunks)
           for (int P = 1; P <= 4; ++P)
             for (Shards s : {Shards::Balanced, Shards::Uneven, Shards::WithEmpty}) {
               if (alg == Algorithm::Sequential && (chunks > 1 || dir != Direction::Forward)) continue;
+              if (alg == Algorithm::Direct && dir != Direction::Forward) continue;  // no ring to turn
               ScheduleCase c;
               GroupCase& g = c.group;
               g.operation = Operation::AgGemm;
@@ -302,7 +302,6 @@ TEST(Schedules, EveryTransposeAndOrder) {
   for (Operation op : {Operation::AgGemm, Operation::GemmRs, Operation::GemmAr})
     for (Algorithm alg : {Algorithm::Ring, Algorithm::Sequential, Algorithm::Direct, Algorithm::Pipelined})
       for (int bits = 0; bits < 64; ++bits) {
-        if (alg == Algorithm::Direct && op == Operation::AgGemm) continue;
         ScheduleCase c;
         GroupCase& g = c.group;
         g.operation = op;
@@ -323,7 +322,7 @@ TEST(Schedules, EveryTransposeAndOrder) {
         c.beta = 0.75;
         cases.push_back(c);
       }
-  run_cases(cases, {Model::DepsOnly}, 2, 704);
+  run_cases(cases, {Model::DepsOnly}, 2, 768);
 }
 
 // Shapes at the edges: K = 0 (C = beta C + bias), fewer rows than ranks and
@@ -733,7 +732,9 @@ TEST(Schedules, Fp8ChunksKeepSixteenRowMultiples) {
           std::sort(expected.begin(), expected.end());
           EXPECT_EQ(rows, expected) << g.name() << " rank " << p.group_rank;
           // And it matters: balanced chunks of these shards are not whole units.
-          if (kind.unit > 1) EXPECT_NE(p.m_split.refine(chunks, kind.unit), p.m_split.refine(chunks)) << g.name();
+          if (kind.unit > 1) {
+            EXPECT_NE(p.m_split.refine(chunks, kind.unit), p.m_split.refine(chunks)) << g.name();
+          }
         }
       }
 }

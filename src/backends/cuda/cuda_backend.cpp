@@ -391,6 +391,11 @@ void CudaBackend::record(int event, int lane) {
   WEAVE_CUDA_CHECK(cudaEventRecord(step_events_.at(static_cast<std::size_t>(event)), stream(lane)));
 }
 
+void CudaBackend::record_on_stream(int event, void* stream) {
+  DeviceGuard guard(device_);
+  WEAVE_CUDA_CHECK(cudaEventRecord(step_events_.at(static_cast<std::size_t>(event)), as_stream(stream)));
+}
+
 void CudaBackend::wait(int lane, int event) {
   DeviceGuard guard(device_);
   WEAVE_CUDA_CHECK(cudaStreamWaitEvent(stream(lane), step_events_.at(static_cast<std::size_t>(event)), 0));
@@ -412,13 +417,21 @@ void CudaBackend::mark_timing(int step, int lane, bool end) {
   WEAVE_CUDA_CHECK(cudaEventRecord(timing_events_.at(2 * static_cast<std::size_t>(step) + (end ? 1 : 0)), stream(lane)));
 }
 
+void CudaBackend::mark_timing_on_stream(int step, void* stream, bool end) {
+  if (timing_events_.empty()) return;
+  DeviceGuard guard(device_);
+  WEAVE_CUDA_CHECK(
+      cudaEventRecord(timing_events_.at(2 * static_cast<std::size_t>(step) + (end ? 1 : 0)), as_stream(stream)));
+}
+
 void CudaBackend::collect_timings(exec::Trace& trace, const plan::Schedule& schedule) {
   if (timing_events_.empty()) return;
   DeviceGuard guard(device_);
   WEAVE_CUDA_CHECK(cudaEventSynchronize(timing_origin_));
   for (std::size_t i = 0; i < schedule.steps.size(); ++i) {
     float start = 0, end = 0;
-    // Steps of a communication batch share the first step's events.
+    // Steps of a communication batch share the first step's events, except
+    // those that complete on a transport's own stream (events of their own).
     // Waits for the step (an event never recorded is complete at once).
     if (cudaEventSynchronize(timing_events_[2 * i + 1]) != cudaSuccess ||
         cudaEventElapsedTime(&start, timing_origin_, timing_events_[2 * i]) != cudaSuccess ||

@@ -44,10 +44,12 @@ class CudaBackend final : public exec::ComputeBackend {
   void quantize(const plan::QuantizeOp& op, int lane, const exec::Bindings& bindings) override;
   void rearrange(const plan::RearrangeOp& op, int lane, const exec::Bindings& bindings) override;
   void record(int event, int lane) override;
+  void record_on_stream(int event, void* stream) override;
   void wait(int lane, int event) override;
   bool query(int event) override;
   void* lane_stream(int lane) override;
   void mark_timing(int step, int lane, bool end) override;
+  void mark_timing_on_stream(int step, void* stream, bool end) override;
   void collect_timings(exec::Trace& trace, const plan::Schedule& schedule) override;
 
  private:

@@ -8,20 +8,34 @@
 
 namespace weave::internal::transport {
 
-CopyEngineTransport::CopyEngineTransport(const TransportContext& context) : schedule_(context.schedule) {
+CopyEngineTransport::CopyEngineTransport(const TransportContext& context)
+    : schedule_(context.schedule), own_streams_(context.resolved.completions_on_transport_streams) {
   peers_ = std::make_unique<PeerConnection>(context, "copy-engine", PointToPointLinks::flags_needed(schedule_));
   try {
+    const cuda::DeviceGuard guard(peers_->device());
     links_ = std::make_unique<PointToPointLinks>(peers_->comm(), schedule_, peers_->mappings(), 0);
     int least = 0, greatest = 0;
     WEAVE_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
     if (!context.resolved.comm_high_priority) greatest = least;
-    for (int peer : links_->receivers()) {
+    auto stream_for = [&](std::map<int, cudaStream_t>& streams, int peer) {
+      auto found = streams.find(peer);
+      if (found != streams.end()) return found->second;
       cudaStream_t s = nullptr;
-      cudaEvent_t e = nullptr;
       WEAVE_CUDA_CHECK(cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking, greatest));
-      copy_streams_[peer] = s;
+      streams[peer] = s;
+      cudaEvent_t e = nullptr;
       WEAVE_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-      copy_done_[peer] = e;
+      done_[s] = e;
+      return s;
+    };
+    for (const plan::Step& step : schedule_.steps) {
+      if (step.kind() == plan::StepKind::Send) {
+        const OutgoingLink& out = links_->outgoing(&step);
+        if (out.bytes > 0) moves_on_[&step] = stream_for(copy_streams_, out.peer);  // the receiver skips it too
+      } else if (step.kind() == plan::StepKind::Recv) {
+        if (schedule_.bytes(std::get<plan::RecvOp>(step.op).dst) > 0)
+          moves_on_[&step] = own_streams_ ? stream_for(arrival_streams_, links_->incoming(&step).peer) : nullptr;
+      }
     }
     WEAVE_CUDA_CHECK(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming));
   } catch (...) {
@@ -35,20 +49,18 @@ CopyEngineTransport::~CopyEngineTransport() { release(); }
 void CopyEngineTransport::release() noexcept {
   if (peers_) {
     const cuda::DeviceGuard guard(peers_->device(), std::nothrow);
-    for (auto& [peer, s] : copy_streams_) {
-      (void)peer;
+    for (auto& [s, e] : done_) {
       cudaStreamSynchronize(s);
       cudaStreamDestroy(s);
-    }
-    for (auto& [peer, e] : copy_done_) {
-      (void)peer;
       cudaEventDestroy(e);
     }
     if (fork_) cudaEventDestroy(fork_);
     cudaGetLastError();
   }
   copy_streams_.clear();
-  copy_done_.clear();
+  arrival_streams_.clear();
+  done_.clear();
+  moves_on_.clear();
   fork_ = nullptr;
   links_.reset();
   peers_.reset();
@@ -57,10 +69,25 @@ void CopyEngineTransport::release() noexcept {
 std::string CopyEngineTransport::name() const {
   return str("copy_engine (CUDA peer copies on ", peers_->size(), " GPUs of one node, stream-memory-op signals, ",
              peers_->waits().bounded() ? "bounded device waits" : "unbounded stream-memory-op waits",
+             own_streams_ ? "" : ", transfers complete on the communication stream",
              peers_->has_collectives() ? "; collectives over nccl" : "", ")");
 }
 
 std::string CopyEngineTransport::device_wait_failure() const { return peers_->waits().failure_message(schedule_); }
+
+void* CopyEngineTransport::completion_stream(const plan::Step& step) const {
+  if (!own_streams_) return nullptr;
+  const auto found = moves_on_.find(&step);
+  return found == moves_on_.end() ? nullptr : found->second;
+}
+
+void CopyEngineTransport::end_stream_execute(void* stream) {
+  cuda::DeviceGuard guard(peers_->device());
+  for (auto& [s, e] : done_) {
+    WEAVE_CUDA_CHECK(cudaEventRecord(e, s));
+    WEAVE_CUDA_CHECK(cudaStreamWaitEvent(static_cast<cudaStream_t>(stream), e, 0));
+  }
+}
 
 void CopyEngineTransport::enqueue(const std::vector<const plan::Step*>& batch, const exec::Bindings& bindings,
                                   void* stream_pointer) {
@@ -72,26 +99,23 @@ void CopyEngineTransport::enqueue(const std::vector<const plan::Step*>& batch, c
   // every receive's clear to send (my slots are free: the executor ordered
   // the batch after the receives' dependencies), then the sends, each on
   // its receiver's copy stream after that receiver's clear to send, then
-  // one wait for every receive's data. Taken one receive at a time, a
+  // the waits for the receives' data. Taken one receive at a time, a
   // receive's clear waited for the data of the receive before it, and a
   // send issued after a receive waited for that receive's data: where every
   // rank sends to several peers in one batch (WEAVE_GEMM's gathers over 4
   // GPUs) the transfers ran one after another around the group, 1.1 ms for
   // what 4 H200s' copy engines move at once in about 0.3 ms.
-  std::vector<const plan::Step*> sends, collectives;
-  std::vector<FlagWait> arrivals;
+  std::vector<const plan::Step*> sends, receives, collectives;
   for (const plan::Step* step : batch) {
     switch (step->kind()) {
       case plan::StepKind::Send:
-        if (links_->outgoing(step).bytes > 0) sends.push_back(step);  // the receiver skips it too
+        if (moves_on_.count(step)) sends.push_back(step);
         break;
-      case plan::StepKind::Recv: {
-        if (bindings.schedule->bytes(std::get<plan::RecvOp>(step->op).dst) == 0) break;
-        const IncomingLink& in = links_->incoming(step);
-        waits.raise(stream, in.clear_flag);
-        arrivals.push_back(FlagWait{in.data_flag, 1, true, in.step, in.peer});
+      case plan::StepKind::Recv:
+        if (!moves_on_.count(step)) break;  // nothing to move
+        waits.raise(stream, links_->incoming(step).clear_flag);
+        receives.push_back(step);
         break;
-      }
       case plan::StepKind::Collective:
         collectives.push_back(step);
         break;
@@ -100,23 +124,41 @@ void CopyEngineTransport::enqueue(const std::vector<const plan::Step*>& batch, c
              plan::step_kind_name(step->kind()), ")");
     }
   }
-  std::vector<int> joined;
-  if (!sends.empty()) WEAVE_CUDA_CHECK(cudaEventRecord(fork_, stream));
+  if (!sends.empty() || (own_streams_ && !receives.empty())) WEAVE_CUDA_CHECK(cudaEventRecord(fork_, stream));
+  std::vector<cudaStream_t> joined;
   for (const plan::Step* step : sends) {
     const OutgoingLink& out = links_->outgoing(step);
-    const cudaStream_t copy = copy_streams_.at(out.peer);
+    const cudaStream_t copy = moves_on_.at(step);
     WEAVE_CUDA_CHECK(cudaStreamWaitEvent(copy, fork_, 0));
     waits.wait(copy, {FlagWait{out.clear_flag, 1, true, out.step, out.peer}});
     const void* source = bindings.resolve(std::get<plan::SendOp>(step->op).src).data;
     WEAVE_CUDA_CHECK(cudaMemcpyAsync(out.destination, source, static_cast<std::size_t>(out.bytes),
                                      cudaMemcpyDeviceToDevice, copy));
     waits.raise(copy, out.data_flag);
-    WEAVE_CUDA_CHECK(cudaEventRecord(copy_done_.at(out.peer), copy));
-    if (std::find(joined.begin(), joined.end(), out.peer) == joined.end()) joined.push_back(out.peer);
+    if (std::find(joined.begin(), joined.end(), copy) == joined.end()) joined.push_back(copy);
   }
-  if (!arrivals.empty()) waits.wait(stream, arrivals);
-  // The batch is done on the communication stream when its copies are.
-  for (int peer : joined) WEAVE_CUDA_CHECK(cudaStreamWaitEvent(stream, copy_done_.at(peer), 0));
+  if (own_streams_) {
+    // Each receive waits for its data on its sender's arrival stream.
+    for (const plan::Step* step : receives) {
+      const IncomingLink& in = links_->incoming(step);
+      const cudaStream_t arrival = moves_on_.at(step);
+      WEAVE_CUDA_CHECK(cudaStreamWaitEvent(arrival, fork_, 0));
+      waits.wait(arrival, {FlagWait{in.data_flag, 1, true, in.step, in.peer}});
+    }
+  } else {
+    // One wait for every receive's data, and the copies joined back: the
+    // batch is done on the communication stream.
+    std::vector<FlagWait> arrivals;
+    for (const plan::Step* step : receives) {
+      const IncomingLink& in = links_->incoming(step);
+      arrivals.push_back(FlagWait{in.data_flag, 1, true, in.step, in.peer});
+    }
+    if (!arrivals.empty()) waits.wait(stream, arrivals);
+    for (cudaStream_t copy : joined) {
+      WEAVE_CUDA_CHECK(cudaEventRecord(done_.at(copy), copy));
+      WEAVE_CUDA_CHECK(cudaStreamWaitEvent(stream, done_.at(copy), 0));
+    }
+  }
   peers_->enqueue_collectives(collectives, bindings, stream_pointer);
 }
 

@@ -12,8 +12,15 @@
 //   sender:   waits for "clear to send", copies, raises "data" in the
 //             receiver's flag.
 // Sends run on one copy stream per receiver, so the two directions of a
-// bidirectional ring move at the same time; each batch joins them back into
-// the communication stream.
+// bidirectional ring move at the same time. A batch completes on the
+// communication stream: one wait there for all its data, and its copy
+// streams joined back. WEAVE_TRANSFER_COMPLETION=own_streams instead waits
+// for each receive's data on an arrival stream per sender and completes
+// each step where it ran (completion_stream), so a GEMM waits for its chunk
+// alone and no batch waits for an earlier one's transfers; measured slower
+// in 6 of 9 cases on 4 H200s (its bounded waits, kernels launched as soon
+// as a batch is enqueued, hold SMs beside the GEMMs), so not the default
+// (doc/performance.md). end_stream_execute joins the transport's streams.
 //
 // For the collectives of the sequential algorithm the transport uses NCCL.
 #pragma once
@@ -40,6 +47,8 @@ class CopyEngineTransport final : public Transport {
   std::string name() const override;
   bool stream_ordered() const override { return true; }
   void enqueue(const std::vector<const plan::Step*>& batch, const exec::Bindings& bindings, void* stream) override;
+  void* completion_stream(const plan::Step& step) const override;
+  void end_stream_execute(void* stream) override;
   std::string device_wait_failure() const override;
 
  private:
@@ -48,8 +57,11 @@ class CopyEngineTransport final : public Transport {
   const plan::Schedule& schedule_;
   std::unique_ptr<PeerConnection> peers_;
   std::unique_ptr<PointToPointLinks> links_;
-  std::map<int, cudaStream_t> copy_streams_;  // per receiving peer
-  std::map<int, cudaEvent_t> copy_done_;
+  bool own_streams_ = false;  // steps complete on the copy and arrival streams (WEAVE_TRANSFER_COMPLETION)
+  std::map<int, cudaStream_t> copy_streams_;     // per receiving peer
+  std::map<int, cudaStream_t> arrival_streams_;  // per sending peer
+  std::map<cudaStream_t, cudaEvent_t> done_;     // per copy and arrival stream: its last work
+  std::map<const plan::Step*, cudaStream_t> moves_on_;  // steps with bytes to move
   cudaEvent_t fork_ = nullptr;
 };
 

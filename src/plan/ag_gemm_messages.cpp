@@ -1,14 +1,23 @@
-// AG-GEMM as a ring (DESIGN.md section 3). Rank r multiplies its own rows of
-// op(A) first, so the first GEMM starts before any byte arrives; meanwhile
-// every chunk of op(A) walks the ring, each rank forwarding what it received
-// and multiplying it. Each shard is cut into chunks_per_shard chunks, so a
-// chunk can be forwarded while the previous one is multiplied.
+// AG-GEMM over point-to-point messages: the ring and the direct algorithm
+// (DESIGN.md section 3). Rank r multiplies its own rows of op(A) first, so
+// the first GEMM starts before any byte arrives; meanwhile the other ranks'
+// rows arrive and each chunk is multiplied once it is there. Each shard is
+// cut into chunks_per_shard chunks, so a chunk can travel while the previous
+// one is multiplied.
 //
-// A bidirectional ring sends every shard the short way round: forward to the
-// ranks up to floor(P/2) places after its owner, backward to the others. Both
-// directions of every link carry a whole shard at each step, and the last
-// shard arrives after floor(P/2) hops instead of P-1, which shortens the
-// chain of transfers that precedes the last GEMM.
+// Ring: every chunk of op(A) walks the ring, each rank forwarding what it
+// received and multiplying it. A bidirectional ring sends every shard the
+// short way round: forward to the ranks up to floor(P/2) places after its
+// owner, backward to the others. Both directions of every link carry a
+// whole shard at each step, and the last shard arrives after floor(P/2)
+// hops instead of P-1, which shortens the chain of transfers that precedes
+// the last GEMM.
+//
+// Direct: batch j sends my chunk j to every other rank (r+1, r+2, ...) and
+// receives chunk j of every other rank (r-1, r-2, ...), all at once and
+// nothing forwarded: where every pair of GPUs has its own links (NVSwitch)
+// a GPU's P - 1 incoming transfers share its whole NVLink bandwidth instead
+// of the one link a ring step uses.
 //
 // Every received chunk has its own place in the gather buffer, so no receive
 // waits for a reader of an earlier chunk, and the buffer ends up holding the
@@ -30,7 +39,7 @@
 
 namespace weave::internal::plan {
 
-void build_ag_gemm_ring(ScheduleBuilder& b) {
+void build_ag_gemm_messages(ScheduleBuilder& b) {
   const Problem& p = b.problem();
   const ScheduleOptions& o = b.options();
   const int P = b.P(), r = b.rank(), c = o.chunks_per_shard;
@@ -124,6 +133,36 @@ void build_ag_gemm_ring(ScheduleBuilder& b) {
     if (piece_rows(piece_id(r, j)) > 0)
       multiply(piece_id(r, j), own_multiplied[j], own_scales[j],
                {own_scale_dep[j], own_multiplied[j].buffer == gather ? own_send_dep[j] : -1});
+
+  if (o.algorithm == Algorithm::Direct) {
+    for (int j = 0; j < c; ++j) {
+      const int batch = b.next_batch();
+      const int mine = piece_id(r, j);
+      for (int s = 1; s < P; ++s) {
+        if (piece_rows(mine) == 0) break;
+        const int to = b.mod(r + s);
+        b.add_step(SendOp{own_send_region[j], to, mine}, kCommLane, {own_send_dep[j]},
+                   "send own chunk " + std::to_string(j) + " to rank " + std::to_string(to), batch);
+        if (scaled)
+          b.add_step(SendOp{own_scales[j].region, to, scale_tag_base + mine}, kCommLane, {own_scale_dep[j]},
+                     "send scales of own chunk " + std::to_string(j) + " to rank " + std::to_string(to), batch);
+      }
+      for (int s = 1; s < P; ++s) {
+        const int from = b.mod(r - s), id = piece_id(from, j);
+        if (piece_rows(id) == 0) continue;
+        const int rows = b.add_step(RecvOp{gather_region(id), from, id}, kCommLane, {}, "receive " + what(id), batch);
+        int scales_step = -1;
+        ScaleOperand scales;
+        if (scaled) {
+          scales = ScaleOperand{mode, scale_slot[id]};
+          scales_step = b.add_step(RecvOp{scale_slot[id], from, scale_tag_base + id}, kCommLane, {},
+                                   "receive scales of " + what(id), batch);
+        }
+        multiply(id, gather_region(id), scales, {rows, scales_step});
+      }
+    }
+    return;
+  }
 
   // The two rings (or one). For direction d, the b-th batch sends the b-th
   // entry of my send list to the next rank and receives the b-th entry of my
