@@ -33,6 +33,8 @@
 // their scale slots) before they travel; every GEMM then multiplies
 // quantized rows, its own ones included.
 #include <string>
+#include <tuple>
+#include <utility>
 
 #include "core/error.hpp"
 #include "plan/schedule_builder.hpp"
@@ -134,31 +136,40 @@ void build_ag_gemm_messages(ScheduleBuilder& b) {
       multiply(piece_id(r, j), own_multiplied[j], own_scales[j],
                {own_scale_dep[j], own_multiplied[j].buffer == gather ? own_send_dep[j] : -1});
 
+  // My chunk j (its rows, then its scales) to rank `to` in `batch`;
+  // `where` ends the steps' labels.
+  auto send_own = [&](int j, int to, int batch, const std::string& where) {
+    const int id = piece_id(r, j);
+    b.add_step(SendOp{own_send_region[j], to, id}, kCommLane, {own_send_dep[j]},
+               "send own chunk " + std::to_string(j) + where, batch);
+    if (scaled)
+      b.add_step(SendOp{own_scales[j].region, to, scale_tag_base + id}, kCommLane, {own_scale_dep[j]},
+                 "send scales of own chunk " + std::to_string(j) + where, batch);
+  };
+  // Chunk `id` (its rows, then its scales) from rank `from` in `batch`, and
+  // its GEMM once both are there; the receive steps of the rows and of the
+  // scales (-1: unscaled).
+  auto receive_and_multiply = [&](int id, int from, int batch) {
+    const int rows = b.add_step(RecvOp{gather_region(id), from, id}, kCommLane, {}, "receive " + what(id), batch);
+    int scales_step = -1;
+    ScaleOperand scales;
+    if (scaled) {
+      scales = ScaleOperand{mode, scale_slot[id]};
+      scales_step = b.add_step(RecvOp{scale_slot[id], from, scale_tag_base + id}, kCommLane, {},
+                               "receive scales of " + what(id), batch);
+    }
+    multiply(id, gather_region(id), scales, {rows, scales_step});
+    return std::pair<int, int>{rows, scales_step};
+  };
+
   if (o.algorithm == Algorithm::Direct) {
     for (int j = 0; j < c; ++j) {
       const int batch = b.next_batch();
-      const int mine = piece_id(r, j);
-      for (int s = 1; s < P; ++s) {
-        if (piece_rows(mine) == 0) break;
-        const int to = b.mod(r + s);
-        b.add_step(SendOp{own_send_region[j], to, mine}, kCommLane, {own_send_dep[j]},
-                   "send own chunk " + std::to_string(j) + " to rank " + std::to_string(to), batch);
-        if (scaled)
-          b.add_step(SendOp{own_scales[j].region, to, scale_tag_base + mine}, kCommLane, {own_scale_dep[j]},
-                     "send scales of own chunk " + std::to_string(j) + " to rank " + std::to_string(to), batch);
-      }
+      if (piece_rows(piece_id(r, j)) > 0)
+        for (int s = 1; s < P; ++s) send_own(j, b.mod(r + s), batch, " to rank " + std::to_string(b.mod(r + s)));
       for (int s = 1; s < P; ++s) {
         const int from = b.mod(r - s), id = piece_id(from, j);
-        if (piece_rows(id) == 0) continue;
-        const int rows = b.add_step(RecvOp{gather_region(id), from, id}, kCommLane, {}, "receive " + what(id), batch);
-        int scales_step = -1;
-        ScaleOperand scales;
-        if (scaled) {
-          scales = ScaleOperand{mode, scale_slot[id]};
-          scales_step = b.add_step(RecvOp{scale_slot[id], from, scale_tag_base + id}, kCommLane, {},
-                                   "receive scales of " + what(id), batch);
-        }
-        multiply(id, gather_region(id), scales, {rows, scales_step});
+        if (piece_rows(id) > 0) receive_and_multiply(id, from, batch);
       }
     }
     return;
@@ -200,14 +211,8 @@ void build_ag_gemm_messages(ScheduleBuilder& b) {
       // already owns).
       const std::size_t own = static_cast<std::size_t>(c);
       if (n < own) {
-        const int j = static_cast<int>(n), id = piece_id(r, j);
-        if (piece_rows(id) > 0) {
-          b.add_step(SendOp{own_send_region[j], ring.next, id}, kCommLane, {own_send_dep[j]},
-                     "send own chunk " + std::to_string(j), batch);
-          if (scaled)
-            b.add_step(SendOp{own_scales[j].region, ring.next, scale_tag_base + id}, kCommLane, {own_scale_dep[j]},
-                       "send scales of own chunk " + std::to_string(j), batch);
-        }
+        const int j = static_cast<int>(n);
+        if (piece_rows(piece_id(r, j)) > 0) send_own(j, ring.next, batch, "");
       } else {
         const std::size_t arrived = n - own;
         const int id = ring.recv_ids[arrived];
@@ -220,17 +225,8 @@ void build_ag_gemm_messages(ScheduleBuilder& b) {
         }
       }
       const int id = ring.recv_ids[n];
-      if (piece_rows(id) > 0) {
-        ring.recv_step[n] =
-            b.add_step(RecvOp{gather_region(id), ring.prev, id}, kCommLane, {}, "receive " + what(id), batch);
-        ScaleOperand scales;
-        if (scaled) {
-          scales = ScaleOperand{mode, scale_slot[id]};
-          ring.scale_recv_step[n] = b.add_step(RecvOp{scale_slot[id], ring.prev, scale_tag_base + id}, kCommLane, {},
-                                               "receive scales of " + what(id), batch);
-        }
-        multiply(id, gather_region(id), scales, {ring.recv_step[n], ring.scale_recv_step[n]});
-      }
+      if (piece_rows(id) > 0)
+        std::tie(ring.recv_step[n], ring.scale_recv_step[n]) = receive_and_multiply(id, ring.prev, batch);
     }
   }
 }

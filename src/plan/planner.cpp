@@ -32,8 +32,9 @@ Environment read_environment() {
   Environment env;
   for (const char* name : {"WEAVE_ALGORITHM", "WEAVE_TRANSPORT", "WEAVE_CHUNKS", "WEAVE_DIRECTION", "WEAVE_PROGRESS",
                            "WEAVE_TIMEOUT", "WEAVE_COMPUTE_STREAMS", "WEAVE_COMM_PRIORITY", "WEAVE_SM_MARGIN",
-                           "WEAVE_SM_TRANSPORT_CTAS", "WEAVE_DEVICE_WAIT", "WEAVE_TRANSFER_COMPLETION", "WEAVE_ALL_REDUCE", "WEAVE_PANEL_WIDTH",
-                           "WEAVE_CALIBRATE", "WEAVE_GEMM_TUNING", "WEAVE_GEMM_BANDS"}) {
+                           "WEAVE_SM_TRANSPORT_CTAS", "WEAVE_DEVICE_WAIT", "WEAVE_TRANSFER_COMPLETION",
+                           "WEAVE_ALL_REDUCE", "WEAVE_PANEL_WIDTH", "WEAVE_CALIBRATE", "WEAVE_GEMM_TUNING",
+                           "WEAVE_GEMM_BANDS"}) {
     const char* value = std::getenv(name);
     if (value && *value) env[name] = value;
   }
