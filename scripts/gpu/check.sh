@@ -84,6 +84,11 @@
 #                    default none), outputs trace-<op>-<shape>-<N>gpu-fp8.json
 #   PEER_COPY        0 to skip timing GPU-to-GPU copies alone (bench/peer_copy.py,
 #                    needs PyTorch and 2 GPUs; default 1)
+#   REMOTE_OUTPUT    1 to run weave-remote-output-probe (default 0): GEMMs writing
+#                    their products into peer GPUs' memory against local GEMMs and
+#                    copy-engine copies, on REMOTE_OUTPUT_SHAPES (default
+#                    "4096x8192x8192:4 8192x8192x8192:4 16384x8192x28672:4", each
+#                    MxKxN:chunks; output remote-output.txt)
 #   BENCH_TABLE      0 to skip weave-bench's table (the traces and PyTorch's
 #                    operations still run; default 1)
 #   CUBLASMP_PEER    0 to skip NVIDIA cuBLASMp's tensor-parallel matmuls
@@ -433,6 +438,15 @@ run_bench() {
   # to compare with the transfer times in the traces.
   if [ "${PEER_COPY:-1}" = 1 ] && [ "$GPUS" -ge 2 ] && python3 -c "import torch" >/dev/null 2>&1; then
     timeout 120 python3 "$ROOT/bench/peer_copy.py" 2>&1 | sed 's/^/[peer-copy] /' || say "peer_copy.py failed"
+  fi
+  if [ "${REMOTE_OUTPUT:-0}" = 1 ] && [ "$GPUS" -ge 2 ] && [ -x "$BUILD_DIR/bench/weave-remote-output-probe" ]; then
+    for entry in ${REMOTE_OUTPUT_SHAPES:-4096x8192x8192:4 8192x8192x8192:4 16384x8192x28672:4}; do
+      shape=${entry%%:*}
+      IFS=x read -r pm pk pn <<<"$shape"
+      CUDA_VISIBLE_DEVICES=$(seq -s, 0 $((GPUS - 1))) timeout 120 "$BUILD_DIR/bench/weave-remote-output-probe" \
+        "$pm" "$pk" "$pn" "${entry##*:}" 2>&1 |
+        tee -a "$OUT/remote-output.txt" || say "weave-remote-output-probe $entry failed"
+    done
   fi
   if [ "${TORCH_PEERS:-1}" != 1 ] || [ "${TORCH_BF16_PEERS:-1}" != 1 ]; then
     say "PyTorch's bf16 peers skipped (TORCH_PEERS=0 or TORCH_BF16_PEERS=0)"

@@ -386,10 +386,7 @@ void CudaBackend::rearrange(const plan::RearrangeOp& op, int lane, const exec::B
   });
 }
 
-void CudaBackend::record(int event, int lane) {
-  DeviceGuard guard(device_);
-  WEAVE_CUDA_CHECK(cudaEventRecord(step_events_.at(static_cast<std::size_t>(event)), stream(lane)));
-}
+void CudaBackend::record(int event, int lane) { record_on_stream(event, stream(lane)); }
 
 void CudaBackend::record_on_stream(int event, void* stream) {
   DeviceGuard guard(device_);
@@ -411,11 +408,7 @@ bool CudaBackend::query(int event) {
 
 void* CudaBackend::lane_stream(int lane) { return stream(lane); }
 
-void CudaBackend::mark_timing(int step, int lane, bool end) {
-  if (timing_events_.empty()) return;
-  DeviceGuard guard(device_);
-  WEAVE_CUDA_CHECK(cudaEventRecord(timing_events_.at(2 * static_cast<std::size_t>(step) + (end ? 1 : 0)), stream(lane)));
-}
+void CudaBackend::mark_timing(int step, int lane, bool end) { mark_timing_on_stream(step, stream(lane), end); }
 
 void CudaBackend::mark_timing_on_stream(int step, void* stream, bool end) {
   if (timing_events_.empty()) return;

@@ -82,6 +82,8 @@ void* CopyEngineTransport::completion_stream(const plan::Step& step) const {
 }
 
 void CopyEngineTransport::end_stream_execute(void* stream) {
+  // Without own streams every batch has joined its copy streams already.
+  if (!own_streams_) return;
   cuda::DeviceGuard guard(peers_->device());
   for (auto& [s, e] : done_) {
     WEAVE_CUDA_CHECK(cudaEventRecord(e, s));

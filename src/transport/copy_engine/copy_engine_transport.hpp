@@ -20,7 +20,7 @@
 // alone and no batch waits for an earlier one's transfers; measured slower
 // in 6 of 9 cases on 4 H200s (its bounded waits, kernels launched as soon
 // as a batch is enqueued, hold SMs beside the GEMMs), so not the default
-// (doc/performance.md). end_stream_execute joins the transport's streams.
+// (doc/performance.md); there end_stream_execute joins the transport's streams.
 //
 // For the collectives of the sequential algorithm the transport uses NCCL.
 #pragma once
