@@ -288,7 +288,37 @@ int ScheduleBuilder::add_sum(EpilogueOp last, const std::vector<Region>& sources
   return add_step(last, lane, {partial}, label);
 }
 
+// The copies of A's scales (a_scales) depend on nothing, but each is made
+// when its GEMM is first emitted, so in schedule order it stood between
+// GEMMs: on a GPU it then waited for the running GEMM to free an SM, and the
+// next GEMM waited for it (a trace of FP8 GEMM-AR over 4 GPUs showed each
+// product starting 10-40 us late). Moved to the front, they all run before
+// the first GEMM; steps keep their lanes, and every dependency still points
+// backwards.
+void ScheduleBuilder::scale_copies_first() {
+  std::vector<bool> first(schedule_.steps.size(), false);
+  for (const auto& entry : a_scale_copies_) first[static_cast<std::size_t>(entry.second.second)] = true;
+  std::vector<int> order, new_index(schedule_.steps.size(), -1);
+  for (int pass = 0; pass < 2; ++pass)
+    for (std::size_t i = 0; i < schedule_.steps.size(); ++i)
+      if (first[i] == (pass == 0)) {
+        new_index[i] = static_cast<int>(order.size());
+        order.push_back(static_cast<int>(i));
+      }
+  std::vector<Step> steps;
+  steps.reserve(order.size());
+  for (int i : order) {
+    Step s = std::move(schedule_.steps[static_cast<std::size_t>(i)]);
+    for (int& d : s.deps) d = new_index[static_cast<std::size_t>(d)];
+    std::sort(s.deps.begin(), s.deps.end());
+    steps.push_back(std::move(s));
+  }
+  schedule_.steps = std::move(steps);
+  a_scale_copies_.clear();
+}
+
 Schedule ScheduleBuilder::finish_schedule(Algorithm algorithm, Direction direction, int chunks) {
+  scale_copies_first();
   for (const Step& s : schedule_.steps) {
     int tag = 0;
     if (const auto* send = std::get_if<SendOp>(&s.op)) tag = send->tag;

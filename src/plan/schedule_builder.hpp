@@ -90,6 +90,8 @@ class ScheduleBuilder {
   Schedule finish_schedule(Algorithm algorithm, Direction direction, int chunks);
 
  private:
+  // Moves the steps that copy A's scales to the front of the schedule.
+  void scale_copies_first();
   const Problem& problem_;
   const ScheduleOptions& options_;
   Schedule schedule_;

@@ -676,6 +676,64 @@ TEST(Schedules, DirectMakesProductsForOthersBeforeItsOwn) {
       }
 }
 
+// The copies of A's scales that the GEMMs of a cut A need (a slice of the
+// caller's scales that does not start the buffer) all come before the
+// first GEMM: emitted beside their GEMMs, each stood between two GEMMs, and
+// on a GPU it waited for a running GEMM to free an SM while the next GEMM
+// waited for it.
+TEST(Schedules, Fp8ScaleCopiesComeBeforeTheFirstGemm) {
+  using weave::internal::ScaleMode;
+  using weave::internal::plan::EpilogueOp;
+  using weave::internal::plan::GemmOp;
+  using weave::internal::plan::kBufferAScale;
+  using weave::internal::plan::StepKind;
+  int copies_seen = 0;
+  for (ScaleMode a_scale : {ScaleMode::RowWise, ScaleMode::Block1x128})
+    for (Operation op : {Operation::GemmRs, Operation::GemmAr})
+      for (Algorithm algorithm : {Algorithm::Direct, Algorithm::Ring, Algorithm::Pipelined})
+        for (int P : {2, 3, 4})
+          for (int chunks : {1, 3}) {
+            GroupCase g;
+            g.operation = op;
+            g.ranks = P;
+            g.m = 64 * P;
+            g.n = 32;
+            g.k = 256;
+            g.dtype = DType::BF16;
+            g.ab_type = DType::E4M3;
+            g.a_scale = a_scale;
+            g.b_scale = ScaleMode::RowWise;
+            ScheduleOptions o;
+            o.algorithm = algorithm;
+            o.chunks_per_shard = chunks;
+            o.compute_lanes = 2;
+            for (const weave::internal::Problem& p : make_group_problems(g)) {
+              const weave::internal::plan::Schedule s = weave::internal::plan::build_schedule(p, o);
+              std::vector<int> scale_buffers;
+              for (const auto& step : s.steps)
+                if (step.kind() == StepKind::Gemm) scale_buffers.push_back(std::get<GemmOp>(step.op).a_scale.region.buffer);
+              int first_gemm = -1, last_copy = -1, copies = 0;
+              for (std::size_t i = 0; i < s.steps.size(); ++i) {
+                const auto& step = s.steps[i];
+                if (step.kind() == StepKind::Gemm && first_gemm < 0) first_gemm = static_cast<int>(i);
+                if (step.kind() != StepKind::Epilogue) continue;
+                const EpilogueOp& e = std::get<EpilogueOp>(step.op);
+                if (!e.has_src || e.src.buffer != kBufferAScale) continue;
+                if (std::find(scale_buffers.begin(), scale_buffers.end(), e.dst.buffer) == scale_buffers.end()) continue;
+                EXPECT_TRUE(step.deps.empty()) << step.label;
+                last_copy = static_cast<int>(i);
+                ++copies;
+              }
+              copies_seen += copies;
+              if (copies > 0) {
+                EXPECT_LT(last_copy, first_gemm) << g.name() << " " << weave::internal::plan::algorithm_name(algorithm)
+                                                 << " chunks=" << chunks << " rank " << p.group_rank;
+              }
+            }
+          }
+  EXPECT_GT(copies_seen, 100);  // the cases cut A's scales
+}
+
 // FP8 chunks begin on multiples of 16 rows of their shard (128 where A's
 // scales cover 128-row bands; cuBLASLt had no FP8 kernel for a 54-row
 // chunk): the rows of the GEMMs' results are the shards cut by
