@@ -1,6 +1,7 @@
 #include "plan/schedule_builder.hpp"
 
 #include <algorithm>
+#include <numeric>
 
 #include "core/checked.hpp"
 #include "core/error.hpp"
@@ -296,15 +297,14 @@ int ScheduleBuilder::add_sum(EpilogueOp last, const std::vector<Region>& sources
 // the first GEMM; steps keep their lanes, and every dependency still points
 // backwards.
 void ScheduleBuilder::scale_copies_first() {
+  if (a_scale_copies_.empty()) return;
   std::vector<bool> first(schedule_.steps.size(), false);
   for (const auto& entry : a_scale_copies_) first[static_cast<std::size_t>(entry.second.second)] = true;
-  std::vector<int> order, new_index(schedule_.steps.size(), -1);
-  for (int pass = 0; pass < 2; ++pass)
-    for (std::size_t i = 0; i < schedule_.steps.size(); ++i)
-      if (first[i] == (pass == 0)) {
-        new_index[i] = static_cast<int>(order.size());
-        order.push_back(static_cast<int>(i));
-      }
+  std::vector<int> order(schedule_.steps.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_partition(order.begin(), order.end(), [&](int i) { return first[static_cast<std::size_t>(i)]; });
+  std::vector<int> new_index(order.size());
+  for (std::size_t n = 0; n < order.size(); ++n) new_index[static_cast<std::size_t>(order[n])] = static_cast<int>(n);
   std::vector<Step> steps;
   steps.reserve(order.size());
   for (int i : order) {
