@@ -68,7 +68,11 @@
 #                    (cublasmp-<N>gpu-fp8.*)
 #   FP8_RUNS         which of the FP8 runs (default "rowwise block wire"; "tensor"
 #                    adds tensor-wise scales, bench-<N>gpu-fp8-tensor.*, the
-#                    scales cuBLASMp's FP8 peer uses)
+#                    scales cuBLASMp's FP8 peer uses; "cublaslt" the row-wise
+#                    run again with every FP8 GEMM on cuBLASLt,
+#                    WEAVE_FP8_GEMM=cublaslt, bench-<N>gpu-fp8-cublaslt.*)
+#   FP8_BENCH_ARGS   extra weave-bench arguments of the row-wise FP8 runs (e.g.
+#                    "--variants auto/auto/0/auto/-1/WEAVE_FP8_GEMM=cublaslt")
 #   FP8_SHAPES       global MxKxN shapes of the FP8 runs (default
 #                    "4096x8192x8192 8192x8192x8192 16384x8192x28672 16384x16384x16384")
 #   FP8_BLOCK_SHAPES shapes of the block-scaled run (default: FP8_SHAPES)
@@ -104,6 +108,13 @@
 #                    (one float32 per operand; cuBLASMp 0.7 does not document
 #                    how its row-wise scale vectors are laid out), bf16 D, on
 #                    FP8_SHAPES, against NCCL and a cuBLASLt FP8 GEMM.
+#   CUTLASS_DIR      CUTLASS's include directory (holding cutlass/ and cute/):
+#                    the row-wise scaled FP8 GEMMs then run on CUTLASS's kernel
+#                    (doc/fp8.md; the gpu test cutlass_fp8_device checks they do).
+#                    Default: the headers of an nvidia-cutlass wheel in
+#                    .deps/peers/ where one is (pip download --no-deps
+#                    nvidia-cutlass==4.2.0 -d .deps/peers), else none; "none":
+#                    cuBLASLt alone even with the wheel there
 #   GEMM2D_BENCH     1 to measure WEAVE_GEMM (A, B, C block-cyclic over a 2-D grid;
 #                    default 0): weave-bench --ops gemm (SUMMA, sequential, GEMM
 #                    alone, communication alone) in bf16 and f64 on GEMM2D_RANKS
@@ -237,6 +248,22 @@ for required in "$KOKKOS_DIR/KokkosConfig.cmake" "$GTEST_DIR/GTestConfig.cmake" 
 done
 say "dependencies unpacked into $DEPS_ROOT"
 
+# --- CUTLASS's headers (row-wise scaled FP8 GEMMs, doc/fp8.md) --------------------
+CUTLASS_ARGS=()
+if [ -z "${CUTLASS_DIR:-}" ]; then
+  cutlass_wheel=$(ls "$ROOT"/.deps/peers/nvidia_cutlass-*.whl 2>/dev/null | sort | tail -n 1 || true)
+  if [ -n "$cutlass_wheel" ]; then
+    if [ ! -f "$DEPS_ROOT/cutlass/cutlass_library/source/include/cutlass/cutlass.h" ]; then
+      python3 -m zipfile -e "$cutlass_wheel" "$DEPS_ROOT/cutlass" || die "cannot unpack $cutlass_wheel"
+    fi
+    CUTLASS_DIR="$DEPS_ROOT/cutlass/cutlass_library/source/include"
+  fi
+fi
+if [ -n "${CUTLASS_DIR:-}" ] && [ "$CUTLASS_DIR" != "none" ]; then
+  CUTLASS_ARGS=(-DWEAVE_CUTLASS_DIR="$CUTLASS_DIR")
+  say "CUTLASS headers from $CUTLASS_DIR: row-wise scaled FP8 GEMMs on CUTLASS's kernel"
+fi
+
 # --- A CUDA Kokkos instead of Debian's Serial one (KOKKOS_CUDA_ROOT) -----------------
 KOKKOS_ARGS=()
 if [ -n "${KOKKOS_CUDA_ROOT:-}" ]; then
@@ -317,12 +344,14 @@ if ! cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja \
   "${KOKKOS_ARGS[@]}" \
   "${CUBLASMP_ARGS[@]}" \
   "${SCALAPACK_ARGS[@]}" \
+  "${CUTLASS_ARGS[@]}" \
   >"$OUT/configure.log" 2>&1; then
   tail -n 30 "$OUT/configure.log" >&2
   die "configure failed (full log: $OUT/configure.log)"
 fi
 grep -E "Weave .*features" "$OUT/configure.log" | sed 's/^-- /[gpu-check] /' || true
-grep -q "features .*cuda,nccl" "$OUT/configure.log" || die "the build has no cuda,nccl feature (see $OUT/configure.log)"
+grep -E "features " "$OUT/configure.log" | grep -q ",cuda" && grep -E "features " "$OUT/configure.log" | grep -q ",nccl" ||
+  die "the build lacks the cuda or the nccl feature (see $OUT/configure.log)"
 if [ -n "${KOKKOS_CUDA_ROOT:-}" ]; then
   grep -q "features .*kokkos-[0-9.]*-cuda" "$OUT/configure.log" || die "the build does not use Kokkos' CUDA backend (see $OUT/configure.log)"
 fi
@@ -392,7 +421,19 @@ run_bench() {
     for shape in ${FP8_BLOCK_SHAPES:-${FP8_SHAPES:-$default_shapes}}; do block_shapes+=(--shape "$shape"); done
     local runs=" ${FP8_RUNS:-rowwise block wire} "
     if [[ "$runs" == *" rowwise "* ]]; then
-      bench_fp8 -fp8 "${FP8_TABLE_ARGS[@]}" "${fp8_shapes[@]}" || say "FP8 weave-bench failed or ran out of time"
+      # shellcheck disable=SC2086
+      bench_fp8 -fp8 "${FP8_TABLE_ARGS[@]}" "${fp8_shapes[@]}" ${FP8_BENCH_ARGS:-} ||
+        say "FP8 weave-bench failed or ran out of time"
+    fi
+    # The same with every FP8 GEMM on cuBLASLt (WEAVE_FP8_GEMM=cublaslt on
+    # every rank): what CUTLASS's kernel is measured against.
+    if [[ "$runs" == *" cublaslt "* ]]; then
+      local all_launcher=("${launcher[@]}")
+      launcher+=(-x WEAVE_FP8_GEMM)
+      # shellcheck disable=SC2086
+      WEAVE_FP8_GEMM=cublaslt bench_fp8 -fp8-cublaslt "${FP8_TABLE_ARGS[@]}" "${fp8_shapes[@]}" ${FP8_BENCH_ARGS:-} ||
+        say "FP8 weave-bench on cuBLASLt failed or ran out of time"
+      launcher=("${all_launcher[@]}")
     fi
     # Tensor-wise scales: what cuBLASMp's FP8 peer runs (below).
     if [[ "$runs" == *" tensor "* ]]; then
