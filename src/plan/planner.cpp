@@ -34,7 +34,7 @@ Environment read_environment() {
                            "WEAVE_TIMEOUT", "WEAVE_COMPUTE_STREAMS", "WEAVE_COMM_PRIORITY", "WEAVE_SM_MARGIN",
                            "WEAVE_SM_TRANSPORT_CTAS", "WEAVE_DEVICE_WAIT", "WEAVE_TRANSFER_COMPLETION",
                            "WEAVE_ALL_REDUCE", "WEAVE_PANEL_WIDTH", "WEAVE_CALIBRATE", "WEAVE_GEMM_TUNING",
-                           "WEAVE_GEMM_BANDS"}) {
+                           "WEAVE_GEMM_BANDS", "WEAVE_FP8_GEMM"}) {
     const char* value = std::getenv(name);
     if (value && *value) env[name] = value;
   }
@@ -785,6 +785,10 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
       r.backend == Backend::Cuda)
     notes += " GEMM algorithms chosen by timing cuBLASLt's candidates (WEAVE_GEMM_TUNING);";
   if (r.backend != Backend::Cuda) r.gemm_tuning = false;
+  if (env_choice<bool>(env, "WEAVE_FP8_GEMM", {{"cutlass", true}, {"cublaslt", false}}, &r.cutlass_fp8_gemm) &&
+      r.cutlass_fp8_gemm && r.backend == Backend::Cuda)
+    notes += " row-wise scaled FP8 GEMMs on CUTLASS's kernel where it fits (WEAVE_FP8_GEMM);";
+  if (r.backend != Backend::Cuda) r.cutlass_fp8_gemm = false;
 
   // Device-side waits for peers' flags: bounded kernels unless the stream
   // memory operations are asked for (WEAVE_DEVICE_WAIT=stream).

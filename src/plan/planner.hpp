@@ -51,6 +51,11 @@ struct Resolved {
   // Device GEMMs choose their cuBLASLt algorithm by timing its candidates
   // at plan creation (WEAVE_GEMM_TUNING=on; backends/cuda/gemm_tuning.hpp).
   bool gemm_tuning = false;
+  // Row-wise scaled FP8 GEMMs on CUTLASS's kernel where the build has it
+  // (WEAVE_FP8_GEMM=cutlass; backends/cuda/cutlass_fp8_gemm.hpp) or on
+  // cuBLASLt (WEAVE_FP8_GEMM=cublaslt, the default: CUTLASS's kernel
+  // measured 7-25% slower, doc/performance.md).
+  bool cutlass_fp8_gemm = false;
   // CTAs (one per SM) of an SM-driven transport's kernels.
   int sm_transport_ctas = kSmTransportPushCtas;
   DeviceWait device_wait = DeviceWait::Bounded;

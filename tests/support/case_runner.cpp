@@ -910,6 +910,17 @@ bool run_case_unguarded(const Case& cs, uint64_t seed) {
                  info.group_size, group_rank, P);
     return false;
   }
+  if (!cs.expect_in_describe.empty()) {
+    const char* text = nullptr;
+    CHECK_WEAVE(weave_plan_describe(plan, &text));
+    int has = text && std::strstr(text, cs.expect_in_describe.c_str()) ? 1 : 0, all_have = 0;
+    if (!has)
+      std::fprintf(stderr, "rank %d: the plan's description lacks \"%s\": %s\n", g_rank,
+                   cs.expect_in_describe.c_str(), text ? text : "(no description)");
+    // Every rank leaves together (a rank executing alone would wait for the others).
+    MPI_Allreduce(&has, &all_have, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (!all_have) return false;
+  }
   if (cs.algorithm != WEAVE_ALGORITHM_AUTO && P > 1 && info.algorithm != cs.algorithm) {
     std::fprintf(stderr, "rank %d: plan runs algorithm %d, asked for %d\n", g_rank, info.algorithm, cs.algorithm);
     return false;

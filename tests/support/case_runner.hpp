@@ -89,6 +89,9 @@ struct Case {
   // WEAVE_GEMM_BANDS (-1: unset, the planner's choice; 0: SUMMA's panels;
   // n: the travelling operand in n bands of C).
   int gemm_bands = -1;
+  // Text the plan's describe must contain on every rank (1-D operations;
+  // empty: not checked), e.g. which kernel multiplies.
+  std::string expect_in_describe;
 
   std::string name() const;
 };

@@ -699,6 +699,24 @@ TEST(Planner, GemmTuningFromTheEnvironment) {
                  "WEAVE_GEMM_TUNING=always");
 }
 
+// CUTLASS's row-wise FP8 kernel: off unless WEAVE_FP8_GEMM=cutlass (it
+// measured slower than cuBLASLt's), device plans only, said in describe;
+// another value is an error naming it.
+TEST(Planner, Fp8GemmKernelFromTheEnvironment) {
+  const weave_plan_desc_t desc{};
+  EXPECT_FALSE(resolve_options(desc, device_problem(), {}, everything()).cutlass_fp8_gemm);
+  const Resolved on = resolve_options(desc, device_problem(), {{"WEAVE_FP8_GEMM", "cutlass"}}, everything());
+  EXPECT_TRUE(on.cutlass_fp8_gemm);
+  EXPECT_NE(on.notes.find("WEAVE_FP8_GEMM"), std::string::npos) << on.notes;
+  EXPECT_FALSE(
+      resolve_options(desc, device_problem(), {{"WEAVE_FP8_GEMM", "cublaslt"}}, everything()).cutlass_fp8_gemm);
+  weave::internal::Problem host = device_problem();
+  host.memory = weave::internal::Memory::Host;
+  EXPECT_FALSE(resolve_options(desc, host, {{"WEAVE_FP8_GEMM", "cutlass"}}, host_only()).cutlass_fp8_gemm);
+  expect_failure(desc, device_problem(), {{"WEAVE_FP8_GEMM", "cublas"}}, everything(), WEAVE_ERROR_INVALID_VALUE,
+                 "WEAVE_FP8_GEMM=cublas");
+}
+
 TEST(TransportTable, DeviceWaitsFromTheEnvironment) {
   const weave_plan_desc_t desc{};
   EXPECT_EQ(resolve_options(desc, device_problem(), {}, everything()).device_wait, DeviceWait::Bounded);

@@ -157,6 +157,17 @@ void CudaBackend::prepare_steps() {
         tuning_gain_ = std::max(tuning_gain_, 1 - tuned.chosen_ms / tuned.first_ms);
     }
     if (prepared_[op].matmul->broadcasts_scale()) ++broadcast_scale_gemms_;
+    if (options_.cutlass_fp8 && op->a_scale.mode == ScaleMode::RowWise && op->b_scale.mode == ScaleMode::RowWise) {
+      std::string why_not;
+      prepared_[op].cutlass = CutlassFp8Gemm::prepare(schedule_, *op, gemm_device_, gemm_sms_,
+                                                      prepared_[op].matmul->fused_bias(), &why_not);
+      if (prepared_[op].cutlass) {
+        ++cutlass_gemms_;
+      } else {
+        ++rowwise_fp8_on_cublaslt_;
+        cutlass_why_not_ = why_not;
+      }
+    }
   }
 }
 
@@ -224,6 +235,13 @@ std::string CudaBackend::name() const {
                  ? std::string()
                  : str(", ", broadcast_scale_gemms_, " GEMMs write a tensor-wise scale out per row (cuBLASLt has no "
                        "tensor-wise x row-wise kernel)"),
+             cutlass_gemms_ == 0 ? std::string()
+                                 : str(", ", cutlass_gemms_, " row-wise scaled FP8 GEMMs on CUTLASS's kernel (alpha 1 "
+                                       "and 16-byte aligned pointers at execute, else cuBLASLt)"),
+             rowwise_fp8_on_cublaslt_ == 0
+                 ? std::string()
+                 : str(", ", rowwise_fp8_on_cublaslt_, " row-wise scaled FP8 GEMMs on cuBLASLt (", cutlass_why_not_,
+                       ")"),
              !options_.gemm_tuning
                  ? std::string()
                  : str(", GEMM tuning: ", tuned_gemms_, " GEMMs tuned by timing, ", retuned_gemms_,
@@ -279,6 +297,7 @@ void CudaBackend::gemm(const plan::GemmOp& op, int lane, const exec::Bindings& b
       return;
     }
     case GemmWork::Matmul:
+      if (prepared->second.cutlass && prepared->second.cutlass->enqueue(bindings, scalars, stream(lane))) return;
       prepared->second.matmul->enqueue(bindings, scalars, cublas_workspaces_.at(static_cast<std::size_t>(lane)),
                                        stream(lane));
       return;

@@ -18,6 +18,7 @@
 
 #include "backends/cuda/cublaslt_gemm.hpp"
 #include "backends/cuda/cuda_entry.hpp"
+#include "backends/cuda/cutlass_fp8_gemm.hpp"
 #include "backends/cuda/kokkos_lanes.hpp"
 #include "exec/compute_backend.hpp"
 
@@ -89,6 +90,9 @@ class CudaBackend final : public exec::ComputeBackend {
   struct PreparedGemm {
     GemmWork work = GemmWork::None;
     std::unique_ptr<CublasLtGemm> matmul;
+    // CUTLASS's row-wise scaled FP8 kernel, tried first where it fits
+    // (cutlass_fp8_gemm.hpp); matmul runs where it does not.
+    std::unique_ptr<CutlassFp8Gemm> cutlass;
   };
   std::unordered_map<const plan::GemmOp*, PreparedGemm> prepared_;
   // Kokkos::Cuda instances on streams_ where Kokkos has CUDA: the
@@ -96,7 +100,11 @@ class CudaBackend final : public exec::ComputeBackend {
   std::unique_ptr<KokkosLanes> kokkos_lanes_;
   // Bias steps whose GEMM adds the bias in its epilogue: nothing to enqueue.
   std::set<const plan::EpilogueOp*> fused_bias_steps_;
-  int broadcast_scale_gemms_ = 0;  // GEMMs whose tensor-wise scale goes out per row (describe)
+  int broadcast_scale_gemms_ = 0;
+  // Row-wise scaled FP8 GEMMs prepared for CUTLASS's kernel, those left to
+  // cuBLASLt and why the last of them was (describe).
+  int cutlass_gemms_ = 0, rowwise_fp8_on_cublaslt_ = 0;
+  std::string cutlass_why_not_;  // GEMMs whose tensor-wise scale goes out per row (describe)
   GemmDevice gemm_device_;
 };
 

@@ -20,6 +20,10 @@ struct CudaBackendOptions {
   int gemm_sm_margin = 0;
   // Time cuBLASLt's candidate algorithms at plan creation (gemm_tuning.hpp).
   bool gemm_tuning = false;
+  // FP8 GEMMs with row-wise scales on CUTLASS's kernel where this build has
+  // it and it fits (cutlass_fp8_gemm.hpp; WEAVE_FP8_GEMM=cutlass); false:
+  // cuBLASLt alone.
+  bool cutlass_fp8 = false;
 };
 
 std::unique_ptr<exec::ComputeBackend> make_cuda_backend(const plan::Schedule& schedule, const Problem& problem,
