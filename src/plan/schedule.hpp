@@ -309,6 +309,12 @@ struct ScheduleOptions {
 // transport's); the planner widens panels beyond K / kMaxSummaPanels.
 constexpr int64_t kMaxSummaPanels = int64_t{1} << 17;
 
+// A GEMM reads a slice of A's row-wise scales in place where it starts a
+// multiple of this many bytes from the caller's pointer (what cuBLASLt asks
+// of a scale pointer); other slices are copied into the workspace first
+// (ScheduleBuilder::a_scales).
+constexpr int64_t kScaleVectorAlignment = 16;
+
 struct Schedule {
   std::vector<BufferSpec> buffers;  // indexed by BufferId / Region::buffer
   std::vector<Step> steps;          // a topological order: deps point backwards

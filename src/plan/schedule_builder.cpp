@@ -198,9 +198,17 @@ ScaleOperand ScheduleBuilder::a_scales(int64_t row0, int64_t rows, int* ready) {
   if (!s.scaled()) return s;
   s.region = scale_rows(kBufferAScale, s.mode, row0, rows, str("rows ", row0, " to ", row0 + rows, " of my op(A)"));
   // The caller's own region where it is tight and starts the buffer (as
-  // aligned as the caller's pointer); a copy in the (256-byte aligned)
-  // workspace elsewhere, which cuBLASLt's scale pointers may need.
-  if (tight_scales(s.region) && s.region.row0 == 0 && s.region.col0 == 0) return s;
+  // aligned as the caller's pointer), or, for row-wise scales (a plain
+  // vector), where it starts a multiple of 16 bytes into it (as aligned as
+  // the caller's pointer up to 16 bytes, what cuBLASLt wants of a scale
+  // pointer; the CUDA backend copies a vector whose pointer turns out less
+  // aligned at execute); a copy in the (256-byte aligned) workspace
+  // elsewhere. FP8 chunks start at multiples of 16 rows, so on GPUs
+  // row-wise scales are never copied.
+  if (tight_scales(s.region) && s.region.col0 == 0 &&
+      (s.region.row0 == 0 ||
+       (s.mode == ScaleMode::RowWise && schedule_.offset_from_binding(s.region) % kScaleVectorAlignment == 0)))
+    return s;
   auto made = a_scale_copies_.find({row0, rows});
   if (made == a_scale_copies_.end()) {
     const int64_t inner = problem_.op_a == Op::N ? problem_.a.cols : problem_.a.rows;

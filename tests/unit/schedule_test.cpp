@@ -734,6 +734,62 @@ TEST(Schedules, Fp8ScaleCopiesComeBeforeTheFirstGemm) {
   EXPECT_GT(copies_seen, 100);  // the cases cut A's scales
 }
 
+// A's row-wise scales are read in place wherever a GEMM's rows start a
+// multiple of 16 bytes into them (all FP8 chunks on GPUs, which start at
+// 16-row multiples), and copied into the workspace only where they do not:
+// the copies cost a kernel each before the first GEMM.
+TEST(Schedules, RowWiseScalesOfAlignedRowsAreReadInPlace) {
+  using weave::internal::ScaleMode;
+  using weave::internal::plan::GemmOp;
+  using weave::internal::plan::kBufferA;
+  using weave::internal::plan::kBufferAScale;
+  using weave::internal::plan::kScaleVectorAlignment;
+  using weave::internal::plan::StepKind;
+  int in_place = 0, copied = 0;
+  for (Operation op : {Operation::AgGemm, Operation::GemmRs, Operation::GemmAr})
+    for (Algorithm algorithm : {Algorithm::Direct, Algorithm::Ring, Algorithm::Sequential})
+      for (int P : {1, 2, 3, 4})
+        for (Shards shards : {Shards::Balanced, Shards::Uneven})
+          for (int chunks : {1, 3}) {
+            if (op == Operation::AgGemm && algorithm == Algorithm::Direct) continue;
+            GroupCase g;
+            g.operation = op;
+            g.ranks = P;
+            g.shards = shards;
+            // 16-row shards, or shards and chunks starting at odd rows.
+            g.m = shards == Shards::Balanced ? 64 * P : 13 * P + 5;
+            g.n = 32;
+            g.k = 256;
+            g.dtype = DType::BF16;
+            g.ab_type = DType::E4M3;
+            g.a_scale = g.b_scale = ScaleMode::RowWise;
+            ScheduleOptions o;
+            o.algorithm = algorithm;
+            o.chunks_per_shard = chunks;
+            for (const weave::internal::Problem& p : make_group_problems(g)) {
+              const weave::internal::plan::Schedule s = weave::internal::plan::build_schedule(p, o);
+              for (const auto& step : s.steps) {
+                if (step.kind() != StepKind::Gemm) continue;
+                const GemmOp& gemm = std::get<GemmOp>(step.op);
+                // The GEMMs of my own rows of A (the caller's buffer) and
+                // their scales, 4 bytes a row into the caller's vector.
+                if (gemm.a.buffer != kBufferA || gemm.a_scale.region.empty()) continue;
+                const int64_t first_row = gemm.op_a == Op::N ? gemm.a.row0 : gemm.a.col0;
+                if (first_row * 4 % kScaleVectorAlignment == 0) {
+                  ++in_place;
+                  EXPECT_EQ(gemm.a_scale.region.buffer, kBufferAScale) << g.name() << " " << step.label;
+                  EXPECT_EQ(gemm.a_scale.region.row0, first_row) << g.name() << " " << step.label;
+                } else {
+                  ++copied;
+                  EXPECT_NE(gemm.a_scale.region.buffer, kBufferAScale) << g.name() << " " << step.label;
+                }
+              }
+            }
+          }
+  EXPECT_GT(in_place, 100);
+  EXPECT_GT(copied, 10);  // the odd-row cases still copy
+}
+
 // FP8 chunks begin on multiples of 16 rows of their shard (128 where A's
 // scales cover 128-row bands; cuBLASLt had no FP8 kernel for a 54-row
 // chunk): the rows of the GEMMs' results are the shards cut by

@@ -254,6 +254,17 @@ void CublasLtGemm::set_scale_modes(const GemmDevice& device, const exec::MatrixR
   const int64_t outer[2] = {shape_.m, shape_.n};  // rows of cuBLASLt's op(A), columns of its op(B)
   int32_t* cublas_modes[2] = {&left_mode, &right_mode};
   for (int side = 0; side < 2; ++side) {
+    // Row-wise scales whose pointer at execute is less than 16-byte aligned
+    // (a caller's vector that starts anywhere; schedules read slices in
+    // place from 16 bytes on): copied whole into aligned memory first.
+    if (modes[side] == ScaleMode::RowWise && outer[side] > 0) {
+      StagedScale& staged = staged_[static_cast<std::size_t>(side)];
+      staged.copy = true;
+      staged.count = outer[side];
+      WEAVE_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&staged.buffer),
+                                  static_cast<std::size_t>(staged.count) * sizeof(float)));
+      continue;
+    }
     if (modes[side] != ScaleMode::Tensor) continue;
     StagedScale& staged = staged_[static_cast<std::size_t>(side)];
     staged.always = modes[1 - side] == ScaleMode::RowWise;
@@ -407,7 +418,12 @@ void CublasLtGemm::enqueue(const exec::Bindings& bindings, const exec::Scalars& 
   for (int side = 0; side < 2; ++side) {
     const StagedScale& staged = staged_[static_cast<std::size_t>(side)];
     if (!staged.buffer || !*scales[side] || (!staged.always && alignment_of(*scales[side]) >= 16)) continue;
-    launch_broadcast_scale(staged.buffer, static_cast<const float*>(*scales[side]), staged.count, stream);
+    if (staged.copy)
+      WEAVE_CUDA_CHECK(cudaMemcpyAsync(staged.buffer, *scales[side],
+                                       static_cast<std::size_t>(staged.count) * sizeof(float),
+                                       cudaMemcpyDeviceToDevice, stream));
+    else
+      launch_broadcast_scale(staged.buffer, static_cast<const float*>(*scales[side]), staged.count, stream);
     *scales[side] = staged.buffer;
   }
   if (left_scales) set_pointer(CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, left_scales);

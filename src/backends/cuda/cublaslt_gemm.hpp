@@ -127,10 +127,14 @@ class CublasLtGemm {
   //     its operand (cuBLASLt multiplies only matching pairs), always;
   //   - any other tensor-wise scale, copied where its pointer at execute is
   //     not 16-byte aligned (one float per shard lies 4 bytes from the next
-  //     in gathered scales; on H200 cuBLASLt answered NOT_SUPPORTED for it).
+  //     in gathered scales; on H200 cuBLASLt answered NOT_SUPPORTED for it);
+  //   - row-wise scales, copied whole where their pointer at execute is not
+  //     16-byte aligned (the schedule reads slices in place from 16 bytes
+  //     on; a caller's vector may start anywhere).
   struct StagedScale {
     int64_t count = 0;       // floats written: 0 (none), 1 or the outer extent
     bool always = false;     // every execute (broadcast), or only when misaligned
+    bool copy = false;       // the vector copied as it is (row-wise), not one float broadcast
     float* buffer = nullptr; // cudaMalloc'd at plan creation
   };
   std::array<StagedScale, 2> staged_{};
