@@ -57,7 +57,11 @@ std::unique_ptr<CutlassFp8Gemm> CutlassFp8Gemm::prepare(const plan::Schedule& sc
   shape.ldb = b.ld;
   shape.ldd = c.ld;
   shape.f32_out = c.dtype == DType::F32;
+  // The SMs the persistent kernel spreads over, asked once here rather than
+  // by CUTLASS at every execute.
   shape.sm_count = sm_count;
+  if (shape.sm_count <= 0)
+    WEAVE_CUDA_CHECK(cudaDeviceGetAttribute(&shape.sm_count, cudaDevAttrMultiProcessorCount, device.index));
   if (contiguous_length(layout_of(schedule, op.a_scale.region)) != shape.m ||
       contiguous_length(layout_of(schedule, op.b_scale.region)) != shape.n)
     return no("a scale vector is not contiguous");
