@@ -68,11 +68,11 @@
 #                    (cublasmp-<N>gpu-fp8.*)
 #   FP8_RUNS         which of the FP8 runs (default "rowwise block wire"; "tensor"
 #                    adds tensor-wise scales, bench-<N>gpu-fp8-tensor.*, the
-#                    scales cuBLASMp's FP8 peer uses; "cublaslt" the row-wise
-#                    run again with every FP8 GEMM on cuBLASLt,
-#                    WEAVE_FP8_GEMM=cublaslt, bench-<N>gpu-fp8-cublaslt.*)
+#                    scales cuBLASMp's FP8 peer uses; "cublaslt" and "cutlass"
+#                    the row-wise run again with WEAVE_FP8_GEMM set so on every
+#                    rank, bench-<N>gpu-fp8-cublaslt.* and -fp8-cutlass.*)
 #   FP8_BENCH_ARGS   extra weave-bench arguments of the row-wise FP8 runs (e.g.
-#                    "--variants auto/auto/0/auto/-1/WEAVE_FP8_GEMM=cublaslt")
+#                    "--variants auto/auto/0/auto/-1/WEAVE_FP8_GEMM=cutlass")
 #   FP8_SHAPES       global MxKxN shapes of the FP8 runs (default
 #                    "4096x8192x8192 8192x8192x8192 16384x8192x28672 16384x16384x16384")
 #   FP8_BLOCK_SHAPES shapes of the block-scaled run (default: FP8_SHAPES)
@@ -425,16 +425,19 @@ run_bench() {
       bench_fp8 -fp8 "${FP8_TABLE_ARGS[@]}" "${fp8_shapes[@]}" ${FP8_BENCH_ARGS:-} ||
         say "FP8 weave-bench failed or ran out of time"
     fi
-    # The same with every FP8 GEMM on cuBLASLt (WEAVE_FP8_GEMM=cublaslt on
-    # every rank): what CUTLASS's kernel is measured against.
-    if [[ "$runs" == *" cublaslt "* ]]; then
-      local all_launcher=("${launcher[@]}")
-      launcher+=(-x WEAVE_FP8_GEMM)
-      # shellcheck disable=SC2086
-      WEAVE_FP8_GEMM=cublaslt bench_fp8 -fp8-cublaslt "${FP8_TABLE_ARGS[@]}" "${fp8_shapes[@]}" ${FP8_BENCH_ARGS:-} ||
-        say "FP8 weave-bench on cuBLASLt failed or ran out of time"
-      launcher=("${all_launcher[@]}")
-    fi
+    # The same with every FP8 GEMM on one kernel (WEAVE_FP8_GEMM on every
+    # rank): cuBLASLt's, or CUTLASS's where the build has it.
+    local kernel
+    for kernel in cublaslt cutlass; do
+      if [[ "$runs" == *" $kernel "* ]]; then
+        local all_launcher=("${launcher[@]}")
+        launcher+=(-x WEAVE_FP8_GEMM)
+        # shellcheck disable=SC2086
+        WEAVE_FP8_GEMM=$kernel bench_fp8 -fp8-$kernel "${FP8_TABLE_ARGS[@]}" "${fp8_shapes[@]}" ${FP8_BENCH_ARGS:-} ||
+          say "FP8 weave-bench with WEAVE_FP8_GEMM=$kernel failed or ran out of time"
+        launcher=("${all_launcher[@]}")
+      fi
+    done
     # Tensor-wise scales: what cuBLASMp's FP8 peer runs (below).
     if [[ "$runs" == *" tensor "* ]]; then
       bench_fp8 -fp8-tensor --dtype fp8 --scales tensor "${fp8_shapes[@]}" ||
