@@ -42,7 +42,6 @@ std::vector<weave_test::Case> cutlass_cases(const weave_test::CaseListOptions&, 
   const int P = weave_test::g_size;
   std::vector<Case> cases;
   const weave_operation_t operations[] = {WEAVE_AG_GEMM, WEAVE_GEMM_RS, WEAVE_GEMM_AR};
-  int counter = 0;
   for (weave_operation_t op : operations)
     for (int variant = 0; variant < 3; ++variant) {
       Case c;
@@ -70,9 +69,7 @@ std::vector<weave_test::Case> cutlass_cases(const weave_test::CaseListOptions&, 
       c.fresh_inputs = true;
       c.expect_in_describe = "on CUTLASS's kernel";
       cases.push_back(c);
-      ++counter;
     }
-  (void)counter;
   return cases;
 }
 

@@ -100,11 +100,11 @@ class CudaBackend final : public exec::ComputeBackend {
   std::unique_ptr<KokkosLanes> kokkos_lanes_;
   // Bias steps whose GEMM adds the bias in its epilogue: nothing to enqueue.
   std::set<const plan::EpilogueOp*> fused_bias_steps_;
-  int broadcast_scale_gemms_ = 0;
+  int broadcast_scale_gemms_ = 0;  // GEMMs whose tensor-wise scale goes out per row (describe)
   // Row-wise scaled FP8 GEMMs prepared for CUTLASS's kernel, those left to
   // cuBLASLt and why the last of them was (describe).
   int cutlass_gemms_ = 0, rowwise_fp8_on_cublaslt_ = 0;
-  std::string cutlass_why_not_;  // GEMMs whose tensor-wise scale goes out per row (describe)
+  std::string cutlass_why_not_;
   GemmDevice gemm_device_;
 };
 

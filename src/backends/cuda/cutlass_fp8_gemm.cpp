@@ -67,7 +67,7 @@ std::unique_ptr<CutlassFp8Gemm> CutlassFp8Gemm::prepare(const plan::Schedule& sc
     return no("a scale vector is not contiguous");
   const std::string unsupported = rowwise_fp8_unsupported(shape);
   if (!unsupported.empty()) return no(str("CUTLASS's kernel does not run it: ", unsupported));
-  std::unique_ptr<CutlassFp8Gemm> gemm(new CutlassFp8Gemm(op, shape, a_t, b_t));
+  std::unique_ptr<CutlassFp8Gemm> gemm(new CutlassFp8Gemm(op, shape));
   if (const std::size_t bytes = rowwise_fp8_workspace_bytes(shape); bytes > 0)
     WEAVE_CUDA_CHECK(cudaMalloc(&gemm->workspace_, bytes));
   return gemm;

@@ -3,14 +3,14 @@
 // the step's cuBLASLt plan, which runs whenever this one does not.
 //
 // It fits: e4m3 A and B with row-wise scales (one float per row of op(A),
-// one per column of op(B)), bf16 or float32 C, row-major C, op(A) and op(B) with K
-// contiguous (row-major A not transposed, or column-major A transposed; B
-// the other way round: a linear layer's X [M, K] times its weight W [N, K]
-// transposed), no bias in the GEMM's epilogue, on an sm_90 device, and
-// shapes CUTLASS's kernel can run. At execute it runs when alpha is 1, beta
-// is 0 (C is not read) and every pointer is 16-byte aligned;
-// otherwise the step's cuBLASLt plan runs, so the choice never changes
-// whether a plan works, only which kernel multiplies.
+// one per column of op(B)), a row-major bf16 or float32 C, op(A) and op(B)
+// with K contiguous (row-major A not transposed, or column-major A
+// transposed; B the other way round: a linear layer's X [M, K] times its
+// weight W [N, K] transposed), no bias in the GEMM's epilogue, an sm_90
+// device, and shapes CUTLASS's kernel can run. At execute it runs when
+// alpha is 1, beta is 0 (C is not read) and every pointer is 16-byte
+// aligned; otherwise the step's cuBLASLt plan runs, so the choice never
+// changes whether a plan works, only which kernel multiplies.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -40,13 +40,10 @@ class CutlassFp8Gemm {
   bool enqueue(const exec::Bindings& bindings, const exec::Scalars& scalars, cudaStream_t stream) const;
 
  private:
-  CutlassFp8Gemm(const plan::GemmOp& op, const RowwiseFp8Shape& shape, bool a_transposed, bool b_transposed)
-      : op_(op), shape_(shape), a_transposed_(a_transposed), b_transposed_(b_transposed) {}
+  CutlassFp8Gemm(const plan::GemmOp& op, const RowwiseFp8Shape& shape) : op_(op), shape_(shape) {}
 
   const plan::GemmOp& op_;
   RowwiseFp8Shape shape_;
-  bool a_transposed_ = false;  // op(A) = A^T (A column-major)
-  bool b_transposed_ = false;  // op(B) = B^T (B row-major)
   void* workspace_ = nullptr;  // cudaMalloc'd at plan creation where the kernel needs one
 };
 

@@ -19,14 +19,16 @@ std::string rowwise_fp8_unsupported(const RowwiseFp8Shape& s) {
   const int64_t d_unit = s.f32_out ? 4 : 8;  // 16 bytes of D
   if (s.m <= 0 || s.n <= 0 || s.k <= 0) return "an empty dimension";
   if (s.m > kMaxInt || s.n > kMaxInt || s.k > kMaxInt) return "a dimension beyond 32-bit integers";
-  if (s.k % 16 != 0 || s.lda % 16 != 0 || s.ldb % 16 != 0) return "K or a leading dimension of A or B not a multiple of 16";
+  if (s.k % 16 != 0 || s.lda % 16 != 0 || s.ldb % 16 != 0)
+    return "K or a leading dimension of A or B not a multiple of 16";
   if (s.n % d_unit != 0 || s.ldd % d_unit != 0) return "N or D's leading dimension not a multiple of 16 bytes";
   // The scale vectors are read four floats at a time.
   if (s.m % 4 != 0) return "M not a multiple of 4";
   if (s.lda < s.k || s.ldb < s.k || s.ldd < s.n) return "a leading dimension shorter than its rows";
   if (s.f32_out) return unsupported_f32(s);
   using D = cutlass::bfloat16_t;
-  return rowwise_fp8_tile(s) == RowwiseFp8Tile::Small ? unsupported<SmallKernel<D>>(s) : unsupported<LargeKernel<D>>(s);
+  return rowwise_fp8_tile(s) == RowwiseFp8Tile::Small ? unsupported<SmallKernel<D>>(s)
+                                                      : unsupported<LargeKernel<D>>(s);
 }
 
 std::size_t rowwise_fp8_workspace_bytes(const RowwiseFp8Shape& s) {
