@@ -24,19 +24,9 @@
 #include <cstdlib>
 #include <vector>
 
+#include "probe_check.hpp"
+
 namespace {
-
-void check(cudaError_t status, const char* what) {
-  if (status == cudaSuccess) return;
-  std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(status));
-  std::exit(1);
-}
-
-void check(cublasStatus_t status, const char* what) {
-  if (status == CUBLAS_STATUS_SUCCESS) return;
-  std::fprintf(stderr, "%s: cuBLAS status %d\n", what, static_cast<int>(status));
-  std::exit(1);
-}
 
 constexpr std::size_t kWorkspaceBytes = std::size_t{64} << 20;
 

@@ -93,6 +93,11 @@
 #                    copy-engine copies, on REMOTE_OUTPUT_SHAPES (default
 #                    "4096x8192x8192:4 8192x8192x8192:4 16384x8192x28672:4", each
 #                    MxKxN:chunks; output remote-output.txt)
+#   COPY_RATE        1 to run weave-copy-rate-probe (default 0): every GPU sending
+#                    to every other at once by copy engines, SM kernels and NCCL,
+#                    idle and beside a GEMM, blocks of COPY_RATE_MIB (default
+#                    "4 16 64") per peer; also with 2 GPUs where more are
+#                    visible; output copy-rate.txt
 #   BENCH_TABLE      0 to skip weave-bench's table (the traces and PyTorch's
 #                    operations still run; default 1)
 #   CUBLASMP_PEER    0 to skip NVIDIA cuBLASMp's tensor-parallel matmuls
@@ -490,6 +495,13 @@ run_bench() {
       CUDA_VISIBLE_DEVICES=$(seq -s, 0 $((GPUS - 1))) timeout 120 "$BUILD_DIR/bench/weave-remote-output-probe" \
         "$pm" "$pk" "$pn" "${entry##*:}" 2>&1 |
         tee -a "$OUT/remote-output.txt" || say "weave-remote-output-probe $entry failed"
+    done
+  fi
+  if [ "${COPY_RATE:-0}" = 1 ] && [ "$GPUS" -ge 2 ] && [ -x "$BUILD_DIR/bench/weave-copy-rate-probe" ]; then
+    local visible
+    for visible in $(seq -s, 0 $((GPUS - 1))) $([ "$GPUS" -gt 2 ] && echo 0,1); do
+      CUDA_VISIBLE_DEVICES=$visible timeout 120 "$BUILD_DIR/bench/weave-copy-rate-probe" ${COPY_RATE_MIB:-4 16 64} 2>&1 |
+        tee -a "$OUT/copy-rate.txt" || say "weave-copy-rate-probe on GPUs $visible failed"
     done
   fi
   if [ "${TORCH_PEERS:-1}" != 1 ] || [ "${TORCH_BF16_PEERS:-1}" != 1 ]; then

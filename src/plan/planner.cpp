@@ -28,11 +28,15 @@ const TransportDescription* find_transport(const Capabilities& caps, Transport i
   return nullptr;
 }
 
+const char* copy_engine_sends_name(CopyEngineSends sends) {
+  return sends == CopyEngineSends::InOrder ? "one at a time, in order" : "on a stream per receiver, at once";
+}
+
 Environment read_environment() {
   Environment env;
   for (const char* name : {"WEAVE_ALGORITHM", "WEAVE_TRANSPORT", "WEAVE_CHUNKS", "WEAVE_DIRECTION", "WEAVE_PROGRESS",
                            "WEAVE_TIMEOUT", "WEAVE_COMPUTE_STREAMS", "WEAVE_COMM_PRIORITY", "WEAVE_SM_MARGIN",
-                           "WEAVE_SM_TRANSPORT_CTAS", "WEAVE_DEVICE_WAIT", "WEAVE_TRANSFER_COMPLETION",
+                           "WEAVE_SM_TRANSPORT_CTAS", "WEAVE_DEVICE_WAIT", "WEAVE_TRANSFER_COMPLETION", "WEAVE_COPY_ENGINE_SENDS",
                            "WEAVE_ALL_REDUCE", "WEAVE_PANEL_WIDTH", "WEAVE_CALIBRATE", "WEAVE_GEMM_TUNING",
                            "WEAVE_GEMM_BANDS", "WEAVE_FP8_GEMM"}) {
     const char* value = std::getenv(name);
@@ -810,6 +814,16 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
                        &r.completions_on_transport_streams) &&
       r.completions_on_transport_streams && transport->id == Transport::CopyEngine)
     notes += " transfers complete on the copy-engine transport's own streams (WEAVE_TRANSFER_COMPLETION);";
+
+  // How the copy engines take a batch's sends to several peers (the direct
+  // AG-GEMM, WEAVE_GEMM's gathers, a bidirectional ring's two directions):
+  // CopyEngineSends.
+  if (env_choice<CopyEngineSends>(env, "WEAVE_COPY_ENGINE_SENDS",
+                                  {{"per_receiver", CopyEngineSends::PerReceiver},
+                                   {"in_order", CopyEngineSends::InOrder}},
+                                  &r.copy_engine_sends) &&
+      r.copy_engine_sends == CopyEngineSends::InOrder && transport->id == Transport::CopyEngine)
+    notes += str(" copy-engine sends ", copy_engine_sends_name(r.copy_engine_sends), " (WEAVE_COPY_ENGINE_SENDS);");
 
   r.schedule.gathered_output = (desc.flags & WEAVE_FLAG_GATHERED_OUTPUT) != 0;
   set_reduction_flags(desc.flags, r.schedule);

@@ -33,6 +33,22 @@ const char* progress_name(ProgressMode p);
 using Environment = std::map<std::string, std::string>;
 Environment read_environment();
 
+// How the copy-engine transport queues the sends of one batch to several
+// peers (WEAVE_COPY_ENGINE_SENDS): each on a stream of its receiver, all at
+// once (the default), or one at a time in schedule order on one copy
+// stream. Measured on 4 H100s (doc/performance.md): every GPU sending 16 MiB
+// to each of its three peers, the copy engines moved 191-215 GB/s out of
+// each GPU all at once and 319-322 one at a time in a shifted order (the
+// k-th copy to the GPU k after; weave-copy-rate-probe), to two peers (a
+// bidirectional ring's step) the same either way; yet in Weave's plans one
+// at a time did not pay: the bidirectional AG-GEMM ring within run-to-run
+// noise (faster on 5 of 6 shapes in one run, slower on 5 of 6 in another),
+// the direct AG-GEMM 2-16% faster on its four largest shapes and 4-12%
+// slower on the two smallest, WEAVE_GEMM on a 1 x 4 grid 6-24% slower on
+// two of three shapes.
+enum class CopyEngineSends { PerReceiver, InOrder };
+const char* copy_engine_sends_name(CopyEngineSends sends);
+
 struct Resolved {
   ScheduleOptions schedule;
   Backend backend = Backend::Host;
@@ -44,6 +60,9 @@ struct Resolved {
   // communication stream (the default, measured faster), or each on a
   // stream of the transport's own (WEAVE_TRANSFER_COMPLETION=own_streams).
   bool completions_on_transport_streams = false;
+  // How the copy-engine transport queues a batch's sends to several peers
+  // (WEAVE_COPY_ENGINE_SENDS; CopyEngineSends).
+  CopyEngineSends copy_engine_sends = CopyEngineSends::PerReceiver;
   // SMs the GEMMs of an overlapped device plan leave to what runs beside
   // them (WEAVE_SM_MARGIN, else the SM budget of a transport that has one);
   // 0: none, always for sequential plans.

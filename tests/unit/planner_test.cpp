@@ -717,6 +717,24 @@ TEST(Planner, Fp8GemmKernelFromTheEnvironment) {
                  "WEAVE_FP8_GEMM=cublas");
 }
 
+TEST(TransportTable, CopyEngineSendOrderFromTheEnvironment) {
+  using weave::internal::plan::CopyEngineSends;
+  const weave_plan_desc_t desc{};
+  EXPECT_EQ(resolve_options(desc, device_problem(), {}, everything()).copy_engine_sends,
+            CopyEngineSends::PerReceiver);
+  for (const auto& [value, sends] : {std::pair<const char*, CopyEngineSends>{"in_order", CopyEngineSends::InOrder},
+                                     {"per_receiver", CopyEngineSends::PerReceiver}}) {
+    const Resolved r = resolve_options(
+        desc, device_problem(), {{"WEAVE_TRANSPORT", "copy_engine"}, {"WEAVE_COPY_ENGINE_SENDS", value}}, everything());
+    EXPECT_EQ(r.copy_engine_sends, sends) << value;
+    // describe names a choice that is not the default
+    EXPECT_EQ(r.notes.find("WEAVE_COPY_ENGINE_SENDS") != std::string::npos, sends != CopyEngineSends::PerReceiver)
+        << r.notes;
+  }
+  expect_failure(desc, device_problem(), {{"WEAVE_COPY_ENGINE_SENDS", "parallel"}}, everything(),
+                 WEAVE_ERROR_INVALID_VALUE, "WEAVE_COPY_ENGINE_SENDS=parallel");
+}
+
 TEST(TransportTable, DeviceWaitsFromTheEnvironment) {
   const weave_plan_desc_t desc{};
   EXPECT_EQ(resolve_options(desc, device_problem(), {}, everything()).device_wait, DeviceWait::Bounded);

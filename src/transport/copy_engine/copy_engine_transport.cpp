@@ -9,7 +9,9 @@
 namespace weave::internal::transport {
 
 CopyEngineTransport::CopyEngineTransport(const TransportContext& context)
-    : schedule_(context.schedule), own_streams_(context.resolved.completions_on_transport_streams) {
+    : schedule_(context.schedule),
+      own_streams_(context.resolved.completions_on_transport_streams),
+      sends_(context.resolved.copy_engine_sends) {
   peers_ = std::make_unique<PeerConnection>(context, "copy-engine", PointToPointLinks::flags_needed(schedule_));
   try {
     const cuda::DeviceGuard guard(peers_->device());
@@ -31,7 +33,9 @@ CopyEngineTransport::CopyEngineTransport(const TransportContext& context)
     for (const plan::Step& step : schedule_.steps) {
       if (step.kind() == plan::StepKind::Send) {
         const OutgoingLink& out = links_->outgoing(&step);
-        if (out.bytes > 0) moves_on_[&step] = stream_for(copy_streams_, out.peer);  // the receiver skips it too
+        // (a send of no bytes moves nothing; its receiver skips it too)
+        const bool in_order = sends_ == plan::CopyEngineSends::InOrder;
+        if (out.bytes > 0) moves_on_[&step] = stream_for(copy_streams_, in_order ? kInOrderStream : out.peer);
       } else if (step.kind() == plan::StepKind::Recv) {
         if (schedule_.bytes(std::get<plan::RecvOp>(step.op).dst) > 0)
           moves_on_[&step] = own_streams_ ? stream_for(arrival_streams_, links_->incoming(&step).peer) : nullptr;
@@ -69,6 +73,7 @@ void CopyEngineTransport::release() noexcept {
 std::string CopyEngineTransport::name() const {
   return str("copy_engine (CUDA peer copies on ", peers_->size(), " GPUs of one node, stream-memory-op signals, ",
              peers_->waits().bounded() ? "bounded device waits" : "unbounded stream-memory-op waits",
+             sends_ == plan::CopyEngineSends::InOrder ? ", sends one at a time, in order" : "",
              own_streams_ ? "" : ", transfers complete on the communication stream",
              peers_->has_collectives() ? "; collectives over nccl" : "", ")");
 }

@@ -12,7 +12,10 @@
 //   sender:   waits for "clear to send", copies, raises "data" in the
 //             receiver's flag.
 // Sends run on one copy stream per receiver, so the two directions of a
-// bidirectional ring move at the same time. A batch completes on the
+// bidirectional ring, or a direct AG-GEMM's copies to every peer, move at
+// the same time; WEAVE_COPY_ENGINE_SENDS=in_order runs them one at a time,
+// in schedule order, on one copy stream (plan::CopyEngineSends says what
+// each measured). A batch completes on the
 // communication stream: one wait there for all its data, and its copy
 // streams joined back. WEAVE_TRANSFER_COMPLETION=own_streams instead waits
 // for each receive's data on an arrival stream per sender and completes
@@ -58,7 +61,9 @@ class CopyEngineTransport final : public Transport {
   std::unique_ptr<PeerConnection> peers_;
   std::unique_ptr<PointToPointLinks> links_;
   bool own_streams_ = false;  // steps complete on the copy and arrival streams (WEAVE_TRANSFER_COMPLETION)
-  std::map<int, cudaStream_t> copy_streams_;     // per receiving peer
+  plan::CopyEngineSends sends_ = plan::CopyEngineSends::PerReceiver;  // WEAVE_COPY_ENGINE_SENDS
+  static constexpr int kInOrderStream = -1;      // the copy stream of sends one at a time
+  std::map<int, cudaStream_t> copy_streams_;     // per receiving peer, and kInOrderStream
   std::map<int, cudaStream_t> arrival_streams_;  // per sending peer
   std::map<cudaStream_t, cudaEvent_t> done_;     // per copy and arrival stream: its last work
   std::map<const plan::Step*, cudaStream_t> moves_on_;  // steps with bytes to move
