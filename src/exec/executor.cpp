@@ -295,6 +295,7 @@ void Executor::run(const Bindings& bindings, const Scalars& scalars, void* calle
   transport_.begin_execute();
   backend_.begin(caller_stream);
   const bool stream_ordered_transport = transport_.stream_ordered() && backend_.asynchronous();
+  if (stream_ordered_transport) transport_.begin_stream_execute(backend_.lane_stream(plan::kCommLane));
   std::thread progress_thread;
   const bool threaded = options_.progress == Progress::Thread && !transport_.stream_ordered();
   auto stop = [&] {

@@ -28,6 +28,10 @@ const TransportDescription* find_transport(const Capabilities& caps, Transport i
   return nullptr;
 }
 
+bool clears_at_start_measured_faster(Operation operation, int ranks) {
+  return !(operation == Operation::GemmRs && ranks == 2);
+}
+
 const char* copy_engine_sends_name(CopyEngineSends sends) {
   return sends == CopyEngineSends::InOrder ? "one at a time, in order" : "on a stream per receiver, at once";
 }
@@ -36,7 +40,7 @@ Environment read_environment() {
   Environment env;
   for (const char* name : {"WEAVE_ALGORITHM", "WEAVE_TRANSPORT", "WEAVE_CHUNKS", "WEAVE_DIRECTION", "WEAVE_PROGRESS",
                            "WEAVE_TIMEOUT", "WEAVE_COMPUTE_STREAMS", "WEAVE_COMM_PRIORITY", "WEAVE_SM_MARGIN",
-                           "WEAVE_SM_TRANSPORT_CTAS", "WEAVE_DEVICE_WAIT", "WEAVE_TRANSFER_COMPLETION", "WEAVE_COPY_ENGINE_SENDS",
+                           "WEAVE_SM_TRANSPORT_CTAS", "WEAVE_DEVICE_WAIT", "WEAVE_TRANSFER_COMPLETION", "WEAVE_COPY_ENGINE_SENDS", "WEAVE_CLEAR_TO_SEND",
                            "WEAVE_ALL_REDUCE", "WEAVE_PANEL_WIDTH", "WEAVE_CALIBRATE", "WEAVE_GEMM_TUNING",
                            "WEAVE_GEMM_BANDS", "WEAVE_FP8_GEMM"}) {
     const char* value = std::getenv(name);
@@ -824,6 +828,13 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
                                   &r.copy_engine_sends) &&
       r.copy_engine_sends == CopyEngineSends::InOrder && transport->id == Transport::CopyEngine)
     notes += str(" copy-engine sends ", copy_engine_sends_name(r.copy_engine_sends), " (WEAVE_COPY_ENGINE_SENDS);");
+  // When the copy engines' dependency-free receives clear their senders:
+  // clears_at_start_measured_faster, unless WEAVE_CLEAR_TO_SEND says.
+  r.clears_at_start = clears_at_start_measured_faster(problem.operation, problem.group_size);
+  if (env_choice<bool>(env, "WEAVE_CLEAR_TO_SEND", {{"at_start", true}, {"per_step", false}}, &r.clears_at_start) &&
+      transport->id == Transport::CopyEngine)
+    notes += r.clears_at_start ? " clears to send at the start of every execute (WEAVE_CLEAR_TO_SEND);"
+                               : " clears to send when each step is due (WEAVE_CLEAR_TO_SEND);";
 
   r.schedule.gathered_output = (desc.flags & WEAVE_FLAG_GATHERED_OUTPUT) != 0;
   set_reduction_flags(desc.flags, r.schedule);

@@ -47,6 +47,20 @@ Environment read_environment();
 // slower on the two smallest, WEAVE_GEMM on a 1 x 4 grid 6-24% slower on
 // two of three shapes.
 enum class CopyEngineSends { PerReceiver, InOrder };
+// Whether the copy-engine transport's receives that depend on no step (the
+// direct reductions' every receive: each has a slot of its own) raise their
+// clear to send at the start of every execute, their senders waiting for
+// all of them once at their own start, instead of a clear and a bounded
+// wait (a kernel, which needs an SM that a running GEMM may hold) per step
+// (WEAVE_CLEAR_TO_SEND=at_start or per_step; else this rule). Measured on 4
+// H100s (bf16 and FP8, tensor-parallel shapes, one run each, doc/
+// performance.md): at the start GEMM-AR took 5-12% less time on all nine
+// overlapped shapes, FP8 GEMM-RS 7-10% less on three of four, bf16 GEMM-RS
+// and AG-GEMM within 3.5% either way; on 2 H100s GEMM-RS took 2-8% more on
+// all six bf16 shapes (0-3% on FP8), GEMM-AR within 3% but FP8
+// 4096x8192x8192 13% less, AG-GEMM within 6% either way. So at the start,
+// but for GEMM-RS over two ranks.
+bool clears_at_start_measured_faster(Operation operation, int ranks);
 const char* copy_engine_sends_name(CopyEngineSends sends);
 
 struct Resolved {
@@ -63,6 +77,9 @@ struct Resolved {
   // How the copy-engine transport queues a batch's sends to several peers
   // (WEAVE_COPY_ENGINE_SENDS; CopyEngineSends).
   CopyEngineSends copy_engine_sends = CopyEngineSends::PerReceiver;
+  // Clears to send of dependency-free receives raised at the start of
+  // every execute (WEAVE_CLEAR_TO_SEND; clears_at_start_measured_faster).
+  bool clears_at_start = true;
   // SMs the GEMMs of an overlapped device plan leave to what runs beside
   // them (WEAVE_SM_MARGIN, else the SM budget of a transport that has one);
   // 0: none, always for sequential plans.

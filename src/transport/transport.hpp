@@ -50,6 +50,10 @@ class Transport {
   virtual void* completion_stream(const plan::Step& step) const { (void)step; return nullptr; }
   // Called at the start of every execute (e.g. to reset request tables).
   virtual void begin_execute() {}
+  // Stream-ordered transports: called once per execute with the
+  // communication stream, after it has joined the caller's stream and
+  // before any step is enqueued (work that every execute does first).
+  virtual void begin_stream_execute(void* stream) { (void)stream; }
   // Stream-ordered transports, on the communication stream, once per
   // execute after the last enqueue: the stream comes to wait for every
   // stream of the transport's own.

@@ -735,6 +735,29 @@ TEST(TransportTable, CopyEngineSendOrderFromTheEnvironment) {
                  WEAVE_ERROR_INVALID_VALUE, "WEAVE_COPY_ENGINE_SENDS=parallel");
 }
 
+TEST(TransportTable, ClearToSendAtStartBut2RankGemmRs) {
+  using weave::internal::Operation;
+  const weave_plan_desc_t desc{};
+  // The measured rule: at the start of the execute, but for GEMM-RS over two ranks.
+  for (Operation op : {Operation::AgGemm, Operation::GemmRs, Operation::GemmAr})
+    for (int ranks : {2, 3, 4}) {
+      const Resolved r = resolve_options(desc, device_case(op, 8192, ranks), {}, everything());
+      EXPECT_EQ(r.clears_at_start, !(op == Operation::GemmRs && ranks == 2))
+          << weave::internal::operation_name(op) << " over " << ranks;
+    }
+  // The environment overrides the rule both ways, and describe says so.
+  for (const auto& [value, at_start] : {std::pair<const char*, bool>{"at_start", true}, {"per_step", false}})
+    for (Operation op : {Operation::GemmRs, Operation::GemmAr}) {
+      const Resolved r = resolve_options(
+          desc, device_case(op, 8192, 2), {{"WEAVE_TRANSPORT", "copy_engine"}, {"WEAVE_CLEAR_TO_SEND", value}},
+          everything());
+      EXPECT_EQ(r.clears_at_start, at_start) << value;
+      EXPECT_NE(r.notes.find("WEAVE_CLEAR_TO_SEND"), std::string::npos) << r.notes;
+    }
+  expect_failure(desc, device_problem(), {{"WEAVE_CLEAR_TO_SEND", "early"}}, everything(), WEAVE_ERROR_INVALID_VALUE,
+                 "WEAVE_CLEAR_TO_SEND=early");
+}
+
 TEST(TransportTable, DeviceWaitsFromTheEnvironment) {
   const weave_plan_desc_t desc{};
   EXPECT_EQ(resolve_options(desc, device_problem(), {}, everything()).device_wait, DeviceWait::Bounded);

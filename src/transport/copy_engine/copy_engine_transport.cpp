@@ -11,11 +11,12 @@ namespace weave::internal::transport {
 CopyEngineTransport::CopyEngineTransport(const TransportContext& context)
     : schedule_(context.schedule),
       own_streams_(context.resolved.completions_on_transport_streams),
-      sends_(context.resolved.copy_engine_sends) {
+      sends_(context.resolved.copy_engine_sends),
+      clears_at_start_(context.resolved.clears_at_start) {
   peers_ = std::make_unique<PeerConnection>(context, "copy-engine", PointToPointLinks::flags_needed(schedule_));
   try {
     const cuda::DeviceGuard guard(peers_->device());
-    links_ = std::make_unique<PointToPointLinks>(peers_->comm(), schedule_, peers_->mappings(), 0);
+    links_ = std::make_unique<PointToPointLinks>(peers_->comm(), schedule_, peers_->mappings(), 0, clears_at_start_);
     int least = 0, greatest = 0;
     WEAVE_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
     if (!context.resolved.comm_high_priority) greatest = least;
@@ -75,7 +76,18 @@ std::string CopyEngineTransport::name() const {
              peers_->waits().bounded() ? "bounded device waits" : "unbounded stream-memory-op waits",
              sends_ == plan::CopyEngineSends::InOrder ? ", sends one at a time, in order" : "",
              own_streams_ ? "" : ", transfers complete on the communication stream",
+             clears_at_start_ && any_cleared_at_start() ? ", clears to send raised at the start of the execute" : "",
              peers_->has_collectives() ? "; collectives over nccl" : "", ")");
+}
+
+bool CopyEngineTransport::any_cleared_at_start() const {
+  for (const auto& [step, stream] : moves_on_) {
+    (void)stream;
+    if (step->kind() == plan::StepKind::Recv ? links_->incoming(step).cleared_at_start
+                                             : links_->outgoing(step).cleared_at_start)
+      return true;
+  }
+  return false;
 }
 
 std::string CopyEngineTransport::device_wait_failure() const { return peers_->waits().failure_message(schedule_); }
@@ -84,6 +96,26 @@ void* CopyEngineTransport::completion_stream(const plan::Step& step) const {
   if (!own_streams_) return nullptr;
   const auto found = moves_on_.find(&step);
   return found == moves_on_.end() ? nullptr : found->second;
+}
+
+void CopyEngineTransport::begin_stream_execute(void* stream_pointer) {
+  // The clears of my receives that depend on nothing, then one wait for the
+  // peers' clears of such receives of my sends: every later batch forks its
+  // copy streams from this stream, so no send of them waits again.
+  cuda::DeviceGuard guard(peers_->device());
+  const cudaStream_t stream = static_cast<cudaStream_t>(stream_pointer);
+  const DeviceWaits& waits = peers_->waits();
+  std::vector<FlagWait> cleared;
+  for (const plan::Step& step : schedule_.steps) {
+    if (!moves_on_.count(&step)) continue;
+    if (step.kind() == plan::StepKind::Recv && links_->incoming(&step).cleared_at_start)
+      waits.raise(stream, links_->incoming(&step).clear_flag);
+    if (step.kind() == plan::StepKind::Send && links_->outgoing(&step).cleared_at_start) {
+      const OutgoingLink& out = links_->outgoing(&step);
+      cleared.push_back(FlagWait{out.clear_flag, 1, true, out.step, out.peer});
+    }
+  }
+  if (!cleared.empty()) waits.wait(stream, cleared);
 }
 
 void CopyEngineTransport::end_stream_execute(void* stream) {
@@ -120,7 +152,7 @@ void CopyEngineTransport::enqueue(const std::vector<const plan::Step*>& batch, c
         break;
       case plan::StepKind::Recv:
         if (!moves_on_.count(step)) break;  // nothing to move
-        waits.raise(stream, links_->incoming(step).clear_flag);
+        if (!links_->incoming(step).cleared_at_start) waits.raise(stream, links_->incoming(step).clear_flag);
         receives.push_back(step);
         break;
       case plan::StepKind::Collective:
@@ -137,7 +169,7 @@ void CopyEngineTransport::enqueue(const std::vector<const plan::Step*>& batch, c
     const OutgoingLink& out = links_->outgoing(step);
     const cudaStream_t copy = moves_on_.at(step);
     WEAVE_CUDA_CHECK(cudaStreamWaitEvent(copy, fork_, 0));
-    waits.wait(copy, {FlagWait{out.clear_flag, 1, true, out.step, out.peer}});
+    if (!out.cleared_at_start) waits.wait(copy, {FlagWait{out.clear_flag, 1, true, out.step, out.peer}});
     const void* source = bindings.resolve(std::get<plan::SendOp>(step->op).src).data;
     WEAVE_CUDA_CHECK(cudaMemcpyAsync(out.destination, source, static_cast<std::size_t>(out.bytes),
                                      cudaMemcpyDeviceToDevice, copy));

@@ -11,6 +11,11 @@
 //             "clear to send" in the sender's flag, then waits for "data";
 //   sender:   waits for "clear to send", copies, raises "data" in the
 //             receiver's flag.
+// A receive that depends on no step raises its clear at the start of every
+// execute, and its sender waits for all such clears once, at its own start
+// (begin_stream_execute), so its sends wait for no flag (no kernel beside
+// the GEMMs, no handshake per step); WEAVE_CLEAR_TO_SEND=per_step keeps
+// the handshake per step.
 // Sends run on one copy stream per receiver, so the two directions of a
 // bidirectional ring, or a direct AG-GEMM's copies to every peer, move at
 // the same time; WEAVE_COPY_ENGINE_SENDS=in_order runs them one at a time,
@@ -51,17 +56,20 @@ class CopyEngineTransport final : public Transport {
   bool stream_ordered() const override { return true; }
   void enqueue(const std::vector<const plan::Step*>& batch, const exec::Bindings& bindings, void* stream) override;
   void* completion_stream(const plan::Step& step) const override;
+  void begin_stream_execute(void* stream) override;
   void end_stream_execute(void* stream) override;
   std::string device_wait_failure() const override;
 
  private:
   void release() noexcept;
+  bool any_cleared_at_start() const;  // a message of mine clears at the start of the execute
 
   const plan::Schedule& schedule_;
   std::unique_ptr<PeerConnection> peers_;
   std::unique_ptr<PointToPointLinks> links_;
   bool own_streams_ = false;  // steps complete on the copy and arrival streams (WEAVE_TRANSFER_COMPLETION)
   plan::CopyEngineSends sends_ = plan::CopyEngineSends::PerReceiver;  // WEAVE_COPY_ENGINE_SENDS
+  bool clears_at_start_ = true;  // WEAVE_CLEAR_TO_SEND (PointToPointLinks)
   static constexpr int kInOrderStream = -1;      // the copy stream of sends one at a time
   std::map<int, cudaStream_t> copy_streams_;     // per receiving peer, and kInOrderStream
   std::map<int, cudaStream_t> arrival_streams_;  // per sending peer

@@ -67,7 +67,7 @@ void PeerMappings::release() noexcept {
 }
 
 PeerDirectory::PeerDirectory(MPI_Comm comm, const std::vector<PeerEntry>& mine) {
-  constexpr int kFields = 5;
+  constexpr int kFields = 6;
   int size = 1;
   MPI_Comm_size(comm, &size);
   const int count = static_cast<int>(mine.size()) * kFields;
@@ -75,12 +75,12 @@ PeerDirectory::PeerDirectory(MPI_Comm comm, const std::vector<PeerEntry>& mine) 
   WEAVE_MPI_CHECK(MPI_Allgather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, comm));
   for (int q = 0; q < size; ++q) displacements[q + 1] = displacements[q] + counts[q];
   std::vector<int64_t> flat_mine;
-  for (const PeerEntry& e : mine) flat_mine.insert(flat_mine.end(), {e.peer, e.tag, e.offset, e.bytes, e.flag});
+  for (const PeerEntry& e : mine) flat_mine.insert(flat_mine.end(), {e.peer, e.tag, e.offset, e.bytes, e.flag, e.cleared_at_start});
   std::vector<int64_t> flat(static_cast<std::size_t>(displacements.back()));
   WEAVE_MPI_CHECK(MPI_Allgatherv(flat_mine.data(), count, MPI_INT64_T, flat.data(), counts.data(),
                                  displacements.data(), MPI_INT64_T, comm));
   for (std::size_t i = 0; i + kFields <= flat.size(); i += kFields)
-    all_.push_back(PeerEntry{flat[i], flat[i + 1], flat[i + 2], flat[i + 3], flat[i + 4]});
+    all_.push_back(PeerEntry{flat[i], flat[i + 1], flat[i + 2], flat[i + 3], flat[i + 4], flat[i + 5]});
   first_.resize(displacements.size());
   for (std::size_t q = 0; q < displacements.size(); ++q) first_[q] = displacements[q] / kFields;
 }

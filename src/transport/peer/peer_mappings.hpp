@@ -51,6 +51,9 @@ struct PeerEntry {
   int64_t offset = 0;  // bytes into the announcing rank's workspace (where data lies), else 0
   int64_t bytes = 0;
   int64_t flag = 0;    // index of one of the announcing rank's flags
+  // A receive whose clear to send its rank raises at the start of every
+  // execute (PointToPointLinks), not when its step is due: 1, else 0.
+  int64_t cleared_at_start = 0;
 };
 
 // Every rank's announcements. Collective over `comm`.

@@ -14,7 +14,7 @@ int PointToPointLinks::flags_needed(const plan::Schedule& schedule) {
 }
 
 PointToPointLinks::PointToPointLinks(MPI_Comm comm, const plan::Schedule& schedule, const PeerMappings& mappings,
-                                     int first_flag) {
+                                     int first_flag, bool clears_at_start) {
   const int me = mappings.rank();
   // Flag numbering: receives first, then sends, in schedule order.
   std::vector<PeerEntry> my_receives, my_sends;
@@ -26,7 +26,9 @@ PointToPointLinks::PointToPointLinks(MPI_Comm comm, const plan::Schedule& schedu
     if (op.dst.buffer < plan::kFirstWorkspaceBuffer)
       fail(WEAVE_ERROR_INTERNAL, "a peer transport receives only into the workspace (step '", s.label, "')");
     const int64_t offset = schedule.offset_from_binding(op.dst);
-    my_receives.push_back(PeerEntry{op.peer, op.tag, offset, schedule.bytes(op.dst), next_flag++});
+    const int64_t bytes = schedule.bytes(op.dst);
+    const bool at_start = clears_at_start && s.deps.empty() && bytes > 0;
+    my_receives.push_back(PeerEntry{op.peer, op.tag, offset, bytes, next_flag++, at_start ? 1 : 0});
     receive_steps.push_back(&s);
   }
   for (const plan::Step& s : schedule.steps) {
@@ -50,6 +52,7 @@ PointToPointLinks::PointToPointLinks(MPI_Comm comm, const plan::Schedule& schedu
     out.destination = mappings.workspace(peer) ? mappings.workspace(peer) + match.offset : nullptr;
     out.data_flag = mappings.flags(peer) + match.flag;
     out.clear_flag = mappings.flags(me) + mine.flag;
+    out.cleared_at_start = match.cleared_at_start != 0;
     if (out.bytes > 0 && !out.destination) fail(WEAVE_ERROR_INTERNAL, "group rank ", peer, " has no workspace");
     outgoing_[send_steps[i]] = out;
   }
@@ -58,8 +61,8 @@ PointToPointLinks::PointToPointLinks(MPI_Comm comm, const plan::Schedule& schedu
     const PeerEntry& mine = my_receives[i];
     const int peer = static_cast<int>(mine.peer);
     const PeerEntry& match = sends.match(peer, me, mine, "send");
-    incoming_[receive_steps[i]] =
-        IncomingLink{index(receive_steps[i]), peer, mappings.flags(me) + mine.flag, mappings.flags(peer) + match.flag};
+    incoming_[receive_steps[i]] = IncomingLink{index(receive_steps[i]), peer, mappings.flags(me) + mine.flag,
+                                               mappings.flags(peer) + match.flag, mine.cleared_at_start != 0};
   }
 }
 
