@@ -236,7 +236,8 @@ int main(int argc, char** argv) {
   modes.push_back({"push-split-4", 4 * (p - 1), p - 1, split_push(4)});
   modes.push_back({"push-1-stream", 1, p - 1, [&](int g, std::size_t bytes) {
                      for (int q = 0; q < p; ++q)
-                       if (q != g) copy(recv_slot(q, g), send_slot(g, q), bytes, gpus[static_cast<std::size_t>(g)].streams[0]);
+                       if (q != g)
+                         copy(recv_slot(q, g), send_slot(g, q), bytes, gpus[static_cast<std::size_t>(g)].streams[0]);
                    }});
   // Step s = 1 .. P-1 sends to g + s: at any moment (if the GPUs keep
   // step) every GPU sends to one peer and receives from one, no incast.

@@ -40,7 +40,8 @@ Environment read_environment() {
   Environment env;
   for (const char* name : {"WEAVE_ALGORITHM", "WEAVE_TRANSPORT", "WEAVE_CHUNKS", "WEAVE_DIRECTION", "WEAVE_PROGRESS",
                            "WEAVE_TIMEOUT", "WEAVE_COMPUTE_STREAMS", "WEAVE_COMM_PRIORITY", "WEAVE_SM_MARGIN",
-                           "WEAVE_SM_TRANSPORT_CTAS", "WEAVE_DEVICE_WAIT", "WEAVE_TRANSFER_COMPLETION", "WEAVE_COPY_ENGINE_SENDS", "WEAVE_CLEAR_TO_SEND",
+                           "WEAVE_SM_TRANSPORT_CTAS", "WEAVE_DEVICE_WAIT", "WEAVE_TRANSFER_COMPLETION",
+                           "WEAVE_COPY_ENGINE_SENDS", "WEAVE_CLEAR_TO_SEND",
                            "WEAVE_ALL_REDUCE", "WEAVE_PANEL_WIDTH", "WEAVE_CALIBRATE", "WEAVE_GEMM_TUNING",
                            "WEAVE_GEMM_BANDS", "WEAVE_FP8_GEMM"}) {
     const char* value = std::getenv(name);

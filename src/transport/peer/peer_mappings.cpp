@@ -75,7 +75,8 @@ PeerDirectory::PeerDirectory(MPI_Comm comm, const std::vector<PeerEntry>& mine) 
   WEAVE_MPI_CHECK(MPI_Allgather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, comm));
   for (int q = 0; q < size; ++q) displacements[q + 1] = displacements[q] + counts[q];
   std::vector<int64_t> flat_mine;
-  for (const PeerEntry& e : mine) flat_mine.insert(flat_mine.end(), {e.peer, e.tag, e.offset, e.bytes, e.flag, e.cleared_at_start});
+  for (const PeerEntry& e : mine)
+    flat_mine.insert(flat_mine.end(), {e.peer, e.tag, e.offset, e.bytes, e.flag, e.cleared_at_start});
   std::vector<int64_t> flat(static_cast<std::size_t>(displacements.back()));
   WEAVE_MPI_CHECK(MPI_Allgatherv(flat_mine.data(), count, MPI_INT64_T, flat.data(), counts.data(),
                                  displacements.data(), MPI_INT64_T, comm));
