@@ -32,10 +32,6 @@ bool clears_at_start_measured_faster(Operation operation, int ranks) {
   return !(operation == Operation::GemmRs && ranks == 2);
 }
 
-const char* copy_engine_sends_name(CopyEngineSends sends) {
-  return sends == CopyEngineSends::InOrder ? "one at a time, in order" : "on a stream per receiver, at once";
-}
-
 Environment read_environment() {
   Environment env;
   for (const char* name : {"WEAVE_ALGORITHM", "WEAVE_TRANSPORT", "WEAVE_CHUNKS", "WEAVE_DIRECTION", "WEAVE_PROGRESS",
@@ -828,7 +824,7 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
                                    {"in_order", CopyEngineSends::InOrder}},
                                   &r.copy_engine_sends) &&
       r.copy_engine_sends == CopyEngineSends::InOrder && transport->id == Transport::CopyEngine)
-    notes += str(" copy-engine sends ", copy_engine_sends_name(r.copy_engine_sends), " (WEAVE_COPY_ENGINE_SENDS);");
+    notes += " copy-engine sends one at a time, in order (WEAVE_COPY_ENGINE_SENDS);";
   // When the copy engines' dependency-free receives clear their senders:
   // clears_at_start_measured_faster, unless WEAVE_CLEAR_TO_SEND says.
   r.clears_at_start = clears_at_start_measured_faster(problem.operation, problem.group_size);

@@ -61,7 +61,6 @@ enum class CopyEngineSends { PerReceiver, InOrder };
 // 4096x8192x8192 13% less, AG-GEMM within 6% either way. So at the start,
 // but for GEMM-RS over two ranks.
 bool clears_at_start_measured_faster(Operation operation, int ranks);
-const char* copy_engine_sends_name(CopyEngineSends sends);
 
 struct Resolved {
   ScheduleOptions schedule;

@@ -11,12 +11,12 @@ namespace weave::internal::transport {
 CopyEngineTransport::CopyEngineTransport(const TransportContext& context)
     : schedule_(context.schedule),
       own_streams_(context.resolved.completions_on_transport_streams),
-      sends_(context.resolved.copy_engine_sends),
-      clears_at_start_(context.resolved.clears_at_start) {
+      sends_(context.resolved.copy_engine_sends) {
   peers_ = std::make_unique<PeerConnection>(context, "copy-engine", PointToPointLinks::flags_needed(schedule_));
   try {
     const cuda::DeviceGuard guard(peers_->device());
-    links_ = std::make_unique<PointToPointLinks>(peers_->comm(), schedule_, peers_->mappings(), 0, clears_at_start_);
+    links_ = std::make_unique<PointToPointLinks>(peers_->comm(), schedule_, peers_->mappings(), 0,
+                                                 context.resolved.clears_at_start);
     int least = 0, greatest = 0;
     WEAVE_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
     if (!context.resolved.comm_high_priority) greatest = least;
@@ -40,6 +40,18 @@ CopyEngineTransport::CopyEngineTransport(const TransportContext& context)
       } else if (step.kind() == plan::StepKind::Recv) {
         if (schedule_.bytes(std::get<plan::RecvOp>(step.op).dst) > 0)
           moves_on_[&step] = own_streams_ ? stream_for(arrival_streams_, links_->incoming(&step).peer) : nullptr;
+      }
+    }
+    // What every execute does first (begin_stream_execute): the clears of
+    // my receives that depend on nothing, and the peers' clears of such
+    // receives of my sends.
+    for (const plan::Step& step : schedule_.steps) {
+      if (!moves_on_.count(&step)) continue;
+      if (step.kind() == plan::StepKind::Recv && links_->incoming(&step).cleared_at_start)
+        clears_at_start_.push_back(links_->incoming(&step).clear_flag);
+      if (step.kind() == plan::StepKind::Send && links_->outgoing(&step).cleared_at_start) {
+        const OutgoingLink& out = links_->outgoing(&step);
+        cleared_at_start_.push_back(FlagWait{out.clear_flag, 1, true, out.step, out.peer});
       }
     }
     WEAVE_CUDA_CHECK(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming));
@@ -66,6 +78,8 @@ void CopyEngineTransport::release() noexcept {
   arrival_streams_.clear();
   done_.clear();
   moves_on_.clear();
+  clears_at_start_.clear();
+  cleared_at_start_.clear();
   fork_ = nullptr;
   links_.reset();
   peers_.reset();
@@ -76,18 +90,10 @@ std::string CopyEngineTransport::name() const {
              peers_->waits().bounded() ? "bounded device waits" : "unbounded stream-memory-op waits",
              sends_ == plan::CopyEngineSends::InOrder ? ", sends one at a time, in order" : "",
              own_streams_ ? "" : ", transfers complete on the communication stream",
-             clears_at_start_ && any_cleared_at_start() ? ", clears to send raised at the start of the execute" : "",
+             clears_at_start_.empty() && cleared_at_start_.empty()
+                 ? ""
+                 : ", clears to send raised at the start of the execute",
              peers_->has_collectives() ? "; collectives over nccl" : "", ")");
-}
-
-bool CopyEngineTransport::any_cleared_at_start() const {
-  for (const auto& [step, stream] : moves_on_) {
-    (void)stream;
-    if (step->kind() == plan::StepKind::Recv ? links_->incoming(step).cleared_at_start
-                                             : links_->outgoing(step).cleared_at_start)
-      return true;
-  }
-  return false;
 }
 
 std::string CopyEngineTransport::device_wait_failure() const { return peers_->waits().failure_message(schedule_); }
@@ -102,20 +108,12 @@ void CopyEngineTransport::begin_stream_execute(void* stream_pointer) {
   // The clears of my receives that depend on nothing, then one wait for the
   // peers' clears of such receives of my sends: every later batch forks its
   // copy streams from this stream, so no send of them waits again.
+  if (clears_at_start_.empty() && cleared_at_start_.empty()) return;
   cuda::DeviceGuard guard(peers_->device());
   const cudaStream_t stream = static_cast<cudaStream_t>(stream_pointer);
   const DeviceWaits& waits = peers_->waits();
-  std::vector<FlagWait> cleared;
-  for (const plan::Step& step : schedule_.steps) {
-    if (!moves_on_.count(&step)) continue;
-    if (step.kind() == plan::StepKind::Recv && links_->incoming(&step).cleared_at_start)
-      waits.raise(stream, links_->incoming(&step).clear_flag);
-    if (step.kind() == plan::StepKind::Send && links_->outgoing(&step).cleared_at_start) {
-      const OutgoingLink& out = links_->outgoing(&step);
-      cleared.push_back(FlagWait{out.clear_flag, 1, true, out.step, out.peer});
-    }
-  }
-  if (!cleared.empty()) waits.wait(stream, cleared);
+  for (uint32_t* flag : clears_at_start_) waits.raise(stream, flag);
+  if (!cleared_at_start_.empty()) waits.wait(stream, cleared_at_start_);
 }
 
 void CopyEngineTransport::end_stream_execute(void* stream) {

@@ -62,14 +62,16 @@ class CopyEngineTransport final : public Transport {
 
  private:
   void release() noexcept;
-  bool any_cleared_at_start() const;  // a message of mine clears at the start of the execute
 
   const plan::Schedule& schedule_;
   std::unique_ptr<PeerConnection> peers_;
   std::unique_ptr<PointToPointLinks> links_;
   bool own_streams_ = false;  // steps complete on the copy and arrival streams (WEAVE_TRANSFER_COMPLETION)
   plan::CopyEngineSends sends_ = plan::CopyEngineSends::PerReceiver;  // WEAVE_COPY_ENGINE_SENDS
-  bool clears_at_start_ = true;  // WEAVE_CLEAR_TO_SEND (PointToPointLinks)
+  // At the start of every execute (WEAVE_CLEAR_TO_SEND, PointToPointLinks):
+  // the clears I raise, and the clears of my sends I wait for.
+  std::vector<uint32_t*> clears_at_start_;
+  std::vector<FlagWait> cleared_at_start_;
   static constexpr int kInOrderStream = -1;      // the copy stream of sends one at a time
   std::map<int, cudaStream_t> copy_streams_;     // per receiving peer, and kInOrderStream
   std::map<int, cudaStream_t> arrival_streams_;  // per sending peer
