@@ -38,7 +38,7 @@ Environment read_environment() {
                            "WEAVE_TIMEOUT", "WEAVE_COMPUTE_STREAMS", "WEAVE_COMM_PRIORITY", "WEAVE_SM_MARGIN",
                            "WEAVE_SM_TRANSPORT_CTAS", "WEAVE_DEVICE_WAIT", "WEAVE_TRANSFER_COMPLETION",
                            "WEAVE_COPY_ENGINE_SENDS", "WEAVE_CLEAR_TO_SEND",
-                           "WEAVE_ALL_REDUCE", "WEAVE_PANEL_WIDTH", "WEAVE_CALIBRATE", "WEAVE_GEMM_TUNING",
+                           "WEAVE_ALL_REDUCE", "WEAVE_ALL_GATHER_LAG", "WEAVE_PANEL_WIDTH", "WEAVE_CALIBRATE", "WEAVE_GEMM_TUNING",
                            "WEAVE_GEMM_BANDS", "WEAVE_FP8_GEMM"}) {
     const char* value = std::getenv(name);
     if (value && *value) env[name] = value;
@@ -702,6 +702,19 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
         notes += " two-shot all-reduce: owners sum their rows, then send them to every rank "
                  "(WEAVE_ALL_REDUCE=one_shot: every rank sends its whole product and sums all of C);";
       r.schedule.all_reduce_one_shot = one_shot;
+      // Two-shot over messages: the all-gather after the whole
+      // reduce-scatter (ScheduleOptions::all_gather_lag), unless
+      // WEAVE_ALL_GATHER_LAG asks for it pipelined behind, which measured
+      // slower on 2 H200s (doc/performance.md).
+      if (!one_shot && !peer_sums) {
+        if (env_choice<int>(env, "WEAVE_ALL_GATHER_LAG",
+                            {{"after_reduce", kGatherAfterReduce}, {"1", 1}, {"2", 2}},
+                            &r.schedule.all_gather_lag))
+          notes += r.schedule.all_gather_lag == kGatherAfterReduce
+                       ? std::string(" all-gather after the whole reduce-scatter (WEAVE_ALL_GATHER_LAG);")
+                       : str(" all-gather of each finished chunk ", r.schedule.all_gather_lag,
+                             " chunk(s) behind the reduce-scatter (WEAVE_ALL_GATHER_LAG);");
+      }
     }
     require_count("chunks_per_shard", desc.chunks_per_shard, kMaxChunksPerShard, "the chunks Weave cuts a shard into");
     int chunks = asked_chunks_per_shard(desc, env);

@@ -24,9 +24,18 @@
 // product). The sum of chunk j is emitted after the own product of chunk
 // j+1, so a lane does not sit waiting for data while GEMMs could run.
 //
-// GEMM-AR continues with a direct all-gather: after every chunk is finished,
-// each owner sends its finished rows of C to every other rank, which copies
-// them into its C.
+// GEMM-AR continues with a direct all-gather: each owner sends its finished
+// rows of C to every other rank, which copies them into its C. By default
+// that happens after the whole reduce-scatter, the own products made last as
+// in GEMM-RS. With ScheduleOptions::all_gather_lag = k >= 1 it is pipelined
+// behind the reduce-scatter instead: the own product of chunk j is made
+// right after the other ranks' products of chunk j, and chunk j is summed
+// and leaves once the products of chunk j + k are made (its rows unpacked a
+// chunk later still: a step waiting for data on a compute lane holds the
+// GEMMs behind it, which a trace of the first form, summing at once, showed).
+// Both forms measured slower than the default (the first on 4 H200s, this
+// one on 2; this one has not run on 4 GPUs): the sums and unpacks then run
+// beside the GEMMs, slowing them, and the tail they save is short.
 //
 // Every received product has its own workspace slot (no receive waits for a
 // reader), so the workspace holds (P-1) shards of C in C's type per phase.
@@ -90,6 +99,71 @@ void build_reduction_direct(ScheduleBuilder& b) {
                             label("sum products and finish", id));
   };
 
+  // My own product of chunk j, made and rounded like the products for other
+  // ranks, so every rank's product enters the sum the same way.
+  auto emit_own = [&](int j) {
+    const int id = piece_id(r, j);
+    if (rows_of(id) == 0) return;
+    own[j] = Region{b.add_workspace("own product chunk " + std::to_string(j), rows_of(id), p.n, wire, Order::RowMajor),
+                    0, 0, rows_of(id), p.n};
+    int scales_ready = -1;
+    const GemmOp g =
+        b.gemm_of_a_rows(pieces.offset(id), rows_of(id), own[j], Scalar::Alpha, Scalar::Zero, &scales_ready);
+    own_gemm[j] = b.add_step(g, b.next_compute_lane(), {scales_ready}, label("own product for", id));
+  };
+
+  // All-gather phase of GEMM-AR: every owner's finished rows of chunk j go
+  // straight to every other rank, in the output type (emit_gather), and
+  // each rank copies the rows it received into its C (emit_unpacks, apart:
+  // an unpack waits for its rows, and a compute lane waiting for data holds
+  // the GEMMs behind it).
+  const int tag_base = P * c;
+  struct Gathered {
+    Region slot;
+    int recv;   // the receive step
+    int piece;  // whose rows
+  };
+  std::vector<std::vector<Gathered>> gathered(static_cast<std::size_t>(c));
+  auto emit_gather = [&](int j) {
+    const int id = piece_id(r, j);
+    Region mine{}, outgoing{};
+    int ready = finished[j];
+    if (rows_of(id) > 0) {
+      mine = c_rows_of(id);
+      outgoing = mine;
+      if (!b.same_bytes_as_tight(mine, Order::RowMajor)) {
+        outgoing =
+            Region{b.add_workspace("finished chunk " + std::to_string(j), rows_of(id), p.n, p.dtype, Order::RowMajor),
+                   0, 0, rows_of(id), p.n};
+        ready = b.add_step(b.copy(outgoing, mine), b.next_compute_lane(), {finished[j]}, label("pack finished", id));
+      }
+    }
+    // A batch per peer: one batch sending to every peer at once measured
+    // slower on 4 H200s (GEMM-AR 8192^3 1.08 against 0.92 ms).
+    for (int s = 1; s < P; ++s) {
+      const int to = b.mod(r + s), from = b.mod(r - s);
+      const int in_id = piece_id(from, j);
+      const int batch = b.next_batch();
+      if (rows_of(id) > 0)
+        b.add_step(SendOp{outgoing, to, tag_base + id}, kCommLane, {ready}, label("send finished", id), batch);
+      if (rows_of(in_id) == 0) continue;
+      const Region slot{b.add_workspace("received finished " + std::to_string(s) + " chunk " + std::to_string(j),
+                                        rows_of(in_id), p.n, p.dtype, Order::RowMajor),
+                        0, 0, rows_of(in_id), p.n};
+      const int recv =
+          b.add_step(RecvOp{slot, from, tag_base + in_id}, kCommLane, {}, label("receive finished", in_id), batch);
+      gathered[j].push_back(Gathered{slot, recv, in_id});
+    }
+  };
+  auto emit_unpacks = [&](int j) {
+    for (const Gathered& g : gathered[j])
+      b.add_step(b.copy(c_rows_of(g.piece), g.slot), b.next_compute_lane(), {g.recv}, label("unpack finished", g.piece));
+  };
+  // GEMM-AR's all-gather pipelined behind its reduce-scatter (see
+  // ScheduleOptions::all_gather_lag).
+  const int lag = all_reduce ? o.all_gather_lag : kGatherAfterReduce;
+  if (lag == 0) fail(WEAVE_ERROR_INTERNAL, "all_gather_lag 0: a sum would wait for data ahead of the GEMMs");
+
   // Reduce-scatter phase.
   for (int j = 0; j < c; ++j) {
     for (int s = 1; s < P; ++s) {
@@ -118,58 +192,36 @@ void build_reduction_direct(ScheduleBuilder& b) {
         arrived[j].emplace_back(where, recv);
       }
     }
+    if (lag > 0) {
+      // The finished rows of chunk j can leave while later chunks are being
+      // multiplied only if chunk j's own product is not made last. Chunk
+      // j - lag is summed and leaves now, its products in by now; the rows
+      // gathered of the chunk before it, sent meanwhile, are unpacked.
+      emit_own(j);
+      if (j - lag >= 0) {
+        emit_sum(j - lag);
+        emit_gather(j - lag);
+      }
+      if (j - lag - 1 >= 0) emit_unpacks(j - lag - 1);
+    }
+  }
+  if (lag > 0) {
+    for (int j = std::max(0, c - lag); j < c; ++j) {
+      emit_sum(j);
+      emit_gather(j);
+    }
+    for (int j = std::max(0, c - lag - 1); j < c; ++j) emit_unpacks(j);
+    return;
   }
   for (int j = 0; j < c; ++j) {
-    const int id = piece_id(r, j);
-    if (rows_of(id) > 0) {
-      // Made and rounded like the products for other ranks, so every rank's
-      // product enters the sum the same way.
-      own[j] = Region{
-          b.add_workspace("own product chunk " + std::to_string(j), rows_of(id), p.n, wire, Order::RowMajor), 0, 0,
-          rows_of(id), p.n};
-      int scales_ready = -1;
-      const GemmOp g = b.gemm_of_a_rows(pieces.offset(id), rows_of(id), own[j], Scalar::Alpha, Scalar::Zero,
-                                        &scales_ready);
-      own_gemm[j] = b.add_step(g, b.next_compute_lane(), {scales_ready}, label("own product for", id));
-    }
+    emit_own(j);
     if (j > 0) emit_sum(j - 1);
   }
   emit_sum(c - 1);
   if (!all_reduce) return;
-
-  // All-gather phase of GEMM-AR: every owner's finished rows go straight to
-  // every other rank, in the output type.
-  const int tag_base = P * c;
   for (int j = 0; j < c; ++j) {
-    const int id = piece_id(r, j);
-    Region mine{}, outgoing{};
-    int ready = finished[j];
-    if (rows_of(id) > 0) {
-      mine = c_rows_of(id);
-      outgoing = mine;
-      if (!b.same_bytes_as_tight(mine, Order::RowMajor)) {
-        outgoing =
-            Region{b.add_workspace("finished chunk " + std::to_string(j), rows_of(id), p.n, p.dtype, Order::RowMajor),
-                   0, 0, rows_of(id), p.n};
-        ready = b.add_step(b.copy(outgoing, mine), b.next_compute_lane(), {finished[j]}, label("pack finished", id));
-      }
-    }
-    // A batch per peer: one batch sending to every peer at once measured
-    // slower on 4 H200s (GEMM-AR 8192^3 1.08 against 0.92 ms).
-    for (int s = 1; s < P; ++s) {
-      const int to = b.mod(r + s), from = b.mod(r - s);
-      const int in_id = piece_id(from, j);
-      const int batch = b.next_batch();
-      if (rows_of(id) > 0)
-        b.add_step(SendOp{outgoing, to, tag_base + id}, kCommLane, {ready}, label("send finished", id), batch);
-      if (rows_of(in_id) == 0) continue;
-      const Region slot{b.add_workspace("received finished " + std::to_string(s) + " chunk " + std::to_string(j),
-                                        rows_of(in_id), p.n, p.dtype, Order::RowMajor),
-                        0, 0, rows_of(in_id), p.n};
-      const int recv =
-          b.add_step(RecvOp{slot, from, tag_base + in_id}, kCommLane, {}, label("receive finished", in_id), batch);
-      b.add_step(b.copy(c_rows_of(in_id), slot), b.next_compute_lane(), {recv}, label("unpack finished", in_id));
-    }
+    emit_gather(j);
+    emit_unpacks(j);
   }
 }
 

@@ -273,6 +273,10 @@ const char* algorithm_name(Algorithm a);
 const char* direction_name(Direction d);
 
 // Everything the schedule builders need besides the Problem.
+// ScheduleOptions::all_gather_lag: GEMM-AR's all-gather after its whole
+// reduce-scatter.
+constexpr int kGatherAfterReduce = -1;
+
 struct ScheduleOptions {
   Algorithm algorithm = Algorithm::Ring;
   Direction direction = Direction::Forward;
@@ -292,6 +296,15 @@ struct ScheduleOptions {
   // every rank sums every rank's product into all of C (read where it was
   // made with peer_sums, received as messages otherwise).
   bool all_reduce_one_shot = false;
+  // Direct GEMM-AR over messages (two-shot): how many chunks the all-gather
+  // of a finished chunk trails the reduce-scatter. k >= 1: each chunk's own
+  // product is made right after the other ranks' products of that chunk;
+  // chunk j is summed and its finished rows leave once the products of
+  // chunk j + k are made (a sum emitted earlier would wait for data ahead
+  // of GEMMs on its compute lane); kGatherAfterReduce: every finished chunk
+  // leaves after the whole reduce-scatter, the own products made last
+  // (reduction_direct.cpp).
+  int all_gather_lag = kGatherAfterReduce;
   // WEAVE_GEMM: the widest panel of K that travels and is multiplied at
   // once, and how many panels of each operand may be in flight (slots).
   int64_t panel_width = 256;

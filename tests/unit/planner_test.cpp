@@ -758,6 +758,42 @@ TEST(TransportTable, ClearToSendAtStartBut2RankGemmRs) {
                  "WEAVE_CLEAR_TO_SEND=early");
 }
 
+// Two-shot GEMM-AR over messages gathers after the whole reduce-scatter
+// (measured faster than pipelined); WEAVE_ALL_GATHER_LAG pipelines it (and
+// describe says so); one-shot and GEMM-RS have no such all-gather.
+TEST(TransportTable, AllGatherLagOfTwoShotGemmAr) {
+  using weave::internal::Operation;
+  using weave::internal::plan::kGatherAfterReduce;
+  const weave_plan_desc_t desc{};
+  const Environment copy_engine{{"WEAVE_TRANSPORT", "copy_engine"}};
+  for (int ranks : {3, 4}) {
+    const Resolved r = resolve_options(desc, device_case(Operation::GemmAr, 8192, ranks), copy_engine, everything());
+    ASSERT_EQ(r.schedule.algorithm, Algorithm::Direct);
+    EXPECT_FALSE(r.schedule.all_reduce_one_shot);
+    EXPECT_EQ(r.schedule.all_gather_lag, kGatherAfterReduce) << ranks;
+    Environment pipelined = copy_engine;
+    pipelined["WEAVE_ALL_GATHER_LAG"] = "1";
+    EXPECT_EQ(resolve_options(desc, device_case(Operation::GemmRs, 8192, ranks), pipelined, everything())
+                  .schedule.all_gather_lag,
+              kGatherAfterReduce);
+  }
+  for (const auto& [value, lag] : {std::pair<const char*, int>{"after_reduce", kGatherAfterReduce}, {"1", 1}, {"2", 2}}) {
+    Environment env = copy_engine;
+    env["WEAVE_ALL_GATHER_LAG"] = value;
+    const Resolved r = resolve_options(desc, device_case(Operation::GemmAr, 8192, 4), env, everything());
+    EXPECT_EQ(r.schedule.all_gather_lag, lag) << value;
+    EXPECT_NE(r.notes.find("WEAVE_ALL_GATHER_LAG"), std::string::npos) << r.notes;
+  }
+  Environment one_shot = copy_engine;
+  one_shot["WEAVE_ALL_REDUCE"] = "one_shot";
+  one_shot["WEAVE_ALL_GATHER_LAG"] = "1";
+  EXPECT_EQ(resolve_options(desc, device_case(Operation::GemmAr, 8192, 4), one_shot, everything())
+                .schedule.all_gather_lag,
+            kGatherAfterReduce);
+  expect_failure(desc, device_case(Operation::GemmAr, 8192, 4), {{"WEAVE_TRANSPORT", "copy_engine"}, {"WEAVE_ALL_GATHER_LAG", "0"}},
+                 everything(), WEAVE_ERROR_INVALID_VALUE, "WEAVE_ALL_GATHER_LAG=0");
+}
+
 TEST(TransportTable, DeviceWaitsFromTheEnvironment) {
   const weave_plan_desc_t desc{};
   EXPECT_EQ(resolve_options(desc, device_problem(), {}, everything()).device_wait, DeviceWait::Bounded);

@@ -24,6 +24,7 @@ using weave::internal::Order;
 using weave::internal::plan::Algorithm;
 using weave::internal::plan::Direction;
 using weave::internal::plan::ScheduleOptions;
+using weave::internal::plan::kGatherAfterReduce;
 
 struct ScheduleCase {
   GroupCase group;
@@ -38,6 +39,7 @@ struct ScheduleCase {
         << " lanes=" << options.compute_lanes << " window=" << options.slot_window
         << " gathered=" << options.gathered_output << " reduce_in_output=" << options.reduce_in_output_type
         << " reduce_in_accumulation=" << options.reduce_in_accumulation_type << " peer_sums=" << options.peer_sums << " one_shot=" << options.all_reduce_one_shot
+        << " gather_lag=" << options.all_gather_lag
         << " alpha=" << alpha << " beta=" << beta;
     return out.str();
   }
@@ -232,6 +234,9 @@ std::vector<ScheduleCase> sweep_cases(bool fp8 = false) {
             c.options.reduce_in_output_type = c.group.dtype != DType::F64 && counter % 2 == 0;
             // The algorithms that move products may move them as float32.
             c.options.reduce_in_accumulation_type = !c.options.reduce_in_output_type && counter % 3 == 1;
+            // Two-shot GEMM-AR's all-gather after the reduce-scatter or 1
+            // or 2 chunks behind it.
+            c.options.all_gather_lag = counter % 3 == 0 ? kGatherAfterReduce : counter % 3;
             ++counter;
             cases.push_back(c);
           }
@@ -672,6 +677,83 @@ TEST(Schedules, DirectMakesProductsForOthersBeforeItsOwn) {
           EXPECT_EQ(sent_count, (P - 1) * chunks) << "P=" << P << " chunks=" << chunks << " rank " << p.group_rank;
           EXPECT_EQ(own_count, chunks) << "P=" << P << " chunks=" << chunks << " rank " << p.group_rank;
           EXPECT_LT(last_sent, first_own) << "P=" << P << " chunks=" << chunks << " rank " << p.group_rank;
+        }
+      }
+}
+
+// Two-shot GEMM-AR over messages with its all-gather pipelined (lag L):
+// chunk j's own product is made before any product of chunk j + 1, on
+// the communication lane the sends of chunk j's finished rows come after
+// every product of chunk j + L is sent and before any of chunk j + L + 1,
+// and no step that waits for data is put on a compute lane before a GEMM
+// of a later chunk than the data's chunk + L.
+// After the reduce-scatter (kGatherAfterReduce) every finished row leaves
+// after the last product.
+TEST(Schedules, TwoShotOverMessagesGathersBehindTheReduceScatter) {
+  using weave::internal::plan::GemmOp;
+  using weave::internal::plan::SendOp;
+  for (int lag : {kGatherAfterReduce, 1, 2})
+    for (int P : {2, 3, 4})
+      for (int chunks : {1, 2, 3, 4}) {
+        ScheduleOptions o;
+        o.algorithm = Algorithm::Direct;
+        o.chunks_per_shard = chunks;
+        o.compute_lanes = 2;
+        o.all_gather_lag = lag;
+        for (const weave::internal::Problem& p : make_group_problems(whole_tiles(Operation::GemmAr, P, chunks))) {
+          const weave::internal::plan::Schedule s = weave::internal::plan::build_schedule(p, o);
+          const std::string where = "lag=" + std::to_string(lag) + " P=" + std::to_string(P) +
+                                    " chunks=" + std::to_string(chunks) + " rank " + std::to_string(p.group_rank);
+          // Chunk of each send on the comm lane, in order: products (the
+          // reduce-scatter) as c, finished rows as -1 - c. Tags number
+          // pieces q * chunks + j, finished rows from P * chunks.
+          std::vector<int> sends;
+          int own_chunks_made = 0;
+          // The latest chunk a GEMM may not belong to yet, from the
+          // data-waiting steps emitted so far.
+          int waits_up_to = -1;
+          auto chunk_of = [](const std::string& label) {
+            return std::stoi(label.substr(label.find("chunk ") + 6));
+          };
+          for (const auto& step : s.steps) {
+            if (lag != kGatherAfterReduce && step.label.rfind("sum products", 0) == 0)
+              waits_up_to = std::max(waits_up_to, chunk_of(step.label) + lag);
+            if (lag != kGatherAfterReduce && step.label.rfind("unpack finished", 0) == 0)
+              waits_up_to = std::max(waits_up_to, chunk_of(step.label) + lag + 1);
+            if (std::holds_alternative<GemmOp>(step.op)) {
+              EXPECT_GT(chunk_of(step.label), waits_up_to) << where << ": " << step.label << " behind a wait";
+            }
+            if (const auto* send = std::get_if<SendOp>(&step.op)) {
+              const bool finished = send->tag >= P * chunks;
+              const int j = (send->tag % (P * chunks)) % chunks;
+              sends.push_back(finished ? -1 - j : j);
+            }
+            if (std::holds_alternative<GemmOp>(step.op)) {
+              const bool own = step.label.rfind("own product", 0) == 0;
+              if (own) ++own_chunks_made;
+              else if (lag != kGatherAfterReduce) {
+                // A product of chunk j for another rank: every own product
+                // of the chunks before it is made.
+                const std::string key = "product for chunk ";
+                const int j = std::stoi(step.label.substr(key.size()));
+                EXPECT_EQ(own_chunks_made, j) << where << ": " << step.label;
+              }
+            }
+          }
+          ASSERT_EQ(static_cast<int>(sends.size()), 2 * (P - 1) * chunks) << where;
+          for (std::size_t i = 0; i < sends.size(); ++i) {
+            if (sends[i] >= 0) continue;
+            const int j = -1 - sends[i];
+            int products_before = -1, products_after = chunks;  // highest chunk of a product sent before, lowest after
+            for (std::size_t k = 0; k < sends.size(); ++k)
+              if (sends[k] >= 0) {
+                if (k < i) products_before = std::max(products_before, sends[k]);
+                else products_after = std::min(products_after, sends[k]);
+              }
+            const int behind = lag == kGatherAfterReduce ? chunks - 1 : std::min(j + lag, chunks - 1);
+            EXPECT_EQ(products_before, behind) << where << ", finished chunk " << j;
+            EXPECT_GT(products_after, behind) << where << ", finished chunk " << j;
+          }
         }
       }
 }
