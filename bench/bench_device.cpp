@@ -341,8 +341,12 @@ double Timer::stop_ms() {
 std::vector<double> measure_in_turn(int warmup, int iterations, Timer& timer,
                                     const std::vector<std::function<void()>>& bodies) {
   std::vector<std::vector<double>> samples(bodies.size());
+  const int n = static_cast<int>(bodies.size());
   for (int it = -warmup; it < iterations; ++it)
-    for (std::size_t b = 0; b < bodies.size(); ++b) {
+    for (int turn = 0; turn < n; ++turn) {
+      // Iteration it starts one body later than the one before, so every
+      // body follows every other equally often (see the header).
+      const std::size_t b = static_cast<std::size_t>(((turn + it) % n + n) % n);
       timer.synchronize();
       MPI_Barrier(MPI_COMM_WORLD);
       timer.start();

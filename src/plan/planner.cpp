@@ -705,7 +705,7 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
       // Two-shot over messages: the all-gather after the whole
       // reduce-scatter (ScheduleOptions::all_gather_lag), unless
       // WEAVE_ALL_GATHER_LAG asks for it pipelined behind, which measured
-      // slower on 2 H200s (doc/performance.md).
+      // no faster on 2 H200s (doc/performance.md).
       if (!one_shot && !peer_sums) {
         if (env_choice<int>(env, "WEAVE_ALL_GATHER_LAG",
                             {{"after_reduce", kGatherAfterReduce}, {"1", 1}, {"2", 2}},

@@ -33,9 +33,10 @@
 // and leaves once the products of chunk j + k are made (its rows unpacked a
 // chunk later still: a step waiting for data on a compute lane holds the
 // GEMMs behind it, which a trace of the first form, summing at once, showed).
-// Both forms measured slower than the default (the first on 4 H200s, this
-// one on 2; this one has not run on 4 GPUs): the sums and unpacks then run
-// beside the GEMMs, slowing them, and the tail they save is short.
+// Neither form measured faster than the default (the first 7-12% slower on
+// 4 H200s, this one within 2% on 2; this one has not run on 4 GPUs): the
+// sums and unpacks then run beside the GEMMs, slowing them, and the tail
+// they save is short.
 //
 // Every received product has its own workspace slot (no receive waits for a
 // reader), so the workspace holds (P-1) shards of C in C's type per phase.
