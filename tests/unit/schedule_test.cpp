@@ -1168,6 +1168,19 @@ TEST(Schedules, BuilderRejectsImpossibleOptions) {
     EXPECT_EQ(e.status(), WEAVE_ERROR_INTERNAL);
     EXPECT_NE(std::string(e.what()).find("bidirectional"), std::string::npos) << e.what();
   }
+  // GEMM-AR's all-gather cannot trail its reduce-scatter by 0 chunks (a sum
+  // would stand before GEMMs waiting for its data).
+  g.operation = Operation::GemmAr;
+  ScheduleOptions direct;
+  direct.algorithm = Algorithm::Direct;
+  direct.all_gather_lag = 0;
+  try {
+    weave::internal::plan::build_schedule(make_group_problems(g)[1], direct);
+    ADD_FAILURE() << "all_gather_lag = 0 was accepted";
+  } catch (const weave::internal::Error& e) {
+    EXPECT_EQ(e.status(), WEAVE_ERROR_INTERNAL);
+    EXPECT_NE(std::string(e.what()).find("all_gather_lag"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace
