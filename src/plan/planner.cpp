@@ -38,7 +38,8 @@ Environment read_environment() {
                            "WEAVE_TIMEOUT", "WEAVE_COMPUTE_STREAMS", "WEAVE_COMM_PRIORITY", "WEAVE_SM_MARGIN",
                            "WEAVE_SM_TRANSPORT_CTAS", "WEAVE_DEVICE_WAIT", "WEAVE_TRANSFER_COMPLETION",
                            "WEAVE_COPY_ENGINE_SENDS", "WEAVE_CLEAR_TO_SEND",
-                           "WEAVE_ALL_REDUCE", "WEAVE_ALL_GATHER_LAG", "WEAVE_PANEL_WIDTH", "WEAVE_CALIBRATE", "WEAVE_GEMM_TUNING",
+                           "WEAVE_ALL_REDUCE", "WEAVE_ALL_GATHER_LAG", "WEAVE_OWN_PRODUCT",
+                           "WEAVE_PANEL_WIDTH", "WEAVE_CALIBRATE", "WEAVE_GEMM_TUNING",
                            "WEAVE_GEMM_BANDS", "WEAVE_FP8_GEMM"}) {
     const char* value = std::getenv(name);
     if (value && *value) env[name] = value;
@@ -715,6 +716,17 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
                        : str(" all-gather of each finished chunk ", r.schedule.all_gather_lag,
                              " chunk(s) behind the reduce-scatter (WEAVE_ALL_GATHER_LAG);");
       }
+    }
+    // Direct reductions over messages: the own product summed with the
+    // received ones in one pass, or, when WEAVE_OWN_PRODUCT asks, added by
+    // its GEMM onto their sum (ScheduleOptions::own_product_accumulates;
+    // not measured on GPUs yet, so not a default).
+    bool accumulates = false;
+    if (env_choice<bool>(env, "WEAVE_OWN_PRODUCT", {{"summed", false}, {"accumulates", true}}, &accumulates) &&
+        reduction && r.schedule.algorithm == Algorithm::Direct && !peer_sums && !r.schedule.all_reduce_one_shot) {
+      r.schedule.own_product_accumulates = accumulates;
+      notes += accumulates ? " own products added by their GEMMs onto the received products' sum (WEAVE_OWN_PRODUCT);"
+                           : " own products summed with the received ones in one pass (WEAVE_OWN_PRODUCT);";
     }
     require_count("chunks_per_shard", desc.chunks_per_shard, kMaxChunksPerShard, "the chunks Weave cuts a shard into");
     int chunks = asked_chunks_per_shard(desc, env);

@@ -38,6 +38,16 @@
 // sums and unpacks then run beside the GEMMs, slowing them, and the tail
 // they save is short.
 //
+// With ScheduleOptions::own_product_accumulates (WEAVE_OWN_PRODUCT=
+// accumulates) the owner does not write its own product to the workspace:
+// one pass sums the received products of a chunk with beta * C and the bias
+// into C's rows, and the own GEMM then adds alpha * op(A) op(B) to them
+// (beta = 1). That is two fewer passes over the chunk than writing the own
+// product and reading it back in the sum, which on 2 H200s ran beside the
+// GEMMs and shared their SMs (doc/performance.md); the own GEMM then waits
+// for the received products, and 16-bit C is rounded once more (the received
+// sum before the own product is added, the own product itself not at all).
+//
 // Every received product has its own workspace slot (no receive waits for a
 // reader), so the workspace holds (P-1) shards of C in C's type per phase.
 #include <algorithm>
@@ -90,6 +100,7 @@ void build_reduction_direct(ScheduleBuilder& b) {
   auto emit_sum = [&](int j) {
     const int id = piece_id(r, j);
     if (rows_of(id) == 0) return;
+    if (o.own_product_accumulates) return;  // emit_accumulated does it all
     std::vector<Region> sources{own[j]};
     std::vector<int> deps{own_gemm[j]};
     for (const auto& [slot, recv] : arrived[j]) {
@@ -100,9 +111,38 @@ void build_reduction_direct(ScheduleBuilder& b) {
                             label("sum products and finish", id));
   };
 
+  // With own_product_accumulates: C's rows of chunk j = the received
+  // products + beta * C + bias, summed in the accumulation type, then the
+  // own GEMM adds alpha * op(A) op(B) to them (beta = 1). With no received
+  // product (one rank) the first step only scales C and adds the bias.
+  auto emit_accumulated = [&](int j) {
+    const int id = piece_id(r, j);
+    if (rows_of(id) == 0) return;
+    const Region rows = c_rows_of(id);
+    std::vector<Region> sources;
+    std::vector<int> deps;
+    for (const auto& [slot, recv] : arrived[j]) {
+      sources.push_back(slot);
+      deps.push_back(recv);
+    }
+    EpilogueOp first = b.finish(rows, rows);
+    int received = -1;
+    if (sources.empty()) {
+      first.has_src = false;
+      received = b.add_step(first, b.next_compute_lane(), {}, label("finish C before the own product of", id));
+    } else {
+      received = b.add_sum(first, sources, deps, b.next_compute_lane(), label("sum received products of", id));
+    }
+    int scales_ready = -1;
+    const GemmOp g = b.gemm_of_a_rows(pieces.offset(id), rows_of(id), rows, Scalar::Alpha, Scalar::One, &scales_ready);
+    own_gemm[j] = finished[j] =
+        b.add_step(g, b.next_compute_lane(), {received, scales_ready}, label("own product added to", id));
+  };
+
   // My own product of chunk j, made and rounded like the products for other
   // ranks, so every rank's product enters the sum the same way.
   auto emit_own = [&](int j) {
+    if (o.own_product_accumulates) return emit_accumulated(j);
     const int id = piece_id(r, j);
     if (rows_of(id) == 0) return;
     own[j] = Region{b.add_workspace("own product chunk " + std::to_string(j), rows_of(id), p.n, wire, Order::RowMajor),

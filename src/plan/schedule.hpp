@@ -305,6 +305,14 @@ struct ScheduleOptions {
   // leaves after the whole reduce-scatter, the own products made last
   // (reduction_direct.cpp).
   int all_gather_lag = kGatherAfterReduce;
+  // Direct GEMM-RS and GEMM-AR over messages: the received products of a
+  // chunk are summed first, with beta * C and the bias, into C's rows, and
+  // the owner's own GEMM then accumulates onto them (beta = 1) instead of
+  // writing its product to the workspace for one pass to sum all of them:
+  // two fewer passes over the chunk, one more rounding of 16-bit C where
+  // the received sum is rounded before the own product is added, and the
+  // own product not rounded before the sum (reduction_direct.cpp).
+  bool own_product_accumulates = false;
   // WEAVE_GEMM: the widest panel of K that travels and is multiplied at
   // once, and how many panels of each operand may be in flight (slots).
   int64_t panel_width = 256;

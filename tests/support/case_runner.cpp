@@ -983,9 +983,15 @@ bool run_case_unguarded(const Case& cs, uint64_t seed) {
       const bool products = !ag && !cs.reduce_in_accumulation_type &&
                             (info.algorithm == WEAVE_ALGORITHM_DIRECT || info.algorithm == WEAVE_ALGORITHM_HIERARCHICAL ||
                              (info.algorithm == WEAVE_ALGORITHM_PIPELINED && sixteen_bit));
-      const int roundings = info.algorithm == WEAVE_ALGORITHM_HIERARCHICAL && products ? 3
-                            : (ag && cs.bias) || products                                ? 2
-                                                                                         : 1;
+      // WEAVE_OWN_PRODUCT=accumulates (the environment the library reads):
+      // the direct algorithm rounds the received products' sum once more
+      // before the own GEMM adds onto it.
+      const char* own_product = std::getenv("WEAVE_OWN_PRODUCT");
+      const bool accumulates = own_product && std::string(own_product) == "accumulates" &&
+                               info.algorithm == WEAVE_ALGORITHM_DIRECT;
+      const int roundings = (info.algorithm == WEAVE_ALGORITHM_HIERARCHICAL || accumulates) && products ? 3
+                            : (ag && cs.bias) || products                                              ? 2
+                                                                                                       : 1;
       // FP8 GEMMs on GPUs: Hopper's tensor cores sum FP8 products in less
       // than float32 between cuBLASLt's promotions to float32 (about 14
       // bits, by DeepSeek-V3's report on H800): a bound for that, not

@@ -794,6 +794,35 @@ TEST(TransportTable, AllGatherLagOfTwoShotGemmAr) {
                  everything(), WEAVE_ERROR_INVALID_VALUE, "WEAVE_ALL_GATHER_LAG=0");
 }
 
+// The direct reductions over messages sum the own product with the
+// received ones unless WEAVE_OWN_PRODUCT=accumulates (describe says so);
+// one-shot GEMM-AR and AG-GEMM keep their ways; a wrong value is an error.
+TEST(TransportTable, OwnProductAccumulatesOnlyWhenAsked) {
+  using weave::internal::Operation;
+  const weave_plan_desc_t desc{};
+  const Environment copy_engine{{"WEAVE_TRANSPORT", "copy_engine"}};
+  Environment asked = copy_engine;
+  asked["WEAVE_OWN_PRODUCT"] = "accumulates";
+  for (Operation op : {Operation::GemmRs, Operation::GemmAr})
+    for (int ranks : {2, 4}) {
+      EXPECT_FALSE(resolve_options(desc, device_case(op, 8192, ranks), copy_engine, everything())
+                       .schedule.own_product_accumulates);
+      const Resolved r = resolve_options(desc, device_case(op, 8192, ranks), asked, everything());
+      ASSERT_EQ(r.schedule.algorithm, Algorithm::Direct);
+      EXPECT_TRUE(r.schedule.own_product_accumulates) << weave::internal::operation_name(op) << " over " << ranks;
+      EXPECT_NE(r.notes.find("WEAVE_OWN_PRODUCT"), std::string::npos) << r.notes;
+    }
+  EXPECT_FALSE(resolve_options(desc, device_case(Operation::AgGemm, 8192, 4), asked, everything())
+                   .schedule.own_product_accumulates);
+  Environment one_shot = asked;
+  one_shot["WEAVE_ALL_REDUCE"] = "one_shot";
+  EXPECT_FALSE(resolve_options(desc, device_case(Operation::GemmAr, 8192, 4), one_shot, everything())
+                   .schedule.own_product_accumulates);
+  expect_failure(desc, device_case(Operation::GemmRs, 8192, 4),
+                 {{"WEAVE_TRANSPORT", "copy_engine"}, {"WEAVE_OWN_PRODUCT", "fused"}}, everything(),
+                 WEAVE_ERROR_INVALID_VALUE, "WEAVE_OWN_PRODUCT=fused");
+}
+
 TEST(TransportTable, DeviceWaitsFromTheEnvironment) {
   const weave_plan_desc_t desc{};
   EXPECT_EQ(resolve_options(desc, device_problem(), {}, everything()).device_wait, DeviceWait::Bounded);

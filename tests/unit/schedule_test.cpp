@@ -39,7 +39,7 @@ struct ScheduleCase {
         << " lanes=" << options.compute_lanes << " window=" << options.slot_window
         << " gathered=" << options.gathered_output << " reduce_in_output=" << options.reduce_in_output_type
         << " reduce_in_accumulation=" << options.reduce_in_accumulation_type << " peer_sums=" << options.peer_sums << " one_shot=" << options.all_reduce_one_shot
-        << " gather_lag=" << options.all_gather_lag
+        << " gather_lag=" << options.all_gather_lag << " own_accumulates=" << options.own_product_accumulates
         << " alpha=" << alpha << " beta=" << beta;
     return out.str();
   }
@@ -237,6 +237,8 @@ std::vector<ScheduleCase> sweep_cases(bool fp8 = false) {
             // Two-shot GEMM-AR's all-gather after the reduce-scatter or 1
             // or 2 chunks behind it.
             c.options.all_gather_lag = counter % 3 == 0 ? kGatherAfterReduce : counter % 3;
+            // The direct reductions' own GEMMs adding onto the received sum.
+            c.options.own_product_accumulates = counter % 4 >= 2;
             ++counter;
             cases.push_back(c);
           }
@@ -644,6 +646,15 @@ TEST(Schedules, TwoShotFinishedChunksLeaveAsSoonAsSummed) {
     }
 }
 
+// The direct algorithm in `chunks` chunks per shard over two compute lanes.
+ScheduleOptions direct_on_two_lanes(int chunks) {
+  ScheduleOptions o;
+  o.algorithm = Algorithm::Direct;
+  o.chunks_per_shard = chunks;
+  o.compute_lanes = 2;
+  return o;
+}
+
 // A transfer can start only once its product is made, and the owner's own
 // products are needed only by the final sums: the direct algorithm emits
 // (so puts on the compute streams) every product that is sent before any
@@ -653,10 +664,7 @@ TEST(Schedules, DirectMakesProductsForOthersBeforeItsOwn) {
   for (Operation op : {Operation::GemmRs, Operation::GemmAr})
     for (int P : {2, 3, 4})
       for (int chunks : {1, 2, 3}) {
-        ScheduleOptions o;
-        o.algorithm = Algorithm::Direct;
-        o.chunks_per_shard = chunks;
-        o.compute_lanes = 2;
+        ScheduleOptions o = direct_on_two_lanes(chunks);
         for (const weave::internal::Problem& p : make_group_problems(whole_tiles(op, P, chunks))) {
           const weave::internal::plan::Schedule s = weave::internal::plan::build_schedule(p, o);
           std::vector<bool> sent(s.steps.size(), false);
@@ -695,10 +703,7 @@ TEST(Schedules, TwoShotOverMessagesGathersBehindTheReduceScatter) {
   for (int lag : {kGatherAfterReduce, 1, 2})
     for (int P : {2, 3, 4})
       for (int chunks : {1, 2, 3, 4}) {
-        ScheduleOptions o;
-        o.algorithm = Algorithm::Direct;
-        o.chunks_per_shard = chunks;
-        o.compute_lanes = 2;
+        ScheduleOptions o = direct_on_two_lanes(chunks);
         o.all_gather_lag = lag;
         for (const weave::internal::Problem& p : make_group_problems(whole_tiles(Operation::GemmAr, P, chunks))) {
           const weave::internal::plan::Schedule s = weave::internal::plan::build_schedule(p, o);
@@ -754,6 +759,54 @@ TEST(Schedules, TwoShotOverMessagesGathersBehindTheReduceScatter) {
             EXPECT_EQ(products_before, behind) << where << ", finished chunk " << j;
             EXPECT_GT(products_after, behind) << where << ", finished chunk " << j;
           }
+        }
+      }
+}
+
+// Direct reductions with own_product_accumulates: no own product is
+// written to the workspace; each own GEMM adds onto C's rows (beta = 1)
+// after one step that summed every received product of the chunk into them
+// (with beta * C and the bias), and that is the chunk's only sum.
+TEST(Schedules, OwnProductAccumulatesOntoTheReceivedSum) {
+  using weave::internal::plan::EpilogueOp;
+  using weave::internal::plan::GemmOp;
+  using weave::internal::plan::RecvOp;
+  using weave::internal::plan::Scalar;
+  for (Operation op : {Operation::GemmRs, Operation::GemmAr})
+    for (int P : {2, 3, 4})
+      for (int chunks : {1, 2, 3}) {
+        ScheduleOptions o = direct_on_two_lanes(chunks);
+        o.own_product_accumulates = true;
+        for (const weave::internal::Problem& p : make_group_problems(whole_tiles(op, P, chunks))) {
+          const weave::internal::plan::Schedule s = weave::internal::plan::build_schedule(p, o);
+          const std::string where = std::string(weave::internal::operation_name(op)) + " P=" + std::to_string(P) +
+                                    " chunks=" + std::to_string(chunks) + " rank " + std::to_string(p.group_rank);
+          for (const auto& buffer : s.buffers)
+            EXPECT_EQ(buffer.name.find("own product"), std::string::npos) << where << ": " << buffer.name;
+          int own = 0, sums = 0;
+          for (const auto& step : s.steps) {
+            if (const auto* e = std::get_if<EpilogueOp>(&step.op))
+              if (e->dst.buffer == weave::internal::plan::kBufferC && e->has_src && !e->plain_copy()) ++sums;
+            const auto* g = std::get_if<GemmOp>(&step.op);
+            if (!g || g->c.buffer != weave::internal::plan::kBufferC) continue;
+            ++own;
+            EXPECT_EQ(g->beta, Scalar::One) << where << ": " << step.label;
+            // Its sum: the epilogue it depends on, over every received product.
+            int received_terms = -1;
+            for (int d : step.deps) {
+              const auto* sum = std::get_if<EpilogueOp>(&s.steps[static_cast<std::size_t>(d)].op);
+              if (!sum) continue;
+              EXPECT_EQ(sum->dst.buffer, g->c.buffer) << where;
+              EXPECT_EQ(sum->dst.row0, g->c.row0) << where;
+              EXPECT_EQ(sum->dst_scale, Scalar::Beta) << where;
+              received_terms = 1 + static_cast<int>(sum->more_src.size());
+              for (int sd : s.steps[static_cast<std::size_t>(d)].deps)
+                EXPECT_TRUE(std::holds_alternative<RecvOp>(s.steps[static_cast<std::size_t>(sd)].op)) << where;
+            }
+            EXPECT_EQ(received_terms, P - 1) << where << ": " << step.label;
+          }
+          EXPECT_EQ(own, chunks) << where;
+          EXPECT_EQ(sums, chunks) << where;
         }
       }
 }
