@@ -31,27 +31,21 @@ CopyEngineTransport::CopyEngineTransport(const TransportContext& context)
       done_[s] = e;
       return s;
     };
+    // Also what every execute does first (begin_stream_execute): the clears
+    // of my receives that depend on nothing, and the peers' clears of such
+    // receives of my sends.
+    const bool in_order = sends_ == plan::CopyEngineSends::InOrder;
     for (const plan::Step& step : schedule_.steps) {
       if (step.kind() == plan::StepKind::Send) {
         const OutgoingLink& out = links_->outgoing(&step);
-        // (a send of no bytes moves nothing; its receiver skips it too)
-        const bool in_order = sends_ == plan::CopyEngineSends::InOrder;
-        if (out.bytes > 0) moves_on_[&step] = stream_for(copy_streams_, in_order ? kInOrderStream : out.peer);
+        if (out.bytes == 0) continue;  // moves nothing; its receiver skips it too
+        moves_on_[&step] = stream_for(copy_streams_, in_order ? kInOrderStream : out.peer);
+        if (out.cleared_at_start) cleared_at_start_.push_back(FlagWait{out.clear_flag, 1, true, out.step, out.peer});
       } else if (step.kind() == plan::StepKind::Recv) {
-        if (schedule_.bytes(std::get<plan::RecvOp>(step.op).dst) > 0)
-          moves_on_[&step] = own_streams_ ? stream_for(arrival_streams_, links_->incoming(&step).peer) : nullptr;
-      }
-    }
-    // What every execute does first (begin_stream_execute): the clears of
-    // my receives that depend on nothing, and the peers' clears of such
-    // receives of my sends.
-    for (const plan::Step& step : schedule_.steps) {
-      if (!moves_on_.count(&step)) continue;
-      if (step.kind() == plan::StepKind::Recv && links_->incoming(&step).cleared_at_start)
-        clears_at_start_.push_back(links_->incoming(&step).clear_flag);
-      if (step.kind() == plan::StepKind::Send && links_->outgoing(&step).cleared_at_start) {
-        const OutgoingLink& out = links_->outgoing(&step);
-        cleared_at_start_.push_back(FlagWait{out.clear_flag, 1, true, out.step, out.peer});
+        if (schedule_.bytes(std::get<plan::RecvOp>(step.op).dst) == 0) continue;
+        const IncomingLink& in = links_->incoming(&step);
+        moves_on_[&step] = own_streams_ ? stream_for(arrival_streams_, in.peer) : nullptr;
+        if (in.cleared_at_start) clears_at_start_.push_back(in.clear_flag);
       }
     }
     WEAVE_CUDA_CHECK(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming));
