@@ -106,14 +106,9 @@ int main(int argc, char** argv) {
 
   cublasLtMatmulDesc_t op = nullptr;
   cublasLtMatrixLayout_t layout = nullptr;
-  cublasLtMatmulPreference_t preference = nullptr;
   check(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F), "matmul desc");
   check(cublasLtMatrixLayoutCreate(&layout, CUDA_R_16BF, kGemmSize, kGemmSize, kGemmSize), "layout");
-  check(cublasLtMatmulPreferenceCreate(&preference), "preference");
-  std::size_t workspace_bytes = kWorkspaceBytes;
-  check(cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes,
-                                             sizeof(workspace_bytes)),
-        "preference");
+  cublasLtMatmulPreference_t preference = preference_with_workspace(kWorkspaceBytes);
   const std::size_t gemm_bytes = sizeof(uint16_t) * kGemmSize * kGemmSize;
 
   for (int g = 0; g < p; ++g) {

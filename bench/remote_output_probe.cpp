@@ -64,16 +64,11 @@ int main(int argc, char** argv) {
   // D (N x rows, column-major: the product's rows, row-major) = B (N x k_local) * A chunk (k_local x rows).
   cublasLtMatmulDesc_t op = nullptr;
   cublasLtMatrixLayout_t layout_b = nullptr, layout_a = nullptr, layout_d = nullptr;
-  cublasLtMatmulPreference_t preference = nullptr;
   check(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F), "matmul desc");
   check(cublasLtMatrixLayoutCreate(&layout_b, CUDA_R_16BF, n, k_local, n), "layout");
   check(cublasLtMatrixLayoutCreate(&layout_a, CUDA_R_16BF, k_local, rows, k_local), "layout");
   check(cublasLtMatrixLayoutCreate(&layout_d, CUDA_R_16BF, n, rows, n), "layout");
-  check(cublasLtMatmulPreferenceCreate(&preference), "preference");
-  std::size_t workspace_bytes = kWorkspaceBytes;
-  check(cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes,
-                                             sizeof(workspace_bytes)),
-        "preference");
+  cublasLtMatmulPreference_t preference = preference_with_workspace(kWorkspaceBytes);
 
   std::vector<uint16_t> host(static_cast<std::size_t>(std::max(m / p, n) * k_local));
   for (std::size_t i = 0; i < host.size(); ++i) host[i] = static_cast<uint16_t>(0x3c00 + (i * 2654435761u) % 512);
