@@ -720,7 +720,8 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
     // Direct reductions over messages: the own product summed with the
     // received ones in one pass, or, when WEAVE_OWN_PRODUCT asks, added by
     // its GEMM onto their sum (ScheduleOptions::own_product_accumulates;
-    // not measured on GPUs yet, so not a default).
+    // not a default: on 2 H200s GEMM-RS was slower with it on every shape
+    // and GEMM-AR within 0.6-3.7%, doc/performance.md).
     bool accumulates = false;
     if (env_choice<bool>(env, "WEAVE_OWN_PRODUCT", {{"summed", false}, {"accumulates", true}}, &accumulates) &&
         reduction && r.schedule.algorithm == Algorithm::Direct && !peer_sums && !r.schedule.all_reduce_one_shot) {
