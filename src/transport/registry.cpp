@@ -37,7 +37,9 @@ std::unique_ptr<Transport> make_ucx(const TransportContext& c) {
   return make_ucx_transport(c.grid, c.group, c.schedule, c.problem.memory == Memory::Device);
 }
 
-std::unique_ptr<Transport> make_nccl(const TransportContext& c) { return make_nccl_transport(c.grid, c.group); }
+std::unique_ptr<Transport> make_nccl(const TransportContext& c) {
+  return make_nccl_transport(c.grid, c.group, c.resolved.timeout);
+}
 
 std::vector<TransportRow> make_table() {
   std::vector<TransportRow> rows;

@@ -5,10 +5,15 @@
 // next execute, naming the step and the peer) and then
 // WEAVE_ERROR_PLAN_FAILED, and every rank destroys the plan. For every
 // operation over the transports that map their peers' memory (sm,
-// copy_engine), overlapped algorithms only (NCCL's collectives wait inside
-// NCCL). WEAVE_FLAG_NO_EXECUTE_CHECK lets the others enqueue without
-// waiting for the absent rank on the host. Needs 2 ranks or more, one GPU
-// each; exits with 77 (skipped) otherwise.
+// copy_engine), overlapped algorithms only. Over NCCL (run_nccl_case) the
+// NCCL calls that wait for the absent rank are bounded by the same timeout
+// (on the host while NCCL connects, by the watchdog on the GPU), the grid's
+// NCCL communicator is aborted, and the recovery is the documented one:
+// destroy the plan, find a new plan over that grid refused, destroy the
+// grid, and a new grid's plan computes the right result.
+// WEAVE_FLAG_NO_EXECUTE_CHECK lets the others enqueue without waiting for
+// the absent rank on the host. Needs 2 ranks or more, one GPU each; exits
+// with 77 (skipped) otherwise.
 #include <mpi.h>
 
 #include <chrono>
@@ -31,6 +36,17 @@ constexpr int kTimeoutMs = 2000;
 // once its stream reaches it.
 constexpr double kDrainSeconds = 8.0;
 
+// The plan of every case: `algorithm`, the test's timeout, and no argument
+// check before the first step (`unchecked`), so ranks enqueue without
+// waiting for the absent one on the host.
+weave_plan_desc_t plan_desc(const PeerProblem& p, weave_algorithm_t algorithm, bool unchecked) {
+  weave_plan_desc_t pd = p.plan_desc();
+  pd.algorithm = algorithm;
+  pd.timeout_ms = kTimeoutMs;
+  if (unchecked) pd.flags = WEAVE_FLAG_NO_EXECUTE_CHECK;
+  return pd;
+}
+
 void run_case(weave_grid_t grid, cudaStream_t stream, const char* transport, weave_operation_t op,
               weave_algorithm_t algorithm) {
   setenv("WEAVE_TRANSPORT", transport, 1);
@@ -41,10 +57,7 @@ void run_case(weave_grid_t grid, cudaStream_t stream, const char* transport, wea
   const int ranks = weave_gpu_test::peer_test_size(), rank = weave_gpu_test::peer_test_rank();
   PeerProblem p(grid, op, 64 * ranks, 32, 16 * ranks, WEAVE_ORDER_ROW_MAJOR);
   p.fill(0, 5);
-  weave_plan_desc_t pd = p.plan_desc();
-  pd.algorithm = algorithm;
-  pd.timeout_ms = kTimeoutMs;
-  pd.flags = WEAVE_FLAG_NO_EXECUTE_CHECK;
+  weave_plan_desc_t pd = plan_desc(p, algorithm, true);
   weave_plan_t plan = nullptr;
   if (!agree(weave_plan_create(grid, &pd, &plan) == WEAVE_SUCCESS, what + ": plan creation", weave_last_error()))
     return;
@@ -87,6 +100,122 @@ void run_case(weave_grid_t grid, cudaStream_t stream, const char* transport, wea
   agree(weave_plan_destroy(plan) == WEAVE_SUCCESS, what + ": the plan is destroyed on every rank", weave_last_error());
 }
 
+// Over NCCL, on a grid of its own (the timeout aborts the grid's NCCL
+// communicator).
+// `connected`: every rank executes the plan once first, so NCCL has
+// connected its peers and the later execute's calls go on the stream at
+// once (the watchdog ends their kernels' wait); else the absent rank is
+// absent from the first execute, where NCCL's connecting to it blocks the
+// host (the watchdog ends that one timeout later).
+void run_nccl_case(cudaStream_t stream, weave_operation_t op, weave_algorithm_t algorithm, bool connected) {
+  setenv("WEAVE_TRANSPORT", "nccl", 1);
+  const std::string what = std::string("nccl") + (op == WEAVE_AG_GEMM   ? " AG-GEMM"
+                                                   : op == WEAVE_GEMM_RS ? " GEMM-RS"
+                                                                         : " GEMM-AR") +
+                           (algorithm == WEAVE_ALGORITHM_RING ? " ring" : " sequential") +
+                           (connected ? ", after an execute of every rank" : ", at the first execute");
+  const int ranks = weave_gpu_test::peer_test_size(), rank = weave_gpu_test::peer_test_rank();
+  weave_grid_t grid = nullptr;
+  if (!agree(weave_grid_create(MPI_COMM_WORLD, ranks, 1, &grid) == WEAVE_SUCCESS, what + ": grid", weave_last_error()))
+    return;
+  weave_plan_t plan = nullptr;
+  bool ok = true;
+  std::string why;
+  {
+    PeerProblem p(grid, op, 64 * ranks, 32, 16 * ranks, WEAVE_ORDER_ROW_MAJOR);
+    p.fill(0, 5);
+    weave_plan_desc_t pd = plan_desc(p, algorithm, true);
+    if (!agree(weave_plan_create(grid, &pd, &plan) == WEAVE_SUCCESS, what + ": plan creation", weave_last_error())) {
+      weave_grid_destroy(grid);
+      return;
+    }
+    if (connected) {
+      const bool ran = weave_execute(plan, 1.0, p.a(0), p.b(0), 0.0, p.c(0), nullptr, stream) == WEAVE_SUCCESS;
+      std::string wrong = ran ? std::string() : weave_last_error();
+      WEAVE_TEST_CUDA(cudaStreamSynchronize(stream));
+      agree(ran && p.check(0, 5, &wrong), what + ": the execute of every rank computes the right result", wrong);
+    }
+    const int absent = ranks - 1;
+    if (rank != absent) {
+      // The timeout shows either in the execute itself (NCCL still
+      // connecting to the absent rank on the host) or, once the calls are
+      // on the stream, in the plan's status after the stream drained and in
+      // the next execute; then the plan is failed.
+      const auto start = std::chrono::steady_clock::now();
+      const weave_status_t first = weave_execute(plan, 1.0, p.a(0), p.b(0), 0.0, p.c(0), nullptr, stream);
+      std::string message = weave_last_error();
+      WEAVE_TEST_CUDA(cudaStreamSynchronize(stream));
+      const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (rank == 0)
+        std::printf("     %s: the execute returned %s; it and its stream ended after %.2f s\n", what.c_str(),
+                    weave_status_string(first), waited);
+      if (waited < 0.9 * kTimeoutMs / 1000.0 || waited > kTimeoutMs / 1000.0 + kDrainSeconds) {
+        ok = false;
+        why = "the execute and its stream ended after " + std::to_string(waited) + " s (" +
+              weave_status_string(first) + ")";
+      } else if (first == WEAVE_SUCCESS) {
+        weave_plan_info_t info = WEAVE_PLAN_INFO_INIT;
+        if (weave_plan_get_info(plan, &info) != WEAVE_SUCCESS || info.status != WEAVE_ERROR_TIMEOUT) {
+          ok = false;
+          why = std::string("weave_plan_get_info's status is ") + weave_status_string(info.status);
+        } else {
+          const weave_status_t next = weave_execute(plan, 1.0, p.a(0), p.b(0), 0.0, p.c(0), nullptr, stream);
+          message = weave_last_error();
+          if (next != WEAVE_ERROR_TIMEOUT) {
+            ok = false;
+            why = std::string("the next execute returned ") + weave_status_string(next) + ": " + message;
+          }
+        }
+      } else if (first != WEAVE_ERROR_TIMEOUT) {
+        ok = false;
+        why = std::string("the execute returned ") + weave_status_string(first) + ": " + message;
+      }
+      if (ok && (message.find("NCCL") == std::string::npos || message.find("step ") == std::string::npos)) {
+        ok = false;
+        why = "the timeout's message names neither NCCL nor the step: " + message;
+      }
+      if (ok && weave_execute(plan, 1.0, p.a(0), p.b(0), 0.0, p.c(0), nullptr, stream) != WEAVE_ERROR_PLAN_FAILED) {
+        ok = false;
+        why = std::string("an execute after the timeout did not say the plan failed: ") + weave_last_error();
+      }
+      WEAVE_TEST_CUDA(cudaStreamSynchronize(stream));
+    }
+    agree(ok, what + ": NCCL calls waiting for an absent rank end in WEAVE_ERROR_TIMEOUT within the timeout", why);
+    MPI_Barrier(MPI_COMM_WORLD);
+    agree(weave_plan_destroy(plan) == WEAVE_SUCCESS, what + ": the plan is destroyed on every rank",
+          weave_last_error());
+    // The grid's communicator is aborted on the ranks that timed out: a new
+    // plan over it is refused on every rank (plan creation agrees).
+    weave_plan_t again = nullptr;
+    const weave_status_t refused = weave_plan_create(grid, &pd, &again);
+    agree(refused == WEAVE_ERROR_PLAN_FAILED, what + ": a new plan over the grid is refused on every rank",
+          std::string(weave_status_string(refused)) + ": " + weave_last_error());
+    if (refused == WEAVE_SUCCESS) weave_plan_destroy(again);
+  }
+  agree(weave_grid_destroy(grid) == WEAVE_SUCCESS, what + ": the grid is destroyed on every rank", weave_last_error());
+  // Recovery: a new grid's NCCL plan computes the right result.
+  grid = nullptr;
+  if (!agree(weave_grid_create(MPI_COMM_WORLD, ranks, 1, &grid) == WEAVE_SUCCESS, what + ": a new grid",
+             weave_last_error()))
+    return;
+  {
+    PeerProblem p(grid, op, 64 * ranks, 32, 16 * ranks, WEAVE_ORDER_ROW_MAJOR);
+    p.fill(0, 7);
+    weave_plan_desc_t pd = plan_desc(p, algorithm, false);
+    plan = nullptr;
+    if (agree(weave_plan_create(grid, &pd, &plan) == WEAVE_SUCCESS, what + ": a plan over the new grid",
+              weave_last_error())) {
+      const bool ran = weave_execute(plan, 1.0, p.a(0), p.b(0), 0.0, p.c(0), nullptr, stream) == WEAVE_SUCCESS;
+      std::string wrong = ran ? std::string() : weave_last_error();
+      WEAVE_TEST_CUDA(cudaStreamSynchronize(stream));
+      const bool right = ran && p.check(0, 7, &wrong);
+      agree(right, what + ": the new grid's plan computes the right result", wrong);
+      agree(weave_plan_destroy(plan) == WEAVE_SUCCESS, what + ": its plan is destroyed", weave_last_error());
+    }
+  }
+  agree(weave_grid_destroy(grid) == WEAVE_SUCCESS, what + ": the new grid is destroyed", weave_last_error());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -96,5 +225,10 @@ int main(int argc, char** argv) {
         if (op == WEAVE_AG_GEMM) run_case(grid, stream, transport, op, WEAVE_ALGORITHM_RING);
         run_case(grid, stream, transport, op, WEAVE_ALGORITHM_DIRECT);
       }
+    for (bool connected : {false, true}) {
+      for (weave_operation_t op : {WEAVE_AG_GEMM, WEAVE_GEMM_RS, WEAVE_GEMM_AR})
+        run_nccl_case(stream, op, WEAVE_ALGORITHM_RING, connected);
+      run_nccl_case(stream, WEAVE_GEMM_RS, WEAVE_ALGORITHM_SEQUENTIAL, connected);
+    }
   });
 }

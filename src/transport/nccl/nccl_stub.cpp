@@ -4,7 +4,7 @@
 
 namespace weave::internal::transport {
 
-std::unique_ptr<Transport> make_nccl_transport(GridState&, const GroupView&) {
+std::unique_ptr<Transport> make_nccl_transport(GridState&, const GroupView&, std::chrono::milliseconds) {
   fail(WEAVE_ERROR_NOT_COMPILED, "the NCCL transport is not compiled into this Weave; rebuild with -DWEAVE_ENABLE_NCCL=ON");
 }
 

@@ -47,8 +47,8 @@ char* bytes_at(void* base, int64_t elements, DType t) {
 
 }  // namespace
 
-NcclTransport::NcclTransport(std::shared_ptr<NcclCommunicator> communicator)
-    : communicator_(std::move(communicator)), comm_(communicator_->get()) {}
+NcclTransport::NcclTransport(std::shared_ptr<NcclCommunicator> communicator, std::chrono::milliseconds timeout)
+    : communicator_(std::move(communicator)), timeout_(timeout) {}
 
 std::string NcclTransport::name() const {
   int version = 0;
@@ -56,19 +56,35 @@ std::string NcclTransport::name() const {
   return str("nccl (NCCL ", version / 10000, ".", version / 100 % 100, ".", version % 100, ")");
 }
 
+std::string NcclTransport::device_wait_failure() const {
+  const std::string failure = communicator_->failure();
+  return failure.empty() ? failure : str("the NCCL communicator was aborted: ", failure);
+}
+
 void NcclTransport::enqueue(const std::vector<const plan::Step*>& batch, const exec::Bindings& bindings,
                             void* stream_pointer) {
+  if (batch.empty()) return;
   cuda::DeviceGuard guard(communicator_->device());
   const cudaStream_t stream = static_cast<cudaStream_t>(stream_pointer);
   for (const plan::Step* step : batch) enqueue_local_copies(*step, bindings, stream);
-  WEAVE_NCCL_CHECK(ncclGroupStart(), comm_);
-  try {
-    for (const plan::Step* step : batch) enqueue_step(*step, bindings, stream);
-  } catch (...) {
-    ncclGroupEnd();  // keep NCCL's group nesting balanced for later calls
-    throw;
+  // What the messages of a timeout name: the batch's first step and its peers.
+  const plan::Schedule& schedule = *bindings.schedule;
+  const plan::Step& first = *batch.front();
+  std::string peers;
+  for (const plan::Step* step : batch) {
+    int peer = -1;
+    if (step->kind() == plan::StepKind::Send) peer = std::get<plan::SendOp>(step->op).peer;
+    if (step->kind() == plan::StepKind::Recv) peer = std::get<plan::RecvOp>(step->op).peer;
+    const std::string one = peer >= 0 ? str("group rank ", peer) : std::string("every rank of the group");
+    if (peers.find(one) == std::string::npos) peers += (peers.empty() ? "" : ", ") + one;
   }
-  WEAVE_NCCL_CHECK(ncclGroupEnd(), comm_);
+  const std::string what = str("group rank ", schedule.group_rank, " of ", schedule.group_size, ": the NCCL calls of step ",
+                               &first - schedule.steps.data(), " (", first.label, ") with ", peers);
+  communicator_->enqueue_group(
+      [&](ncclComm_t comm) {
+        for (const plan::Step* step : batch) enqueue_step(*step, bindings, stream, comm);
+      },
+      stream, timeout_, what);
 }
 
 void NcclTransport::enqueue_local_copies(const plan::Step& step, const exec::Bindings& bindings,
@@ -88,7 +104,8 @@ void NcclTransport::enqueue_local_copies(const plan::Step& step, const exec::Bin
                                      cudaMemcpyDeviceToDevice, stream));
 }
 
-void NcclTransport::enqueue_step(const plan::Step& step, const exec::Bindings& bindings, cudaStream_t stream) const {
+void NcclTransport::enqueue_step(const plan::Step& step, const exec::Bindings& bindings, cudaStream_t stream,
+                                 ncclComm_t comm) const {
   const plan::Schedule& schedule = *bindings.schedule;
   switch (step.kind()) {
     case plan::StepKind::Send: {
@@ -97,8 +114,8 @@ void NcclTransport::enqueue_step(const plan::Step& step, const exec::Bindings& b
       // Both ends see the same region shape, so both skip an empty chunk.
       if (bytes == 0) return;
       WEAVE_NCCL_CHECK(ncclSend(bindings.resolve(op.src).data, static_cast<std::size_t>(bytes), ncclUint8, op.peer,
-                                comm_, stream),
-                       comm_);
+                                comm, stream),
+                       comm);
       return;
     }
     case plan::StepKind::Recv: {
@@ -106,8 +123,8 @@ void NcclTransport::enqueue_step(const plan::Step& step, const exec::Bindings& b
       const int64_t bytes = schedule.bytes(op.dst);
       if (bytes == 0) return;
       WEAVE_NCCL_CHECK(ncclRecv(bindings.resolve(op.dst).data, static_cast<std::size_t>(bytes), ncclUint8, op.peer,
-                                comm_, stream),
-                       comm_);
+                                comm, stream),
+                       comm);
       return;
     }
     case plan::StepKind::Collective: {
@@ -116,15 +133,15 @@ void NcclTransport::enqueue_step(const plan::Step& step, const exec::Bindings& b
         fail(WEAVE_ERROR_INTERNAL, "a collective step has ", op.counts.size(), " counts for a group of ",
              communicator_->size());
       switch (op.kind) {
-        case plan::CollectiveKind::AllGather: all_gather(op, bindings, stream); return;
-        case plan::CollectiveKind::ReduceScatter: reduce_scatter(op, bindings, stream); return;
+        case plan::CollectiveKind::AllGather: all_gather(op, bindings, stream, comm); return;
+        case plan::CollectiveKind::ReduceScatter: reduce_scatter(op, bindings, stream, comm); return;
         case plan::CollectiveKind::AllReduce: {
           const int64_t count = op.counts.at(0);
           if (count == 0) return;
           void* data = bindings.resolve(op.recv).data;
           const DType t = schedule.buffer(op.recv).dtype;
-          WEAVE_NCCL_CHECK(ncclAllReduce(data, data, reduced_count(count, t), nccl_type(t), ncclSum, comm_, stream),
-                           comm_);
+          WEAVE_NCCL_CHECK(ncclAllReduce(data, data, reduced_count(count, t), nccl_type(t), ncclSum, comm, stream),
+                           comm);
           return;
         }
       }
@@ -138,8 +155,8 @@ void NcclTransport::enqueue_step(const plan::Step& step, const exec::Bindings& b
 // Equal counts: ncclAllGather. Uneven counts: every rank sends its part to
 // every other rank and receives theirs, in one group (NCCL has no
 // all-gather-v); the own part was put in place before the group.
-void NcclTransport::all_gather(const plan::CollectiveOp& op, const exec::Bindings& bindings,
-                              cudaStream_t stream) const {
+void NcclTransport::all_gather(const plan::CollectiveOp& op, const exec::Bindings& bindings, cudaStream_t stream,
+                               ncclComm_t comm) const {
   const DType t = bindings.schedule->buffer(op.recv).dtype;
   const exec::MatrixRef send = bindings.resolve(op.send), recv = bindings.resolve(op.recv);
   const int me = communicator_->rank(), size = communicator_->size();
@@ -147,8 +164,8 @@ void NcclTransport::all_gather(const plan::CollectiveOp& op, const exec::Binding
     const int64_t count = op.counts.at(0);
     if (count == 0) return;
     WEAVE_NCCL_CHECK(ncclAllGather(send.data, recv.data, static_cast<std::size_t>(count) * dtype_size(t), ncclUint8,
-                                   comm_, stream),
-                     comm_);
+                                   comm, stream),
+                     comm);
     return;
   }
   const std::vector<int64_t> displs = displacements(op.counts);
@@ -156,14 +173,14 @@ void NcclTransport::all_gather(const plan::CollectiveOp& op, const exec::Binding
   for (int q = 0; q < size; ++q) {
     if (q == me) continue;
     if (mine > 0) {
-      WEAVE_NCCL_CHECK(ncclSend(send.data, static_cast<std::size_t>(mine) * dtype_size(t), ncclUint8, q, comm_, stream),
-                       comm_);
+      WEAVE_NCCL_CHECK(ncclSend(send.data, static_cast<std::size_t>(mine) * dtype_size(t), ncclUint8, q, comm, stream),
+                       comm);
     }
     const int64_t theirs = op.counts[static_cast<std::size_t>(q)];
     if (theirs > 0) {
       WEAVE_NCCL_CHECK(ncclRecv(bytes_at(recv.data, displs[static_cast<std::size_t>(q)], t),
-                                static_cast<std::size_t>(theirs) * dtype_size(t), ncclUint8, q, comm_, stream),
-                       comm_);
+                                static_cast<std::size_t>(theirs) * dtype_size(t), ncclUint8, q, comm, stream),
+                       comm);
     }
   }
 }
@@ -174,16 +191,16 @@ void NcclTransport::all_gather(const plan::CollectiveOp& op, const exec::Binding
 // largest count would need a padded copy of the partial sums (workspace the
 // schedule does not have) and would move the padding too.
 void NcclTransport::reduce_scatter(const plan::CollectiveOp& op, const exec::Bindings& bindings,
-                                  cudaStream_t stream) const {
+                                   cudaStream_t stream, ncclComm_t comm) const {
   const DType t = bindings.schedule->buffer(op.recv).dtype;
   const exec::MatrixRef send = bindings.resolve(op.send), recv = bindings.resolve(op.recv);
   const int me = communicator_->rank(), size = communicator_->size();
   if (all_equal(op.counts)) {
     const int64_t count = op.counts.at(0);
     if (count == 0) return;
-    WEAVE_NCCL_CHECK(ncclReduceScatter(send.data, recv.data, reduced_count(count, t), nccl_type(t), ncclSum, comm_,
+    WEAVE_NCCL_CHECK(ncclReduceScatter(send.data, recv.data, reduced_count(count, t), nccl_type(t), ncclSum, comm,
                                        stream),
-                     comm_);
+                     comm);
     return;
   }
   const std::vector<int64_t> displs = displacements(op.counts);
@@ -193,13 +210,14 @@ void NcclTransport::reduce_scatter(const plan::CollectiveOp& op, const exec::Bin
     char* block = bytes_at(send.data, displs[static_cast<std::size_t>(q)], t);
     // Only the root's receive buffer is written; the others pass their block.
     void* destination = q == me ? recv.data : block;
-    WEAVE_NCCL_CHECK(ncclReduce(block, destination, reduced_count(count, t), nccl_type(t), ncclSum, q, comm_, stream),
-                     comm_);
+    WEAVE_NCCL_CHECK(ncclReduce(block, destination, reduced_count(count, t), nccl_type(t), ncclSum, q, comm, stream),
+                     comm);
   }
 }
 
-std::unique_ptr<Transport> make_nccl_transport(GridState& grid, const GroupView& group) {
-  return std::make_unique<NcclTransport>(nccl_communicator(grid, group));
+std::unique_ptr<Transport> make_nccl_transport(GridState& grid, const GroupView& group,
+                                               std::chrono::milliseconds timeout) {
+  return std::make_unique<NcclTransport>(nccl_communicator(grid, group), timeout);
 }
 
 }  // namespace weave::internal::transport

@@ -9,7 +9,8 @@ if(WEAVE_ENABLE_NCCL)
   target_sources(weave_objects PRIVATE
     transport/nccl/nccl_check.cpp
     transport/nccl/nccl_communicator.cpp
-    transport/nccl/nccl_transport.cpp)
+    transport/nccl/nccl_transport.cpp
+    transport/nccl/nccl_watchdog.cpp)
   target_include_directories(weave_objects SYSTEM PRIVATE ${WEAVE_NCCL_INCLUDE_DIR})
   weave_link_private(${WEAVE_NCCL_LIBRARY})
   set(WEAVE_HAVE_NCCL 1)

@@ -29,7 +29,7 @@ PeerConnection::PeerConnection(const TransportContext& context, const char* titl
     const bool has_collectives =
         std::any_of(context.schedule.steps.begin(), context.schedule.steps.end(),
                     [](const plan::Step& s) { return s.kind() == plan::StepKind::Collective; });
-    if (has_collectives) collectives_ = make_nccl_transport(context.grid, group);
+    if (has_collectives) collectives_ = make_nccl_transport(context.grid, group, context.resolved.timeout);
   } catch (...) {
     release();
     throw;
