@@ -8,6 +8,9 @@
 // Usage: weave_fault_test <scenario>, one scenario per run:
 //   late-execute     a peer arrives after the others timed out in the
 //                    per-execute argument check
+//   late-kept        as late-execute, but the others keep the plan: the
+//                    late rank gets an error, every rank's next execute
+//                    WEAVE_ERROR_PLAN_FAILED at once, writing nothing
 //   late-collective  a peer arrives after the others timed out in a
 //                    sequential plan's collective (no execute check)
 //   slow-gemm        a peer's own GEMM takes longer than the timeout while
@@ -211,9 +214,13 @@ void late_rank_executes(weave_plan_t plan, Buffers& x, const std::vector<std::st
     expect_error(s, WEAVE_ERROR_TIMEOUT, seconds_since(start), 0.9, 4.0, words, "execute without the late rank");
 }
 
-// The others time out in the per-execute argument check, destroy the plan
-// as documented, and go on; the late rank must get an error, not SUCCESS.
-void late_execute(weave_grid_t grid) {
+// The others time out in the per-execute argument check; the late rank
+// must get an error, not SUCCESS. Then either every rank destroys the plan
+// as documented and goes on, or (`keep_plan`) keeps it: from then on every
+// rank's execute of it is WEAVE_ERROR_PLAN_FAILED at once, with C
+// untouched, never a result computed without the others; destroying it
+// later and creating a new plan is the recovery.
+void late_execute(weave_grid_t grid, bool keep_plan) {
   Operands o;
   if (!make_gemm_ar(grid, 6, 4, balanced(2), &o)) return;
   const weave_plan_desc_t d = gemm_ar_desc(o, 1000, WEAVE_ALGORITHM_AUTO, 0);
@@ -225,8 +232,18 @@ void late_execute(weave_grid_t grid) {
 
   x = ones(o);
   late_rank_executes(p.h, x, {"did not arrive", "group rank " + std::to_string(kLate)});
+  for (int again = 0; keep_plan && again < 2; ++again) {
+    Buffers y = ones(o);
+    const auto start = std::chrono::steady_clock::now();
+    const weave_status_t s = execute(p.h, y);
+    expect_error(s, WEAVE_ERROR_PLAN_FAILED, seconds_since(start), 0.0, 0.5, {"destroy"},
+                 "an execute of the kept plan after the timeout");
+    if (std::any_of(y.c.begin(), y.c.end(), [](double v) { return !std::isnan(v); }))
+      fail_here("an execute of the kept plan after the timeout wrote C");
+  }
   p.reset();  // the documented recovery
-  recover_and_execute(grid, "late peer in the argument check");
+  recover_and_execute(grid, keep_plan ? "late peer in the argument check, plan kept"
+                                      : "late peer in the argument check");
 }
 
 // A sequential plan without the execute check: the others time out in the
@@ -521,8 +538,8 @@ int main(int argc, char** argv) {
     if (!require_ok(weave_grid_create(MPI_COMM_WORLD, g_size, 1, &grid.h), "weave_grid_create")) {
       MPI_Abort(MPI_COMM_WORLD, 1);
     }
-    if (scenario == "late-execute")
-      late_execute(grid.h);
+    if (scenario == "late-execute" || scenario == "late-kept")
+      late_execute(grid.h, scenario == "late-kept");
     else if (scenario == "late-collective")
       late_collective(grid.h);
     else if (scenario == "slow-gemm")

@@ -299,6 +299,8 @@ inline std::vector<Case> gemm_cases(const CaseListOptions& options, std::mt19937
           c.layout_bias.rsrc = -1;
         }
         if (c.layout_bias.kind == Kind::Block2D) c.layout_bias = of_kind(Kind::Replicated);
+        // Its local array's order and ld, in turn (the operations' lists do the same).
+        set_bias_layout(c, (counter / 3) % kBiasLayouts);
         c.beta = counter % 2 ? 0.0 : -0.75;
         c.alpha = counter % 3 == 1 ? 1.5 : 1.0;
         c.padded = counter % 4 == 1;
@@ -340,6 +342,7 @@ inline std::vector<Case> gemm_cases(const CaseListOptions& options, std::mt19937
       c.bias = true;
       c.layout_bias = cyclic(1, 4, -1, 0);
       c.layout_bias.col_start = 6;
+      set_bias_layout(c, variant ? 3 : 1);  // padded ld, both orders
       c.beta = 0.5;
       c.algorithm = variant ? WEAVE_ALGORITHM_SEQUENTIAL : WEAVE_ALGORITHM_SUMMA;
       cases.push_back(c);
@@ -362,6 +365,7 @@ inline std::vector<Case> gemm_cases(const CaseListOptions& options, std::mt19937
       c.layout_c = cyclic(4, 4);
       c.bias = variant == 0;
       c.layout_bias = cyclic(1, 4, -1, 0);
+      set_bias_layout(c, 2);  // row-major
       c.beta = variant ? 0.0 : 0.5;
       c.alpha = variant ? -1.0 : 1.0;
       c.padded = variant == 1;
