@@ -32,6 +32,13 @@ function(weave_find_scalapack libraries_var)
     endif()
   endif()
   if(libraries)
+    # The cached result is of the libraries it was found for: checked again
+    # when they change (a ScaLAPACK installed, WEAVE_SCALAPACK_LIBRARIES set).
+    if(NOT "${libraries}" STREQUAL "${_WEAVE_SCALAPACK_CHECKED_LIBRARIES}")
+      unset(WEAVE_SCALAPACK_HAS_BLACS CACHE)
+      set(_WEAVE_SCALAPACK_CHECKED_LIBRARIES "${libraries}" CACHE INTERNAL
+          "the libraries WEAVE_SCALAPACK_HAS_BLACS is of")
+    endif()
     include(CheckCSourceCompiles)
     set(CMAKE_REQUIRED_LIBRARIES ${libraries} MPI::MPI_C)
     check_c_source_compiles([[

@@ -1,8 +1,8 @@
 // ScaLAPACK's p?gemm over WEAVE_GEMM (weave_pblas.h), written on the public
-// C API. A call: the BLACS context's grid as a Weave grid (made once per
-// context), ScaLAPACK's argument checks, one agreement between the grid's
-// processes (on errors and on whether the cached plan fits), the plan
-// (made once per set of arguments), the execute.
+// C API. A call: ScaLAPACK's argument checks, the BLACS grid as a Weave grid
+// (made once per BLACS grid), one agreement between the grid's processes (on
+// errors and on whether the cached plan fits), the plan (made once per set
+// of arguments), the execute.
 #include "weave/weave_pblas.h"
 
 #include <mpi.h>
@@ -21,6 +21,8 @@
 #include <tuple>
 #include <vector>
 
+#include "weave_pblas_internal.hpp"
+
 // BLACS, from the ScaLAPACK library this binding is linked with.
 extern "C" {
 void Cblacs_get(int context, int what, int* value);
@@ -34,8 +36,7 @@ namespace {
 enum : int { kDtype = 0, kCtxt, kM, kN, kMb, kNb, kRsrc, kCsrc, kLld, kDescriptorLength };
 // BLACS_GET's "what" for the system context a grid was made from.
 constexpr int kSystemContextOfGrid = 10;
-// Plans kept: a code cycles through a few shapes; the oldest beyond this goes.
-constexpr std::size_t kCachedPlans = 32;
+using weave_pblas_internal::kCachedPlans;
 
 thread_local std::string t_message;
 
@@ -49,16 +50,26 @@ int64_t numroc(int64_t n, int64_t nb, int p, int source, int procs) {
   return count;
 }
 
-// A BLACS context's grid as a Weave grid: the processes of the context's
-// system communicator ordered as the grid orders them (row-major, as
-// Weave's grids are).
+// A BLACS grid as a Weave grid: the processes of the grid's system
+// communicator (the one BLACS_GET(ICTXT, 10, ...) names: with the reference
+// BLACS, a communicator of the grid's own processes that BLACS makes with
+// the grid and frees at BLACS_GRIDEXIT) ordered as the grid orders them
+// (row-major, as Weave's grids are).
 struct ContextGrid {
   weave_grid_t grid = nullptr;
   MPI_Comm comm = MPI_COMM_NULL;  // the grid's processes, in Weave's rank order
   int nprow = 0, npcol = 0;
+  long serial = 0;  // its key in g_grids and in its plans' keys
 };
 
-std::map<int, ContextGrid> g_grids;
+// The grids, by a serial number that an attribute of their system
+// communicator holds (g_grid_keyval): neither a context id nor a
+// communicator handle, which BLACS and MPI give again once freed. The grid
+// and its plans go when BLACS frees the communicator, and a new grid, whose
+// communicator is new to every one of its processes, finds none.
+std::map<long, ContextGrid> g_grids;
+long g_next_grid = 1;
+int g_grid_keyval = MPI_KEYVAL_INVALID;
 
 struct Plan {
   weave_matrix_t a = nullptr, b = nullptr, c = nullptr;
@@ -68,8 +79,9 @@ struct Plan {
 // Everything a plan depends on: the context's grid, the element type, the
 // transposes, the sizes, offsets and the three descriptors (LLD_ included:
 // it may differ between processes, which agree on the cache below).
-using PlanKey = std::tuple<int, weave_dtype_t, char, char, std::array<int, 9>, std::array<int, 27>>;
+using PlanKey = std::tuple<long, weave_dtype_t, char, char, std::array<int, 9>, std::array<int, 27>>;
 std::list<std::pair<PlanKey, Plan>> g_plans;  // most recently used first
+weave_pblas_internal::PlanCacheCounters g_counters;  // g_plans's history (cached: see plan_cache_counters)
 
 void destroy(Plan& p) {
   weave_plan_destroy(p.plan);
@@ -79,15 +91,42 @@ void destroy(Plan& p) {
   p = Plan{};
 }
 
+void destroy(ContextGrid& g) {
+  weave_grid_destroy(g.grid);
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized && g.comm != MPI_COMM_NULL) MPI_Comm_free(&g.comm);
+  g = ContextGrid{};
+}
+
+// A grid and its plans (none when they went already).
+void drop_grid(long serial) {
+  for (auto it = g_plans.begin(); it != g_plans.end();)
+    if (std::get<0>(it->first) == serial) {
+      destroy(it->second);
+      it = g_plans.erase(it);
+    } else {
+      ++it;
+    }
+  auto found = g_grids.find(serial);
+  if (found == g_grids.end()) return;
+  destroy(found->second);
+  g_grids.erase(found);
+}
+
+// g_grid_keyval's attribute is deleted: BLACS frees the system communicator
+// (on every process of the grid, at BLACS_GRIDEXIT), or a grid is made
+// afresh on it.
+int grid_gone(MPI_Comm, int, void* serial, void*) {
+  drop_grid(static_cast<long>(reinterpret_cast<std::intptr_t>(serial)));
+  return MPI_SUCCESS;
+}
+
+// Everything, leaving the attributes, whose grids are then gone.
 void release_all() {
   for (auto& entry : g_plans) destroy(entry.second);
   g_plans.clear();
-  for (auto& [context, g] : g_grids) {
-    weave_grid_destroy(g.grid);
-    int finalized = 0;
-    MPI_Finalized(&finalized);
-    if (!finalized && g.comm != MPI_COMM_NULL) MPI_Comm_free(&g.comm);
-  }
+  for (auto& entry : g_grids) destroy(entry.second);
   g_grids.clear();
 }
 
@@ -160,28 +199,17 @@ bool valid_trans(char t) { return t == 'N' || t == 'T' || t == 'C'; }
 
 weave_op_t op_of(char t) { return t == 'N' ? WEAVE_OP_N : t == 'T' ? WEAVE_OP_T : WEAVE_OP_C; }
 
-// The Weave grid of a BLACS context, made (collectively over the grid) on
-// first use. `fresh` drops the cached one (the context id may have been
-// reused for another grid).
+// The Weave grid of a BLACS grid, made (collectively over the grid) on
+// first use. `fresh` makes it again (a system communicator that outlives
+// its grids, as MPI_COMM_WORLD would, may find the one made for an earlier
+// grid, whose processes sat elsewhere).
 weave_status_t grid_of(int context, int nprow, int npcol, int myrow, int mycol, bool fresh, ContextGrid** out,
                        std::string* why) {
-  auto found = g_grids.find(context);
-  if (found != g_grids.end() && !fresh) {
-    *out = &found->second;
-    return WEAVE_SUCCESS;
-  }
-  if (found != g_grids.end()) {
-    for (auto it = g_plans.begin(); it != g_plans.end();)
-      if (std::get<0>(it->first) == context) {
-        destroy(it->second);
-        it = g_plans.erase(it);
-      } else {
-        ++it;
-      }
-    weave_grid_destroy(found->second.grid);
-    MPI_Comm_free(&found->second.comm);
-    g_grids.erase(found);
-  }
+  // Only a grid over every process of its system communicator is
+  // supported: a Weave grid is made by splitting it. The check is local and
+  // comes first, on every call: the processes outside the grid have
+  // returned, so the grid's processes must not communicate (not over a
+  // cached grid either) before they know that none is outside it.
   int system = 0;
   Cblacs_get(context, kSystemContextOfGrid, &system);
   MPI_Comm all = Cblacs2sys_handle(system);
@@ -192,6 +220,19 @@ weave_status_t grid_of(int context, int nprow, int npcol, int myrow, int mycol, 
            std::to_string(npcol) + ") does not span the " + std::to_string(size) +
            " processes of its system context; weave_p?gemm needs a grid over all of them";
     return WEAVE_ERROR_UNSUPPORTED;
+  }
+  if (g_grid_keyval == MPI_KEYVAL_INVALID)
+    MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, grid_gone, &g_grid_keyval, nullptr);
+  void* value = nullptr;
+  int has = 0;
+  MPI_Comm_get_attr(all, g_grid_keyval, &value, &has);
+  if (has) {
+    auto found = g_grids.find(static_cast<long>(reinterpret_cast<std::intptr_t>(value)));
+    if (found != g_grids.end() && !fresh) {
+      *out = &found->second;
+      return WEAVE_SUCCESS;
+    }
+    MPI_Comm_delete_attr(all, g_grid_keyval);  // the old grid and its plans go (grid_gone)
   }
   ContextGrid g;
   g.nprow = nprow;
@@ -204,7 +245,9 @@ weave_status_t grid_of(int context, int nprow, int npcol, int myrow, int mycol, 
     return status;
   }
   release_at_finalize_once();
-  *out = &(g_grids[context] = g);
+  g.serial = g_next_grid++;
+  MPI_Comm_set_attr(all, g_grid_keyval, reinterpret_cast<void*>(static_cast<std::intptr_t>(g.serial)));
+  *out = &(g_grids[g.serial] = g);
   return WEAVE_SUCCESS;
 }
 
@@ -259,19 +302,20 @@ weave_status_t gemm(const char* name, weave_dtype_t dtype, const char* transa, c
   };
   weave_status_t grid_status = grid_of(context, nprow, npcol, myrow, mycol, false, &g, &why);
   if (grid_status != WEAVE_SUCCESS) return grid_failed(grid_status);
-  // A context id BLACS reused for another grid: some process's place moved.
+  // A system communicator that outlived the grid the Weave grid was made
+  // for: some process's place moved.
   int row = -1, col = -1;
   weave_grid_coords(g->grid, &row, &col);
   const bool moved = row != myrow || col != mycol || g->nprow != nprow || g->npcol != npcol;
 
-  const PlanKey key{context,
-                    dtype,
-                    ta,
-                    tb,
-                    {*m, *n, *k, *ia, *ja, *ib, *jb, *ic, *jc},
-                    {desca[0], desca[1], desca[2], desca[3], desca[4], desca[5], desca[6], desca[7], desca[8],
-                     descb[0], descb[1], descb[2], descb[3], descb[4], descb[5], descb[6], descb[7], descb[8],
-                     descc[0], descc[1], descc[2], descc[3], descc[4], descc[5], descc[6], descc[7], descc[8]}};
+  PlanKey key{g->serial,
+              dtype,
+              ta,
+              tb,
+              {*m, *n, *k, *ia, *ja, *ib, *jb, *ic, *jc},
+              {desca[0], desca[1], desca[2], desca[3], desca[4], desca[5], desca[6], desca[7], desca[8],
+               descb[0], descb[1], descb[2], descb[3], descb[4], descb[5], descb[6], descb[7], descb[8],
+               descc[0], descc[1], descc[2], descc[3], descc[4], descc[5], descc[6], descc[7], descc[8]}};
   auto cached = std::find_if(g_plans.begin(), g_plans.end(), [&](const auto& e) { return e.first == key; });
 
   // One agreement: the worst status, whether every process has the plan,
@@ -282,7 +326,8 @@ weave_status_t gemm(const char* name, weave_dtype_t dtype, const char* transa, c
   if (all[2]) {
     grid_status = grid_of(context, nprow, npcol, myrow, mycol, true, &g, &why);
     if (grid_status != WEAVE_SUCCESS) return grid_failed(grid_status);
-    cached = g_plans.end();  // the context's plans went with its grid
+    cached = g_plans.end();  // the old grid's plans went with it
+    std::get<0>(key) = g->serial;
     all[1] = 1;
   }
   if (all[0] != WEAVE_SUCCESS) {
@@ -344,14 +389,19 @@ weave_status_t gemm(const char* name, weave_dtype_t dtype, const char* transa, c
       return status;
     }
     g_plans.emplace_front(key, p);
+    ++g_counters.made;
     if (g_plans.size() > kCachedPlans) {
       destroy(g_plans.back().second);
       g_plans.pop_back();
+      ++g_counters.evicted;
     }
     cached = g_plans.begin();
-  } else if (cached != g_plans.begin()) {
-    g_plans.splice(g_plans.begin(), g_plans, cached);
-    cached = g_plans.begin();
+  } else {
+    ++g_counters.reused;
+    if (cached != g_plans.begin()) {
+      g_plans.splice(g_plans.begin(), g_plans, cached);
+      cached = g_plans.begin();
+    }
   }
 
   weave_execute_args_t args = WEAVE_EXECUTE_ARGS_INIT;
@@ -373,6 +423,12 @@ weave_status_t gemm(const char* name, weave_dtype_t dtype, const char* transa, c
 }
 
 }  // namespace
+
+weave_pblas_internal::PlanCacheCounters weave_pblas_internal::plan_cache_counters() {
+  PlanCacheCounters counters = g_counters;
+  counters.cached = g_plans.size();
+  return counters;
+}
 
 extern "C" {
 

@@ -15,10 +15,14 @@
  * the same argument list (CALL WEAVE_PDGEMM(...)).
  *
  * Collective over the context's grid, as pdgemm is; a process outside the
- * grid returns at once. The BLACS grid must span the communicator of its
- * system context (a grid made with BLACS_GRIDINIT over all processes of
- * BLACS_GET(0, 0, ...) does). The first call with a set of descriptors
- * creates a Weave plan, which later calls with the same arguments reuse.
+ * grid returns at once. The grid may be over all processes or some of them
+ * (BLACS_GRIDINIT, BLACS_GRIDMAP): Weave's grid is made from the
+ * communicator that BLACS_GET(ICTXT, 10, ...) names, which the reference
+ * BLACS makes of the grid's own processes. Where a BLACS names a wider one,
+ * a grid that does not span it is WEAVE_ERROR_UNSUPPORTED on each of its
+ * processes, found without waiting for the others. The first call with a
+ * set of descriptors creates a Weave plan, which later calls with the same
+ * arguments reuse (the 32 most recently used are kept).
  *
  * Arguments ScaLAPACK would refuse (a descriptor type other than 1, block
  * sizes below 1, a source process outside the grid, LLD_ below the local

@@ -4,12 +4,15 @@
 
 #include <mpi.h>
 
+#include <vector>
+
 #include "support/numroc.hpp"
 
 extern "C" {
 void Cblacs_pinfo(int* mypnum, int* nprocs);
 void Cblacs_get(int context, int what, int* value);
 void Cblacs_gridinit(int* context, const char* order, int nprow, int npcol);
+void Cblacs_gridmap(int* context, int* usermap, int ldumap, int nprow, int npcol);
 void Cblacs_gridinfo(int context, int* nprow, int* npcol, int* myrow, int* mycol);
 void Cblacs_gridexit(int context);
 void pdgemm_(const char* transa, const char* transb, const int* m, const int* n, const int* k, const double* alpha,
@@ -30,7 +33,10 @@ void psgemm_(const char* transa, const char* transb, const int* m, const int* n,
 
 namespace weave_test {
 
-// A BLACS grid of nprow x npcol over all processes, in `order` ("R": row-major, "C": column-major).
+// A BLACS grid of nprow x npcol, in `order` ("R": row-major, "C": column-major), over the first
+// nprow * npcol processes (all of them, or a subset); or, given `processes` (MPI_COMM_WORLD ranks,
+// row-major over the grid), over those. Collective over all processes. A process outside the grid
+// gets context -1 and -1 for the rest, as BLACS gives it.
 class BlacsGrid {
  public:
   BlacsGrid(int nprow, int npcol, const char* order) {
@@ -38,7 +44,19 @@ class BlacsGrid {
     Cblacs_gridinit(&context_, order, nprow, npcol);
     Cblacs_gridinfo(context_, &nprow_, &npcol_, &myrow_, &mycol_);
   }
-  ~BlacsGrid() { Cblacs_gridexit(context_); }
+  BlacsGrid(int nprow, int npcol, std::vector<int> processes) {
+    std::vector<int> map(processes.size());  // BLACS_GRIDMAP's USERMAP is column-major
+    for (int r = 0; r < nprow; ++r)
+      for (int c = 0; c < npcol; ++c)
+        map[static_cast<size_t>(r + c * nprow)] = processes[static_cast<size_t>(r * npcol + c)];
+    Cblacs_get(0, 0, &context_);
+    Cblacs_gridmap(&context_, map.data(), nprow, nprow, npcol);
+    Cblacs_gridinfo(context_, &nprow_, &npcol_, &myrow_, &mycol_);
+  }
+  ~BlacsGrid() {
+    if (context_ >= 0) Cblacs_gridexit(context_);  // BLACS refuses to exit context -1
+  }
+  bool in_grid() const { return myrow_ >= 0 && mycol_ >= 0; }
   BlacsGrid(const BlacsGrid&) = delete;
   BlacsGrid& operator=(const BlacsGrid&) = delete;
   int context() const { return context_; }

@@ -8,12 +8,19 @@
 // come from pdgemm on |A|, |B|, |C|); every other element of the local
 // arrays, the inputs and guards around every array are left alone.
 // Then arguments ScaLAPACK refuses, each an error on every process with
-// nothing written.
+// nothing written; grids over some of the processes (the others return at
+// once), and where BLACS says such a grid's system context is wider than the
+// grid, WEAVE_ERROR_UNSUPPORTED on the grid's processes without waiting for
+// the others; and the plan cache: a repeated call makes no plan, other
+// descriptors make one, the least recently used of 33 goes.
 // Usage: weave_pblas_test [--seed S] [--cases N]
+#include <dlfcn.h>
 #include <mpi.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <complex>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -24,6 +31,33 @@
 
 #include "blacs_grid.hpp"
 #include "weave/weave_pblas.h"
+#include "weave_pblas_internal.hpp"  // the plan cache's counters
+
+namespace {
+// See Cblacs_get below.
+bool g_wide_system_context = false;
+}  // namespace
+
+// ScaLAPACK's Cblacs_get for the whole program (weave_pblas included), which
+// forwards every call to it, except that with g_wide_system_context set,
+// BLACS_GET(ICTXT, 10, ...) answers the system context of all processes (as
+// for a grid made from BLACS_GET(0, 0, ...)) rather than one over the grid's
+// own processes as the reference BLACS answers: it stands for a BLACS that
+// answers so, for which weave_p?gemm refuses a grid over some processes.
+extern "C" void Cblacs_get(int context, int what, int* value) {
+  using Get = void (*)(int, int, int*);
+  static const Get blacs_get = reinterpret_cast<Get>(dlsym(RTLD_NEXT, "Cblacs_get"));
+  if (!blacs_get) {
+    std::fprintf(stderr, "weave_pblas_test: no Cblacs_get after the test's own\n");
+    std::abort();
+  }
+  constexpr int kSystemContextOfGrid = 10;
+  if (what == kSystemContextOfGrid && g_wide_system_context) {
+    blacs_get(0, 0, value);  // MPI_COMM_WORLD's system context
+    return;
+  }
+  blacs_get(context, what, value);
+}
 
 namespace {
 
@@ -280,6 +314,243 @@ void check(const char* name, bool ok) {
   if (g_rank == 0) std::printf("%s %s\n", all ? "PASS" : "FAIL", name);
 }
 
+// A test in which a process could wait for ever (in a collective that other
+// processes never join) fails instead, after `seconds`.
+class Watchdog {
+ public:
+  Watchdog(const char* what, unsigned seconds) {
+    s_what = what;
+    std::signal(SIGALRM, &Watchdog::fire);
+    alarm(seconds);
+  }
+  ~Watchdog() { alarm(0); }
+  Watchdog(const Watchdog&) = delete;
+  Watchdog& operator=(const Watchdog&) = delete;
+
+ private:
+  static void fire(int) {
+    const char text[] = "weave_pblas_test: a process waited too long (watchdog) in: ";
+    ssize_t ignored = write(STDERR_FILENO, text, sizeof text - 1);
+    ignored = write(STDERR_FILENO, s_what, std::strlen(s_what));
+    ignored = write(STDERR_FILENO, "\n", 1);
+    (void)ignored;
+    _exit(3);
+  }
+  static inline const char* s_what = "";
+};
+
+// C(1:m, 1:n) = A(1:m, :) B(:, 1:n) with A (8 x 6) and B (6 x 7) all ones,
+// in blocks of 2, and C 8 x 7 in blocks of c_block, fresh local arrays:
+// true when weave_pdgemm succeeded, wrote 6 into sub(C) and nothing else.
+bool ones_product(const BlacsGrid& g, int m, int n, int c_block) {
+  Distributed<double> a, b, c;
+  a.make(g, 8, 6, 2, 2, 0, 0, 0);
+  b.make(g, 6, 7, 2, 2, 0, 0, 0);
+  c.make(g, 8, 7, c_block, c_block, 0, 0, 0);
+  for (int j = 0; j < a.local_cols; ++j)
+    for (int i = 0; i < a.local_rows; ++i) a.at(i, j) = 1;
+  for (int j = 0; j < b.local_cols; ++j)
+    for (int i = 0; i < b.local_rows; ++i) b.at(i, j) = 1;
+  std::vector<double> want(c.storage);
+  for (int j = 0; j < c.local_cols; ++j)
+    for (int i = 0; i < c.local_rows; ++i)
+      if (c.global_row(g, i) < m && c.global_col(g, j) < n) want[static_cast<size_t>(kGuard + i + j * c.desc[8])] = 6;
+  const int k = 6, one = 1;
+  const double alpha = 1, beta = 0;
+  const weave_status_t status = weave_pdgemm("N", "N", &m, &n, &k, &alpha, a.data(), &one, &one, a.desc, b.data(),
+                                             &one, &one, b.desc, &beta, c.data(), &one, &one, c.desc);
+  if (status != WEAVE_SUCCESS) {
+    std::fprintf(stderr, "rank %d: ones_product m=%d n=%d: %s\n", g_rank, m, n, weave_pblas_last_error());
+    return false;
+  }
+  if (c.storage != want) {
+    std::fprintf(stderr, "rank %d: ones_product m=%d n=%d: C is not as it should be\n", g_rank, m, n);
+    return false;
+  }
+  return true;
+}
+
+// What a process outside a grid passes (ScaLAPACK's callers give it
+// descriptors of context -1): weave_pdgemm returns WEAVE_SUCCESS at once
+// and writes nothing.
+bool outside_the_grid() {
+  const int desc[9] = {1, -1, 8, 8, 2, 2, 0, 0, 1};
+  std::vector<double> a(64, 1), b(64, 1), c(64, kGuardValue);
+  const std::vector<double> c_before(c);
+  const int m = 8, n = 8, k = 8, one = 1;
+  const double alpha = 1, beta = 0;
+  const weave_status_t status = weave_pdgemm("N", "N", &m, &n, &k, &alpha, a.data(), &one, &one, desc, b.data(), &one,
+                                             &one, desc, &beta, c.data(), &one, &one, desc);
+  if (status != WEAVE_SUCCESS || c != c_before) {
+    std::fprintf(stderr, "rank %d: outside the grid: status %s%s\n", g_rank, weave_status_string(status),
+                 c != c_before ? ", C written" : "");
+    return false;
+  }
+  return true;
+}
+
+// Grids over some of the processes: 1 x 1 of process 0, and 1 x (P - 1) of
+// processes P - 1, ..., 1 (BLACS_GRIDMAP).
+struct SubsetGrid {
+  std::string what;
+  int nprow, npcol;
+  std::vector<int> processes;
+};
+std::vector<SubsetGrid> subset_grids() {
+  std::vector<SubsetGrid> grids{{"1 x 1 grid of process 0", 1, 1, {0}}};
+  if (g_size > 2) {
+    SubsetGrid rest{"1 x " + std::to_string(g_size - 1) + " grid of processes " + std::to_string(g_size - 1) +
+                        " to 1",
+                    1, g_size - 1, {}};
+    for (int r = g_size - 1; r >= 1; --r) rest.processes.push_back(r);
+    grids.push_back(rest);
+  } else {
+    grids.push_back({"1 x 1 grid of process 1", 1, 1, {1}});
+  }
+  return grids;
+}
+
+// True on every process when some process of `grid` got the context id of
+// the grid over all processes freed just before.
+bool got_a_freed_id(const BlacsGrid& grid, int freed) {
+  int mine = grid.in_grid() && grid.context() == freed ? 1 : 0, any = 0;
+  MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  return any != 0;
+}
+
+// Grids over some of the processes, with the reference BLACS (its
+// BLACS_GET(ICTXT, 10, ...) answers the grid's own processes): the grid's
+// processes agree with ScaLAPACK on random problems, the others return at
+// once, nothing waits for a process outside the grid.
+void grids_over_some_processes(std::mt19937_64& rng, int cases) {
+  for (const SubsetGrid& s : subset_grids()) {
+    const std::string name = "weave_p?gemm agrees with ScaLAPACK on a " + s.what + " of " + std::to_string(g_size) +
+                             " processes, " + std::to_string(cases) + " problems; the others return at once";
+    Watchdog watchdog(name.c_str(), 120);
+    int freed = -1;
+    {
+      BlacsGrid all(1, g_size, "R");
+      freed = all.context();
+      check(("a grid over all processes, used and freed before the " + s.what).c_str(), ones_product(all, 8, 7, 2));
+    }
+    BlacsGrid grid(s.nprow, s.npcol, s.processes);
+    std::mt19937_64 local(rng());  // drawn on every process, used on the grid's
+    bool ok = true;
+    if (grid.in_grid()) {
+      for (int i = 0; i < cases; ++i) {
+        const bool agreed = i % 2 ? crosscheck<std::complex<double>>(grid, "map", local, 2)
+                                  : crosscheck<double>(grid, "map", local, 2);
+        ok = agreed && ok;
+      }
+    } else {
+      ok = outside_the_grid();
+    }
+    check((name + (got_a_freed_id(grid, freed) ? " (context id of the freed grid over all)" : "")).c_str(), ok);
+  }
+}
+
+// Where BLACS_GET(ICTXT, 10, ...) answers a system context wider than the
+// grid (emulated: see Cblacs_get above), weave_p?gemm cannot make a grid of
+// the grid's processes alone: WEAVE_ERROR_UNSUPPORTED on each of them, found
+// without communicating (the processes outside the grid have returned),
+// twice in a row, nothing written; the others return at once. Before it, a
+// grid over all processes, used and freed, leaves its Weave grid cached on
+// that system context, which must not be used for the smaller grid.
+void grids_over_some_processes_refused() {
+  for (const SubsetGrid& s : subset_grids()) {
+    const std::string name = "a " + s.what + " of " + std::to_string(g_size) +
+                             " processes whose system context is all of them (emulated BLACS): "
+                             "WEAVE_ERROR_UNSUPPORTED on its processes, nothing written; the others return at once";
+    Watchdog watchdog(name.c_str(), 120);
+    g_wide_system_context = true;
+    int freed = -1;
+    {
+      BlacsGrid all(1, g_size, "R");
+      freed = all.context();
+      check(("a grid over all processes (emulated BLACS), used and freed before the " + s.what).c_str(),
+            ones_product(all, 8, 7, 2));
+    }
+    BlacsGrid grid(s.nprow, s.npcol, s.processes);
+    bool ok = true;
+    if (grid.in_grid()) {
+      Distributed<double> a, b, c;
+      a.make(grid, 8, 6, 2, 2, 0, 0, 0);
+      b.make(grid, 6, 7, 2, 2, 0, 0, 0);
+      c.make(grid, 8, 7, 2, 2, 0, 0, 0);
+      const std::vector<double> c_before(c.storage);
+      const int m = 8, n = 7, k = 6, one = 1;
+      const double alpha = 1, beta = 0;
+      for (int call = 0; call < 2; ++call) {
+        const weave_status_t status = weave_pdgemm("N", "N", &m, &n, &k, &alpha, a.data(), &one, &one, a.desc, b.data(),
+                                                   &one, &one, b.desc, &beta, c.data(), &one, &one, c.desc);
+        const std::string message = weave_pblas_last_error();
+        if (status != WEAVE_ERROR_UNSUPPORTED || message.find("does not span") == std::string::npos ||
+            c.storage != c_before) {
+          std::fprintf(stderr, "rank %d: %s: call %d: status %s, message \"%s\"%s\n", g_rank, s.what.c_str(), call,
+                       weave_status_string(status), message.c_str(), c.storage != c_before ? ", C written" : "");
+          ok = false;
+        }
+      }
+    } else {
+      ok = outside_the_grid();
+    }
+    g_wide_system_context = false;
+    check((name + (got_a_freed_id(grid, freed) ? " (context id of the freed grid over all)" : "")).c_str(), ok);
+  }
+}
+
+// The plan cache (weave_pblas_internal.hpp's counters, this process's): a
+// call with the arguments of an earlier one makes no plan, other
+// descriptors make one, and beyond kCachedPlans the least recently used
+// plan goes, not the first made.
+void plan_cache(const BlacsGrid& g) {
+  using weave_pblas_internal::kCachedPlans;
+  using weave_pblas_internal::plan_cache_counters;
+  weave_pblas_release();  // an empty cache
+  const auto start = plan_cache_counters();
+  bool ok = true;
+  auto expect = [&](const char* when, std::uint64_t made, std::uint64_t reused, std::uint64_t evicted,
+                    std::size_t cached) {
+    const auto now = plan_cache_counters();
+    const auto d_made = now.made - start.made, d_reused = now.reused - start.reused,
+               d_evicted = now.evicted - start.evicted;
+    if (d_made != made || d_reused != reused || d_evicted != evicted || now.cached != cached) {
+      std::fprintf(stderr,
+                   "rank %d: plan cache %s: %llu made, %llu reused, %llu evicted, %zu cached; expected %llu, %llu, "
+                   "%llu, %zu\n",
+                   g_rank, when, static_cast<unsigned long long>(d_made), static_cast<unsigned long long>(d_reused),
+                   static_cast<unsigned long long>(d_evicted), now.cached, static_cast<unsigned long long>(made),
+                   static_cast<unsigned long long>(reused), static_cast<unsigned long long>(evicted), cached);
+      ok = false;
+    }
+  };
+  // The first call makes a plan; the same arguments (fresh arrays) reuse it.
+  ok = ones_product(g, 8, 7, 2) && ok;
+  expect("after the first call", 1, 0, 0, 1);
+  ok = ones_product(g, 8, 7, 2) && ok;
+  expect("after the same call again", 1, 1, 0, 1);
+  check("plan cache: weave_pdgemm twice with the same descriptors makes one plan", ok);
+
+  // Other descriptors (C in blocks of 3): a new plan; the first stays.
+  ok = ones_product(g, 8, 7, 3) && ok;
+  expect("after other descriptors", 2, 1, 0, 2);
+  ok = ones_product(g, 8, 7, 2) && ok;
+  expect("after the first descriptors again", 2, 2, 0, 2);
+  check("plan cache: other descriptors make a new plan, the first stays cached", ok);
+
+  // kCachedPlans - 1 more sets of arguments (other m and n): the cache
+  // overflows by one and the least recently used plan goes (C in blocks of
+  // 3), not the first made (used since); that one then comes back as a new plan.
+  const int more = static_cast<int>(kCachedPlans) - 1;
+  for (int i = 1; i <= more; ++i) ok = ones_product(g, 8 - i % 8, 7 - i / 8, 2) && ok;
+  expect("after filling the cache", 2 + more, 2, 1, kCachedPlans);
+  ok = ones_product(g, 8, 7, 2) && ok;
+  expect("after the first plan again", 2 + more, 3, 1, kCachedPlans);
+  ok = ones_product(g, 8, 7, 3) && ok;
+  expect("after the evicted plan again", 3 + more, 3, 2, kCachedPlans);
+  check(("plan cache: beyond " + std::to_string(kCachedPlans) + " plans the least recently used goes").c_str(), ok);
+}
+
 // Arguments ScaLAPACK refuses: an error on every process, nothing written.
 void refused_arguments(const BlacsGrid& g) {
   Distributed<double> a, b, c;
@@ -375,6 +646,16 @@ int main(int argc, char** argv) {
   {
     BlacsGrid grid(g_size % 2 == 0 ? 2 : 1, g_size % 2 == 0 ? g_size / 2 : g_size, "R");
     refused_arguments(grid);
+  }
+  if (g_size > 1) {
+    grids_over_some_processes(rng, 4);
+    grids_over_some_processes_refused();
+  } else if (g_rank == 0) {
+    std::printf("(grids over some of the processes: at 2 processes or more)\n");
+  }
+  {
+    BlacsGrid grid(g_size % 2 == 0 ? 2 : 1, g_size % 2 == 0 ? g_size / 2 : g_size, "R");
+    plan_cache(grid);
   }
   weave_pblas_release();
   if (g_rank == 0) std::printf("%s (seed %llu)\n", g_failed ? "FAILED" : "PASSED", seed);
