@@ -20,7 +20,9 @@
 #     its transport test and its progress check (2 ranks);
 #   - the fault scenarios at 2 ranks (late and absent peers, a plan kept
 #     after a timeout, a slow GEMM, the waiting warning);
-# and the seeded descriptor fuzzer (tests/fuzz). Left out, for time: 3 and
+# and the seeded descriptor fuzzer (tests/fuzz). The build, with the CUDA
+# backend off, is also checked to load without any CUDA library (the
+# README's CPU-only build). Left out, for time: 3 and
 # more ranks (WEAVE_SANITIZER_RANKS="1 2 3 4" adds them), the runs over TCP
 # (Open MPI's transport under the same Weave code) and the killed rank
 # (killed_rank.sh under mpirun's --enable-recovery), which stay ctest's.
@@ -83,6 +85,21 @@ else
 fi
 cmake --build "$build" --parallel "${WEAVE_BUILD_JOBS:-2}" --target "${targets[@]}"
 
+# This build is also the README's CPU-only one (-DWEAVE_ENABLE_CUDA=OFF,
+# where the CUDA toolkit is installed): libweave must then need no CUDA
+# library to load, or CPU nodes without CUDA could not use it.
+cpu_only_failed=0
+library="$(find "$build/src" -maxdepth 1 -name 'libweave.so.*' -type f | head -1)"
+if [ -z "$library" ]; then
+  say "the CPU-only check found no libweave.so in $build/src" >&2
+  cpu_only_failed=1
+elif ldd "$library" | grep -Ei "libcuda|libcudart|libcublas|libnccl" >&2; then
+  say "the CPU-only build's $library needs the CUDA libraries above" >&2
+  cpu_only_failed=1
+else
+  say "CPU-only build: $(basename "$library") needs no CUDA library"
+fi
+
 # --- Run ------------------------------------------------------------------------
 rm -rf "$logs"
 mkdir -p "$logs"
@@ -105,7 +122,7 @@ source "$root/scripts/sanitizer-launcher.sh"
 weave_sanitizer_launcher "$build" "${CC:-cc}" "$("${CC:-cc}" -print-file-name=libasan.so)" ASAN_OPTIONS LSAN_OPTIONS \
   UBSAN_OPTIONS OPENBLAS_NUM_THREADS OMP_NUM_THREADS UCX_TLS UCX_WARN_UNUSED_ENV_VARS UCX_LOG_LEVEL
 
-failed=0
+failed=$cpu_only_failed
 run() {  # run <description> <command...>
   local description="$1"
   shift
