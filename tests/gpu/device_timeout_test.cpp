@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <thread>
 
 #include "cuda_device_memory.hpp"
 #include "peer_problem.hpp"
@@ -216,10 +217,82 @@ void run_nccl_case(cudaStream_t stream, weave_operation_t op, weave_algorithm_t 
   agree(weave_grid_destroy(grid) == WEAVE_SUCCESS, what + ": the new grid is destroyed", weave_last_error());
 }
 
+// The NCCL watchdog polls its events while the application captures a CUDA
+// graph on another stream of the process, in CUDA's
+// default (global) capture mode: its queries must not invalidate that
+// capture. An execute over NCCL is held back on its stream by a host
+// function that sleeps, so its group stays watched and polled; meanwhile a
+// second plan's execute is captured on another stream, the capture held
+// open longer than the watchdog's polling interval. The capture must end
+// without error, and both results must be right.
+void sleep_on_stream(void* milliseconds) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(*static_cast<int*>(milliseconds)));
+}
+
+void run_nccl_capture_case(cudaStream_t stream) {
+  setenv("WEAVE_TRANSPORT", "nccl", 1);
+  const std::string what = "nccl: a capture on another stream while the watchdog polls";
+  const int ranks = weave_gpu_test::peer_test_size();
+  weave_grid_t grid = nullptr;
+  if (!agree(weave_grid_create(MPI_COMM_WORLD, ranks, 1, &grid) == WEAVE_SUCCESS, what + ": grid", weave_last_error()))
+    return;
+  {
+    PeerProblem p(grid, WEAVE_AG_GEMM, 64 * ranks, 32, 16 * ranks, WEAVE_ORDER_ROW_MAJOR);
+    p.fill(0, 11);
+    p.fill(1, 12);
+    const weave_plan_desc_t pd = plan_desc(p, WEAVE_ALGORITHM_RING, false);
+    weave_plan_t held = nullptr, captured = nullptr;
+    const bool made = weave_plan_create(grid, &pd, &held) == WEAVE_SUCCESS &&
+                      weave_plan_create(grid, &pd, &captured) == WEAVE_SUCCESS;
+    if (agree(made, what + ": plans", weave_last_error())) {
+      cudaStream_t other = nullptr;
+      WEAVE_TEST_CUDA(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking));
+      static int hold_ms = 400;
+      WEAVE_TEST_CUDA(cudaLaunchHostFunc(stream, sleep_on_stream, &hold_ms));
+      bool ok = weave_execute(held, 1.0, p.a(0), p.b(0), 0.0, p.c(0), nullptr, stream) == WEAVE_SUCCESS;
+      std::string why = ok ? std::string() : weave_last_error();
+      cudaGraph_t graph = nullptr;
+      cudaGraphExec_t exec = nullptr;
+      WEAVE_TEST_CUDA(cudaStreamBeginCapture(other, cudaStreamCaptureModeGlobal));
+      if (weave_execute(captured, 1.0, p.a(1), p.b(1), 0.0, p.c(1), nullptr, other) != WEAVE_SUCCESS && ok) {
+        ok = false;
+        why = std::string("the captured execute: ") + weave_last_error();
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the watchdog polls every 50 ms
+      const cudaError_t ended = cudaStreamEndCapture(other, &graph);
+      if (ended != cudaSuccess && ok) {
+        ok = false;
+        why = std::string("the capture ended with ") + cudaGetErrorString(ended);
+      }
+      cudaGetLastError();
+      WEAVE_TEST_CUDA(cudaStreamSynchronize(stream));
+      if (ok && graph) {
+        WEAVE_TEST_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+        WEAVE_TEST_CUDA(cudaGraphLaunch(exec, other));
+        WEAVE_TEST_CUDA(cudaStreamSynchronize(other));
+      }
+      if (ok && !p.check(0, 11, &why)) ok = false;
+      if (ok && !p.check(1, 12, &why)) ok = false;
+      agree(ok, what + ": the capture ends without error and both results are right", why);
+      if (exec) cudaGraphExecDestroy(exec);
+      if (graph) cudaGraphDestroy(graph);
+      cudaStreamDestroy(other);
+    }
+    if (held) weave_plan_destroy(held);
+    if (captured) weave_plan_destroy(captured);
+  }
+  agree(weave_grid_destroy(grid) == WEAVE_SUCCESS, what + ": the grid is destroyed", weave_last_error());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   return weave_gpu_test::run_peer_test(argc, argv, [](weave_grid_t grid, cudaStream_t stream) {
+    run_nccl_capture_case(stream);
+    // WEAVE_TEST_ONLY=capture: that case alone (to see it fail without the
+    // watchdog's relaxed capture mode).
+    const char* only = std::getenv("WEAVE_TEST_ONLY");
+    if (only && std::string(only) == "capture") return;
     for (const char* transport : {"sm", "copy_engine"})
       for (weave_operation_t op : {WEAVE_AG_GEMM, WEAVE_GEMM_RS, WEAVE_GEMM_AR}) {
         if (op == WEAVE_AG_GEMM) run_case(grid, stream, transport, op, WEAVE_ALGORITHM_RING);

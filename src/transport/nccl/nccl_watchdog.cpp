@@ -131,6 +131,11 @@ std::optional<std::pair<std::string, std::chrono::milliseconds>> NcclWatchdog::s
 
 void NcclWatchdog::run() {
   const cuda::DeviceGuard guard(device_, std::nothrow);
+  // Relaxed: this thread's event queries must not invalidate a CUDA graph
+  // that another thread of the process is capturing meanwhile (in the
+  // default global mode a query from any thread during a capture would).
+  cudaStreamCaptureMode relaxed = cudaStreamCaptureModeRelaxed;
+  cudaThreadExchangeStreamCaptureMode(&relaxed);
   std::unique_lock<std::mutex> lock(mutex_);
   while (!stop_) {
     if (watches_.empty()) {
