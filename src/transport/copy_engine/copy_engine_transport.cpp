@@ -90,10 +90,7 @@ std::string CopyEngineTransport::name() const {
              peers_->has_collectives() ? "; collectives over nccl" : "", ")");
 }
 
-std::string CopyEngineTransport::device_wait_failure() const {
-  const std::string waits = peers_->waits().failure_message(schedule_);
-  return waits.empty() ? peers_->collectives_failure() : waits;
-}
+std::string CopyEngineTransport::device_wait_failure() const { return peers_->wait_failure(schedule_); }
 
 void* CopyEngineTransport::completion_stream(const plan::Step& step) const {
   if (!own_streams_) return nullptr;

@@ -11,7 +11,7 @@ namespace weave::internal::transport {
 
 // Collective over the group. The NCCL communicator of a group is created once
 // per grid and shared by every plan over that group. `timeout` bounds
-// joining it and every group of NCCL calls (negative: no bound).
+// every group of NCCL calls the transport makes (negative: no bound).
 std::unique_ptr<Transport> make_nccl_transport(GridState& grid, const GroupView& group,
                                                std::chrono::milliseconds timeout);
 

@@ -67,9 +67,18 @@ void NcclTransport::enqueue(const std::vector<const plan::Step*>& batch, const e
   cuda::DeviceGuard guard(communicator_->device());
   const cudaStream_t stream = static_cast<cudaStream_t>(stream_pointer);
   for (const plan::Step* step : batch) enqueue_local_copies(*step, bindings, stream);
-  // What the messages of a timeout name: the batch's first step and its peers.
-  const plan::Schedule& schedule = *bindings.schedule;
-  const plan::Step& first = *batch.front();
+  const std::string& what = batch_name(batch, *bindings.schedule);
+  communicator_->enqueue_group(
+      [&](ncclComm_t comm) {
+        for (const plan::Step* step : batch) enqueue_step(*step, bindings, stream, comm);
+      },
+      stream, timeout_, what);
+}
+
+const std::string& NcclTransport::batch_name(const std::vector<const plan::Step*>& batch,
+                                             const plan::Schedule& schedule) {
+  std::string& name = batch_names_[batch.front()];
+  if (!name.empty()) return name;
   std::string peers;
   for (const plan::Step* step : batch) {
     int peer = -1;
@@ -78,13 +87,10 @@ void NcclTransport::enqueue(const std::vector<const plan::Step*>& batch, const e
     const std::string one = peer >= 0 ? str("group rank ", peer) : std::string("every rank of the group");
     if (peers.find(one) == std::string::npos) peers += (peers.empty() ? "" : ", ") + one;
   }
-  const std::string what = str("group rank ", schedule.group_rank, " of ", schedule.group_size, ": the NCCL calls of step ",
-                               &first - schedule.steps.data(), " (", first.label, ") with ", peers);
-  communicator_->enqueue_group(
-      [&](ncclComm_t comm) {
-        for (const plan::Step* step : batch) enqueue_step(*step, bindings, stream, comm);
-      },
-      stream, timeout_, what);
+  const plan::Step& first = *batch.front();
+  name = str("group rank ", schedule.group_rank, " of ", schedule.group_size, ": the NCCL calls of step ",
+             &first - schedule.steps.data(), " (", first.label, ") with ", peers);
+  return name;
 }
 
 void NcclTransport::enqueue_local_copies(const plan::Step& step, const exec::Bindings& bindings,

@@ -11,6 +11,9 @@
 
 #include <chrono>
 #include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
 
 #include "transport/nccl/nccl_communicator.hpp"
 #include "transport/transport.hpp"
@@ -29,6 +32,10 @@ class NcclTransport final : public Transport {
   std::string device_wait_failure() const override;
 
  private:
+  // What the messages of a timeout call a batch: its first step and its
+  // peers. Made at a batch's first enqueue and kept (by its first step,
+  // which lives as long as the plan), not at every execute.
+  const std::string& batch_name(const std::vector<const plan::Step*>& batch, const plan::Schedule& schedule);
   // Copies that must precede the batch's NCCL calls (an uneven all-gather's
   // own part into place).
   void enqueue_local_copies(const plan::Step& step, const exec::Bindings& bindings, cudaStream_t stream) const;
@@ -41,6 +48,7 @@ class NcclTransport final : public Transport {
 
   std::shared_ptr<NcclCommunicator> communicator_;
   std::chrono::milliseconds timeout_;
+  std::unordered_map<const plan::Step*, std::string> batch_names_;
 };
 
 }  // namespace weave::internal::transport

@@ -39,15 +39,24 @@ NcclWatchdog::~NcclWatchdog() {
   cudaGetLastError();
 }
 
-cudaEvent_t NcclWatchdog::take_event() {
-  if (!spare_events_.empty()) {
-    cudaEvent_t e = spare_events_.back();
-    spare_events_.pop_back();
-    return e;
-  }
+cudaEvent_t NcclWatchdog::record_event(cudaStream_t stream) {
   cudaEvent_t e = nullptr;
-  WEAVE_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  if (!spare_events_.empty()) {
+    e = spare_events_.back();
+    spare_events_.pop_back();
+  } else {
+    WEAVE_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  }
+  const cudaError_t recorded = cudaEventRecord(e, stream);
+  if (recorded != cudaSuccess) {
+    spare_events_.push_back(e);
+    WEAVE_CUDA_CHECK(recorded);
+  }
   return e;
+}
+
+std::list<NcclWatchdog::Watch>::iterator NcclWatchdog::find(uint64_t watch) {
+  return std::find_if(watches_.begin(), watches_.end(), [&](const Watch& w) { return w.number == watch; });
 }
 
 uint64_t NcclWatchdog::before(cudaStream_t stream, std::chrono::milliseconds timeout, std::string what) {
@@ -59,14 +68,9 @@ uint64_t NcclWatchdog::before(cudaStream_t stream, std::chrono::milliseconds tim
   if (expired_ || stop_) return 0;
   Watch w;
   w.number = next_number_++;
-  w.begun = take_event();
+  w.begun = record_event(stream);
   w.timeout = timeout;
   w.what = std::move(what);
-  const cudaError_t recorded = cudaEventRecord(w.begun, stream);
-  if (recorded != cudaSuccess) {
-    spare_events_.push_back(w.begun);
-    WEAVE_CUDA_CHECK(recorded);
-  }
   watches_.push_back(std::move(w));
   if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
   wake_.notify_all();
@@ -76,23 +80,15 @@ uint64_t NcclWatchdog::before(cudaStream_t stream, std::chrono::milliseconds tim
 void NcclWatchdog::after(uint64_t watch, cudaStream_t stream) {
   if (watch == 0) return;
   std::lock_guard<std::mutex> lock(mutex_);
-  const auto found =
-      std::find_if(watches_.begin(), watches_.end(), [&](const Watch& w) { return w.number == watch; });
+  const auto found = find(watch);
   if (found == watches_.end()) return;  // expired meanwhile
-  cudaEvent_t done = take_event();
-  const cudaError_t recorded = cudaEventRecord(done, stream);
-  if (recorded != cudaSuccess) {
-    spare_events_.push_back(done);
-    WEAVE_CUDA_CHECK(recorded);
-  }
-  found->done = done;
+  found->done = record_event(stream);
 }
 
 void NcclWatchdog::forget(uint64_t watch) noexcept {
   if (watch == 0) return;
   std::lock_guard<std::mutex> lock(mutex_);
-  const auto found =
-      std::find_if(watches_.begin(), watches_.end(), [&](const Watch& w) { return w.number == watch; });
+  const auto found = find(watch);
   if (found == watches_.end()) return;
   // Its event may still be pending: CUDA releases a destroyed event once it completes.
   const cuda::DeviceGuard guard(device_, std::nothrow);

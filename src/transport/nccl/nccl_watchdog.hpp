@@ -64,7 +64,10 @@ class NcclWatchdog {
   // Under mutex_: the first watch past its timeout, if any (its why and
   // timeout), and drops the watches that completed.
   std::optional<std::pair<std::string, std::chrono::milliseconds>> scan(std::chrono::steady_clock::time_point now);
-  cudaEvent_t take_event();
+  // Under mutex_: a spare event (or a new one) recorded on `stream`.
+  cudaEvent_t record_event(cudaStream_t stream);
+  // Under mutex_: the watch numbered `watch`, or watches_.end().
+  std::list<Watch>::iterator find(uint64_t watch);
 
   int device_ = -1;
   Expire expire_;

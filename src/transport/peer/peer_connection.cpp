@@ -51,6 +51,12 @@ void PeerConnection::release() noexcept {
   if (!finalized && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
 }
 
+std::string PeerConnection::wait_failure(const plan::Schedule& schedule) const {
+  const std::string waits = waits_->failure_message(schedule);
+  if (!waits.empty() || !collectives_) return waits;
+  return collectives_->device_wait_failure();
+}
+
 void PeerConnection::enqueue_collectives(const std::vector<const plan::Step*>& collectives,
                                          const exec::Bindings& bindings, void* stream) const {
   if (collectives.empty()) return;

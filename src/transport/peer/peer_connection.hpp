@@ -35,9 +35,10 @@ class PeerConnection {
   const DeviceWaits& waits() const { return *waits_; }
   const PeerMappings& mappings() const { return *mappings_; }
   bool has_collectives() const { return collectives_ != nullptr; }
-  // Why the collectives' NCCL communicator was aborted (a group that did
-  // not complete within the timeout); empty while it was not.
-  std::string collectives_failure() const { return collectives_ ? collectives_->device_wait_failure() : std::string(); }
+  // What the first device-side wait that gave up waited for (naming its
+  // step in `schedule`), else why the collectives' NCCL communicator was
+  // aborted; empty while neither happened (Transport::device_wait_failure).
+  std::string wait_failure(const plan::Schedule& schedule) const;
   // The sequential algorithm's collectives, on `stream`.
   void enqueue_collectives(const std::vector<const plan::Step*>& collectives, const exec::Bindings& bindings,
                            void* stream) const;

@@ -64,10 +64,7 @@ std::string SmTransport::name() const {
              peers_->has_collectives() ? "; collectives over nccl" : "", ")");
 }
 
-std::string SmTransport::device_wait_failure() const {
-  const std::string waits = peers_->waits().failure_message(schedule_);
-  return waits.empty() ? peers_->collectives_failure() : waits;
-}
+std::string SmTransport::device_wait_failure() const { return peers_->wait_failure(schedule_); }
 
 void SmTransport::enqueue(const std::vector<const plan::Step*>& batch, const exec::Bindings& bindings,
                           void* stream_pointer) {
