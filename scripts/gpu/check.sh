@@ -303,7 +303,10 @@ export LD_LIBRARY_PATH="$LIBDIR:$LIBDIR/openblas-pthread:$NCCL_HOME/lib:$CUDA_HO
 
 # --- cuBLASMp, a peer measured by the benchmark (optional) ------------------------
 PEERS="$ROOT/.deps/peers"
-CUBLASMP_ARGS=()
+# Empty unless this run measures cuBLASMp: a build directory configured by an
+# earlier run with the peer would otherwise keep it in CMake's cache and need
+# the unpacked wheel that this run does not unpack.
+CUBLASMP_ARGS=(-DWEAVE_BENCH_CUBLASMP_ROOT=)
 CUBLASMP_LIBS=""
 if [ "${CUBLASMP_PEER:-1}" = 1 ] && { [ "${GPU_BENCH:-1}" = 1 ] || [ "${GEMM2D_BENCH:-0}" = 1 ]; } &&
   ls "$PEERS"/nvidia_cublasmp_cu13-*.whl >/dev/null 2>&1; then
