@@ -205,6 +205,7 @@ std::unique_ptr<Plan> Plan::create(const std::shared_ptr<GridState>& grid, const
   options.notices = plan->channel_->notices();
   options.workspace_owner = plan->backend_;
   options.call = str("weave_execute (plan: ", plan->problem_.summary(), ")");
+  options.gemms_first = plan->resolved_.gemms_first;
   if (plan->resolved_.flags & WEAVE_FLAG_TRACE) {
     plan->trace_ = std::make_unique<exec::Trace>();
     options.trace = plan->trace_.get();

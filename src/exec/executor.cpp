@@ -310,20 +310,29 @@ void Executor::run(const Bindings& bindings, const Scalars& scalars, void* calle
       progress_thread = std::thread([this] { progress_thread_main(); });
     }
     std::size_t next_compute = 0;
+    // Issues the next compute step in schedule order if its dependencies allow.
+    auto issue_next_compute = [&] {
+      const int s = compute_order_[next_compute];
+      bool ready = false;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        ready = step_ready(s);
+      }
+      if (ready) {
+        issue_compute(s);
+        ++next_compute;
+      }
+      return ready;
+    };
+    // ExecutorOptions::gemms_first: the compute steps ahead of every
+    // transfer, as far as they wait for nothing this execute has yet to issue.
+    if (options_.gemms_first && stream_ordered_transport)
+      while (next_compute < compute_order_.size() && issue_next_compute()) {
+      }
     while (true) {
       bool advanced = threaded ? false : pump();
       if (next_compute < compute_order_.size()) {
-        const int s = compute_order_[next_compute];
-        bool ready = false;
-        {
-          std::lock_guard<std::mutex> lock(mutex_);
-          ready = step_ready(s);
-        }
-        if (ready) {
-          issue_compute(s);
-          ++next_compute;
-          advanced = true;
-        }
+        if (issue_next_compute()) advanced = true;
       } else {
         bool units_left = false;
         {

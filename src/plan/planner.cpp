@@ -37,7 +37,7 @@ Environment read_environment() {
   for (const char* name : {"WEAVE_ALGORITHM", "WEAVE_TRANSPORT", "WEAVE_CHUNKS", "WEAVE_DIRECTION", "WEAVE_PROGRESS",
                            "WEAVE_TIMEOUT", "WEAVE_COMPUTE_STREAMS", "WEAVE_COMM_PRIORITY", "WEAVE_SM_MARGIN",
                            "WEAVE_SM_TRANSPORT_CTAS", "WEAVE_DEVICE_WAIT", "WEAVE_TRANSFER_COMPLETION",
-                           "WEAVE_COPY_ENGINE_SENDS", "WEAVE_CLEAR_TO_SEND",
+                           "WEAVE_COPY_ENGINE_SENDS", "WEAVE_CLEAR_TO_SEND", "WEAVE_ISSUE_ORDER",
                            "WEAVE_ALL_REDUCE", "WEAVE_ALL_GATHER_LAG", "WEAVE_OWN_PRODUCT",
                            "WEAVE_PANEL_WIDTH", "WEAVE_CALIBRATE", "WEAVE_GEMM_TUNING",
                            "WEAVE_GEMM_BANDS", "WEAVE_FP8_GEMM"}) {
@@ -858,6 +858,12 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
       transport->id == Transport::CopyEngine)
     notes += r.clears_at_start ? " clears to send at the start of every execute (WEAVE_CLEAR_TO_SEND);"
                                : " clears to send when each step is due (WEAVE_CLEAR_TO_SEND);";
+  // Whether the GEMMs that wait for nothing reach their streams before the
+  // transfers are enqueued (exec::ExecutorOptions::gemms_first).
+  if (env_choice<bool>(env, "WEAVE_ISSUE_ORDER", {{"transfers_first", false}, {"gemms_first", true}},
+                       &r.gemms_first) &&
+      r.gemms_first && r.backend == Backend::Cuda)
+    notes += " GEMMs that wait for nothing enqueued before the transfers (WEAVE_ISSUE_ORDER);";
 
   r.schedule.gathered_output = (desc.flags & WEAVE_FLAG_GATHERED_OUTPUT) != 0;
   set_reduction_flags(desc.flags, r.schedule);

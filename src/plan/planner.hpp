@@ -79,6 +79,10 @@ struct Resolved {
   // Clears to send of dependency-free receives raised at the start of
   // every execute (WEAVE_CLEAR_TO_SEND; clears_at_start_measured_faster).
   bool clears_at_start = true;
+  // Stream-ordered transports: the compute steps that wait for nothing are
+  // enqueued before the execute's transfers (WEAVE_ISSUE_ORDER=gemms_first;
+  // exec::ExecutorOptions::gemms_first). Off by default: not yet measured.
+  bool gemms_first = false;
   // SMs the GEMMs of an overlapped device plan leave to what runs beside
   // them (WEAVE_SM_MARGIN, else the SM budget of a transport that has one);
   // 0: none, always for sequential plans.

@@ -758,6 +758,27 @@ TEST(TransportTable, ClearToSendAtStartBut2RankGemmRs) {
                  "WEAVE_CLEAR_TO_SEND=early");
 }
 
+// WEAVE_ISSUE_ORDER: the transfers first by default; gemms_first asks for
+// the GEMMs that wait for nothing ahead of them (device plans say so in
+// describe); another value is an error naming it.
+TEST(TransportTable, IssueOrder) {
+  using weave::internal::Operation;
+  const weave_plan_desc_t desc{};
+  for (Operation op : {Operation::AgGemm, Operation::GemmRs, Operation::GemmAr}) {
+    const Resolved automatic = resolve_options(desc, device_case(op), {}, everything());
+    EXPECT_FALSE(automatic.gemms_first);
+    EXPECT_EQ(automatic.notes.find("WEAVE_ISSUE_ORDER"), std::string::npos) << automatic.notes;
+    const Resolved first = resolve_options(desc, device_case(op), {{"WEAVE_ISSUE_ORDER", "gemms_first"}}, everything());
+    EXPECT_TRUE(first.gemms_first);
+    EXPECT_NE(first.notes.find("WEAVE_ISSUE_ORDER"), std::string::npos) << first.notes;
+    const Resolved last =
+        resolve_options(desc, device_case(op), {{"WEAVE_ISSUE_ORDER", "transfers_first"}}, everything());
+    EXPECT_FALSE(last.gemms_first);
+  }
+  expect_failure(desc, device_problem(), {{"WEAVE_ISSUE_ORDER", "gemm_first"}}, everything(),
+                 WEAVE_ERROR_INVALID_VALUE, "WEAVE_ISSUE_ORDER=gemm_first");
+}
+
 // Two-shot GEMM-AR over messages gathers after the whole reduce-scatter
 // (measured faster than pipelined); WEAVE_ALL_GATHER_LAG pipelines it (and
 // describe says so); one-shot and GEMM-RS have no such all-gather.

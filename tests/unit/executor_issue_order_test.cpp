@@ -1,0 +1,169 @@
+// The order in which the executor enqueues an execute's work on a
+// stream-ordered transport: transfers that are ready go first (the
+// default), or, with ExecutorOptions::gemms_first, the compute steps that
+// wait for nothing go ahead of them. A recording backend and transport
+// stand in for CUDA and the copy engines; the schedule is the library's own.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "exec/executor.hpp"
+#include "group_problem.hpp"
+#include "plan/schedule.hpp"
+#include "transport/transport.hpp"
+
+namespace weave_test {
+namespace {
+
+using weave::internal::Operation;
+using weave::internal::plan::Algorithm;
+using weave::internal::plan::Direction;
+using weave::internal::plan::Schedule;
+using weave::internal::plan::ScheduleOptions;
+using weave::internal::plan::Step;
+using weave::internal::plan::StepKind;
+
+// What reached a stream, in order: the index of each compute step, and of
+// the first step of each batch of transfers.
+struct Log {
+  std::vector<int> entries;
+  const Schedule* schedule = nullptr;
+  int index(const Step& step) const { return static_cast<int>(&step - schedule->steps.data()); }
+  // The step whose operation `op` is.
+  template <typename Op>
+  void compute(const Op& op) {
+    for (const Step& s : schedule->steps)
+      if (const Op* held = std::get_if<Op>(&s.op); held == &op) entries.push_back(index(s));
+  }
+};
+
+class RecordingBackend final : public weave::internal::exec::ComputeBackend {
+ public:
+  explicit RecordingBackend(Log& log) : log_(log) {}
+  std::string name() const override { return "recording"; }
+  bool asynchronous() const override { return true; }
+  void* workspace() override { return nullptr; }
+  void gemm(const weave::internal::plan::GemmOp& op, int, const weave::internal::exec::Bindings&,
+            const weave::internal::exec::Scalars&, const weave::internal::exec::ProgressHook&) override {
+    log_.compute(op);
+  }
+  void epilogue(const weave::internal::plan::EpilogueOp& op, int, const weave::internal::exec::Bindings&,
+                const weave::internal::exec::Scalars&) override {
+    log_.compute(op);
+  }
+  void quantize(const weave::internal::plan::QuantizeOp& op, int, const weave::internal::exec::Bindings&) override {
+    log_.compute(op);
+  }
+  void rearrange(const weave::internal::plan::RearrangeOp& op, int, const weave::internal::exec::Bindings&) override {
+    log_.compute(op);
+  }
+
+ private:
+  Log& log_;
+};
+
+class RecordingTransport final : public weave::internal::transport::Transport {
+ public:
+  explicit RecordingTransport(Log& log) : log_(log) {}
+  std::string name() const override { return "recording"; }
+  bool stream_ordered() const override { return true; }
+  void enqueue(const std::vector<const Step*>& batch, const weave::internal::exec::Bindings&, void*) override {
+    log_.entries.push_back(log_.index(*batch.front()));
+  }
+
+ private:
+  Log& log_;
+};
+
+Schedule ring_of_rank_0(Operation operation, int ranks) {
+  GroupCase g;
+  g.operation = operation;
+  g.ranks = ranks;
+  g.m = g.n = g.k = 64 * ranks;
+  ScheduleOptions o;
+  o.algorithm = operation == Operation::AgGemm ? Algorithm::Ring : Algorithm::Direct;
+  o.direction = Direction::Forward;
+  return weave::internal::plan::build_schedule(make_group_problems(g)[0], o);
+}
+
+std::vector<int> issue_order(const Schedule& schedule, bool gemms_first) {
+  Log log;
+  log.schedule = &schedule;
+  RecordingBackend backend(log);
+  RecordingTransport transport(log);
+  weave::internal::exec::ExecutorOptions options;
+  options.gemms_first = gemms_first;
+  weave::internal::exec::Executor executor(schedule, backend, transport, options);
+  weave::internal::exec::Bindings bindings;
+  bindings.schedule = &schedule;
+  executor.run(bindings, weave::internal::exec::Scalars{}, nullptr);
+  return log.entries;
+}
+
+bool is_gemm(const Schedule& s, int step) { return s.steps[step].kind() == StepKind::Gemm; }
+
+// Where the first GEMM and the first transfer reached their streams.
+std::size_t first_gemm(const Schedule& s, const std::vector<int>& order) {
+  for (std::size_t i = 0; i < order.size(); ++i)
+    if (is_gemm(s, order[i])) return i;
+  return order.size();
+}
+std::size_t first_transfer(const Schedule& s, const std::vector<int>& order) {
+  for (std::size_t i = 0; i < order.size(); ++i)
+    if (s.steps[order[i]].is_comm()) return i;
+  return order.size();
+}
+std::size_t last_transfer(const Schedule& s, const std::vector<int>& order) {
+  std::size_t last = order.size();
+  for (std::size_t i = 0; i < order.size(); ++i)
+    if (s.steps[order[i]].is_comm()) last = i;
+  return last;
+}
+
+std::string shown(const Schedule& s, const std::vector<int>& order) {
+  std::string out;
+  for (int step : order) out += (out.empty() ? "" : "; ") + std::to_string(step) + " " + s.steps[step].label;
+  return out;
+}
+
+TEST(ExecutorIssueOrder, AgGemmRingEnqueuesEveryTransferBeforeItsFirstGemmByDefault) {
+  for (int ranks : {2, 3, 4}) {
+    const Schedule s = ring_of_rank_0(Operation::AgGemm, ranks);
+    const std::vector<int> order = issue_order(s, false);
+    // Every transfer of the ring is ready once the execute starts (a forward
+    // waits for its receive on the stream only), so the GEMM of the rank's
+    // own chunk, which waits for nothing, reaches its stream after all of them.
+    ASSERT_LT(last_transfer(s, order), order.size()) << shown(s, order);
+    EXPECT_GT(first_gemm(s, order), last_transfer(s, order)) << ranks << " ranks: " << shown(s, order);
+  }
+}
+
+TEST(ExecutorIssueOrder, GemmsFirstEnqueuesTheComputeStepsThatWaitForNothingAheadOfTheTransfers) {
+  for (Operation op : {Operation::AgGemm, Operation::GemmRs, Operation::GemmAr})
+    for (int ranks : {2, 3, 4}) {
+      const Schedule s = ring_of_rank_0(op, ranks);
+      const std::vector<int> order = issue_order(s, true);
+      // A GEMM before the first transfer, and before it only compute steps
+      // that depend on nothing, in schedule order.
+      const std::size_t transfer = first_transfer(s, order);
+      ASSERT_LT(transfer, order.size()) << shown(s, order);
+      EXPECT_LT(first_gemm(s, order), transfer) << ranks << " ranks: " << shown(s, order);
+      for (std::size_t i = 0; i < transfer; ++i) {
+        EXPECT_TRUE(s.steps[order[i]].deps.empty()) << ranks << " ranks: " << shown(s, order);
+        if (i > 0) {
+          EXPECT_LT(order[i - 1], order[i]) << ranks << " ranks: " << shown(s, order);
+        }
+      }
+      // Every step still reaches its stream once: the default order's entries.
+      std::vector<int> a = order, b = issue_order(s, false);
+      std::sort(a.begin(), a.end());
+      std::sort(b.begin(), b.end());
+      EXPECT_EQ(a, b) << ranks << " ranks";
+    }
+}
+
+}  // namespace
+}  // namespace weave_test
