@@ -39,8 +39,11 @@ weave_repair_kokkos_target()
 # on Kokkos::Cuda (src/backends/cuda/kokkos_lanes.cpp). Kokkos then compiles
 # its users' C++ through its compiler, nvcc_wrapper (or clang): configure
 # Weave with -DCMAKE_CXX_COMPILER=<kokkos prefix>/bin/nvcc_wrapper.
+# (list(FIND), not IN_LIST: a consumer project without cmake_minimum_required
+# runs this file under policies older than IN_LIST, CMP0057.)
 set(WEAVE_KOKKOS_CUDA OFF)
-if("CUDA" IN_LIST Kokkos_DEVICES)
+list(FIND Kokkos_DEVICES "CUDA" _weave_kokkos_cuda_index)
+if(NOT _weave_kokkos_cuda_index EQUAL -1)
   set(WEAVE_KOKKOS_CUDA ON)
   if(NOT CMAKE_CXX_COMPILER MATCHES "nvcc_wrapper|clang" AND NOT Kokkos_ENABLE_COMPILE_AS_CMAKE_LANGUAGE)
     message(FATAL_ERROR "This Kokkos has its CUDA backend, so Weave's C++ must be compiled with Kokkos' "

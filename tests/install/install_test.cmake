@@ -34,6 +34,18 @@ function(run_on_two_ranks program)
   endif()
 endfunction()
 
+# Where this build found dependencies outside the default search paths, as
+# -D arguments for a consumer project's configure.
+function(dependency_hints out)
+  set(hints "")
+  foreach(hint Kokkos_DIR ucx_DIR CUDAToolkit_ROOT)
+    if(${hint})
+      list(APPEND hints "-D${hint}=${${hint}}")
+    endif()
+  endforeach()
+  set(${out} "${hints}" PARENT_SCOPE)
+endfunction()
+
 if(STEP STREQUAL "prefix")
   file(REMOVE_RECURSE "${WEAVE_PREFIX}")
   run(${CMAKE_COMMAND} --install "${WEAVE_BUILD_DIR}" --prefix "${WEAVE_PREFIX}")
@@ -60,13 +72,7 @@ elseif(STEP STREQUAL "cmake_consumer")
   if(WEAVE_FORTRAN AND WEAVE_FORTRAN_MPI_F08)
     set(fortran ON)
   endif()
-  # Where this build found dependencies outside the default search paths.
-  set(dependency_hints "")
-  foreach(hint Kokkos_DIR ucx_DIR CUDAToolkit_ROOT)
-    if(${hint})
-      list(APPEND dependency_hints "-D${hint}=${${hint}}")
-    endif()
-  endforeach()
+  dependency_hints(dependency_hints)
   # The installed Weave first, then the prefixes this build searched.
   string(REPLACE ";" ":" prefix_path "${PREFIX_PATH}")
   set(ENV{CMAKE_PREFIX_PATH} "${prefix_path}")
@@ -153,6 +159,20 @@ elseif(STEP STREQUAL "fortran_only_consumer")
       -DWEAVE_EXAMPLES_DIR=${WEAVE_EXAMPLES_DIR})
   run(${CMAKE_COMMAND} --build "${build}")
   run_on_two_ranks("${build}/consumer_fortran")
+
+elseif(STEP STREQUAL "unversioned_consumer")
+  # No cmake_minimum_required: Weave's package files under CMake's oldest
+  # policies (CMake warns that the project should call it).
+  set(build "${WEAVE_WORK_DIR}/unversioned_consumer")
+  file(REMOVE_RECURSE "${build}")
+  string(REPLACE ";" ":" prefix_path "${PREFIX_PATH}")
+  set(ENV{CMAKE_PREFIX_PATH} "${prefix_path}")
+  dependency_hints(dependency_hints)
+  run(${CMAKE_COMMAND} -S "${WEAVE_CONSUMER_SOURCE_DIR}/../consumer_unversioned" -B "${build}"
+      -G "${CMAKE_GENERATOR}" -DCMAKE_BUILD_TYPE=${CMAKE_BUILD_TYPE} -DCMAKE_C_COMPILER=${CMAKE_C_COMPILER}
+      ${dependency_hints} -DWEAVE_EXAMPLES_DIR=${WEAVE_EXAMPLES_DIR})
+  run(${CMAKE_COMMAND} --build "${build}")
+  run_on_two_ranks("${build}/consumer_unversioned")
 
 elseif(STEP STREQUAL "installed_example")
   if(NOT WEAVE_EXAMPLES_BUILT)
