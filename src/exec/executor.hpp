@@ -48,7 +48,7 @@ struct ExecutorOptions {
   std::shared_ptr<const void> workspace_owner;
   Trace* trace = nullptr;  // null: no tracing
   // Stream-ordered transports: enqueue the compute steps that wait for
-  // nothing (AG-GEMM's own chunk, the reductions' first products) before the
+  // nothing (AG-GEMM's own chunk, the reductions' products) before the
   // execute's first transfers instead of after every transfer that is ready
   // (WEAVE_ISSUE_ORDER=gemms_first; plan::Resolved::gemms_first). The host
   // enqueues a copy-engine batch in tens of microseconds, so with the

@@ -78,7 +78,8 @@ class RecordingTransport final : public weave::internal::transport::Transport {
   Log& log_;
 };
 
-Schedule ring_of_rank_0(Operation operation, int ranks) {
+// Rank 0's schedule: AG-GEMM's ring, the reductions' direct algorithm.
+Schedule schedule_of_rank_0(Operation operation, int ranks) {
   GroupCase g;
   g.operation = operation;
   g.ranks = ranks;
@@ -103,24 +104,21 @@ std::vector<int> issue_order(const Schedule& schedule, bool gemms_first) {
   return log.entries;
 }
 
-bool is_gemm(const Schedule& s, int step) { return s.steps[step].kind() == StepKind::Gemm; }
-
-// Where the first GEMM and the first transfer reached their streams.
+// Where in `order` the first step that `matches` reached its stream (order.size(): none).
+template <typename Matches>
+std::size_t first(const std::vector<int>& order, Matches matches) {
+  return static_cast<std::size_t>(std::find_if(order.begin(), order.end(), matches) - order.begin());
+}
 std::size_t first_gemm(const Schedule& s, const std::vector<int>& order) {
-  for (std::size_t i = 0; i < order.size(); ++i)
-    if (is_gemm(s, order[i])) return i;
-  return order.size();
+  return first(order, [&](int step) { return s.steps[step].kind() == StepKind::Gemm; });
 }
 std::size_t first_transfer(const Schedule& s, const std::vector<int>& order) {
-  for (std::size_t i = 0; i < order.size(); ++i)
-    if (s.steps[order[i]].is_comm()) return i;
-  return order.size();
+  return first(order, [&](int step) { return s.steps[step].is_comm(); });
 }
+// Where the last transfer reached its stream (order.size(): none).
 std::size_t last_transfer(const Schedule& s, const std::vector<int>& order) {
-  std::size_t last = order.size();
-  for (std::size_t i = 0; i < order.size(); ++i)
-    if (s.steps[order[i]].is_comm()) last = i;
-  return last;
+  const auto last = std::find_if(order.rbegin(), order.rend(), [&](int step) { return s.steps[step].is_comm(); });
+  return last == order.rend() ? order.size() : static_cast<std::size_t>(order.rend() - last - 1);
 }
 
 std::string shown(const Schedule& s, const std::vector<int>& order) {
@@ -131,7 +129,7 @@ std::string shown(const Schedule& s, const std::vector<int>& order) {
 
 TEST(ExecutorIssueOrder, AgGemmRingEnqueuesEveryTransferBeforeItsFirstGemmByDefault) {
   for (int ranks : {2, 3, 4}) {
-    const Schedule s = ring_of_rank_0(Operation::AgGemm, ranks);
+    const Schedule s = schedule_of_rank_0(Operation::AgGemm, ranks);
     const std::vector<int> order = issue_order(s, false);
     // Every transfer of the ring is ready once the execute starts (a forward
     // waits for its receive on the stream only), so the GEMM of the rank's
@@ -144,7 +142,7 @@ TEST(ExecutorIssueOrder, AgGemmRingEnqueuesEveryTransferBeforeItsFirstGemmByDefa
 TEST(ExecutorIssueOrder, GemmsFirstEnqueuesTheComputeStepsThatWaitForNothingAheadOfTheTransfers) {
   for (Operation op : {Operation::AgGemm, Operation::GemmRs, Operation::GemmAr})
     for (int ranks : {2, 3, 4}) {
-      const Schedule s = ring_of_rank_0(op, ranks);
+      const Schedule s = schedule_of_rank_0(op, ranks);
       const std::vector<int> order = issue_order(s, true);
       // A GEMM before the first transfer, and before it only compute steps
       // that depend on nothing, in schedule order.
