@@ -205,7 +205,11 @@ std::unique_ptr<Plan> Plan::create(const std::shared_ptr<GridState>& grid, const
   options.notices = plan->channel_->notices();
   options.workspace_owner = plan->backend_;
   options.call = str("weave_execute (plan: ", plan->problem_.summary(), ")");
-  options.gemms_first = plan->resolved_.gemms_first;
+  switch (plan->resolved_.issue_order) {
+    case plan::IssueOrder::TransfersFirst: options.issue_order = exec::IssueOrder::TransfersFirst; break;
+    case plan::IssueOrder::GemmsFirst: options.issue_order = exec::IssueOrder::GemmsFirst; break;
+    case plan::IssueOrder::Alternate: options.issue_order = exec::IssueOrder::Alternate; break;
+  }
   if (plan->resolved_.flags & WEAVE_FLAG_TRACE) {
     plan->trace_ = std::make_unique<exec::Trace>();
     options.trace = plan->trace_.get();

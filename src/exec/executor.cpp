@@ -168,7 +168,7 @@ void Executor::issue_compute(int step) {
   }
 }
 
-bool Executor::pump() {
+bool Executor::pump(std::size_t most_units) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (in_pump_) return false;
   in_pump_ = true;
@@ -180,7 +180,8 @@ bool Executor::pump() {
     if (options_.trace)
       for (std::size_t i = 0; i < token_.size(); ++i)
         if (token_[i] == Token::Request) finish_if_done(static_cast<int>(i));
-    for (std::size_t u = next_unit_; u < units_.size(); ++u) {
+    std::size_t issued = 0;
+    for (std::size_t u = next_unit_; u < units_.size() && issued < most_units; ++u) {
       if (unit_issued_[u]) continue;
       const bool collective = std::binary_search(collective_units_.begin(), collective_units_.end(), u);
       if (collective && collective_units_[next_collective_] != u) continue;  // an earlier collective goes first
@@ -189,6 +190,7 @@ bool Executor::pump() {
         unit_issued_[u] = true;
         if (collective) ++next_collective_;
         advanced = true;
+        ++issued;
       } else if (transport_.stream_ordered()) {
         break;  // batches pair up across ranks only if enqueued in order
       }
@@ -324,13 +326,17 @@ void Executor::run(const Bindings& bindings, const Scalars& scalars, void* calle
       }
       return ready;
     };
-    // ExecutorOptions::gemms_first: the compute steps ahead of every
-    // transfer, as far as they wait for nothing this execute has yet to issue.
-    if (options_.gemms_first && stream_ordered_transport)
+    // IssueOrder (ExecutorOptions::issue_order): on a stream-ordered
+    // transport, the compute steps ahead of every transfer as far as they
+    // wait for nothing this execute has yet to issue (GemmsFirst), or one
+    // batch of transfers before each compute step (Alternate).
+    const IssueOrder order = stream_ordered_transport ? options_.issue_order : IssueOrder::TransfersFirst;
+    if (order == IssueOrder::GemmsFirst)
       while (next_compute < compute_order_.size() && issue_next_compute()) {
       }
     while (true) {
-      bool advanced = threaded ? false : pump();
+      const bool one_batch = order == IssueOrder::Alternate && next_compute < compute_order_.size();
+      bool advanced = threaded ? false : pump(one_batch ? 1 : std::numeric_limits<std::size_t>::max());
       if (next_compute < compute_order_.size()) {
         if (issue_next_compute()) advanced = true;
       } else {

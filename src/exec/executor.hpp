@@ -16,6 +16,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstddef>
+#include <limits>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -34,6 +36,23 @@ namespace weave::internal::exec {
 
 enum class Progress { Tiles, Thread };
 
+// What the host enqueues first in an execute over a stream-ordered transport
+// (WEAVE_ISSUE_ORDER; plan::Resolved::issue_order). The host takes tens of
+// microseconds to enqueue a copy-engine batch (events, the copy streams'
+// forks and joins, bounded-wait kernels), and a ring's transfers are all
+// ready at once (a forward waits for its receive on the stream only):
+//   TransfersFirst: every transfer that is ready, then the next compute
+//     step; a ring's first GEMM reaches its stream after the whole ring.
+//   GemmsFirst: the compute steps that wait for nothing (AG-GEMM's own
+//     chunk, the reductions' products) ahead of every transfer; the first
+//     send then waits for the GEMM's enqueue.
+//   Alternate: a batch of transfers, then a compute step, in turn while
+//     compute steps remain: the first send and the first GEMM both start
+//     within one enqueue of the execute's start.
+// Transports that the host progresses post their transfers as they become
+// ready whatever the order.
+enum class IssueOrder { TransfersFirst, GemmsFirst, Alternate };
+
 struct ExecutorOptions {
   Progress progress = Progress::Tiles;
   // Give up once neither this rank nor a peer has made progress for
@@ -47,14 +66,7 @@ struct ExecutorOptions {
   // Kept alive by the transfers a failed execute leaves in flight.
   std::shared_ptr<const void> workspace_owner;
   Trace* trace = nullptr;  // null: no tracing
-  // Stream-ordered transports: enqueue the compute steps that wait for
-  // nothing (AG-GEMM's own chunk, the reductions' products) before the
-  // execute's first transfers instead of after every transfer that is ready
-  // (WEAVE_ISSUE_ORDER=gemms_first; plan::Resolved::gemms_first). The host
-  // enqueues a copy-engine batch in tens of microseconds, so with the
-  // transfers first a ring's first GEMM reaches its stream only after the
-  // whole ring is enqueued. Off by default until measured.
-  bool gemms_first = false;
+  IssueOrder issue_order = IssueOrder::TransfersFirst;
 };
 
 class Executor {
@@ -85,7 +97,8 @@ class Executor {
   void wait_for_deps_on_lane(int step, int lane);
   // Polls the transport and issues every ready communication unit. Returns
   // whether anything advanced. Safe to call from GEMM tile callbacks.
-  bool pump();
+  // Issues the transfer units that are ready, at most `most_units`.
+  bool pump(std::size_t most_units = std::numeric_limits<std::size_t>::max());
   bool finish_if_done(int step);
   bool requests_outstanding();
   // Whether a host-progressed transfer has not completed yet (marks those

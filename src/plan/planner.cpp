@@ -858,12 +858,20 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
       transport->id == Transport::CopyEngine)
     notes += r.clears_at_start ? " clears to send at the start of every execute (WEAVE_CLEAR_TO_SEND);"
                                : " clears to send when each step is due (WEAVE_CLEAR_TO_SEND);";
-  // Whether the GEMMs that wait for nothing reach their streams before the
-  // transfers are enqueued (exec::ExecutorOptions::gemms_first).
-  if (env_choice<bool>(env, "WEAVE_ISSUE_ORDER", {{"transfers_first", false}, {"gemms_first", true}},
-                       &r.gemms_first) &&
-      r.gemms_first && r.backend == Backend::Cuda)
-    notes += " GEMMs that wait for nothing enqueued before the transfers (WEAVE_ISSUE_ORDER);";
+  // What the host enqueues first in an execute over a stream-ordered
+  // transport (exec::IssueOrder).
+  if (env_choice<IssueOrder>(env, "WEAVE_ISSUE_ORDER",
+                             {{"transfers_first", IssueOrder::TransfersFirst},
+                              {"gemms_first", IssueOrder::GemmsFirst},
+                              {"alternate", IssueOrder::Alternate}},
+                             &r.issue_order) &&
+      r.backend == Backend::Cuda) {
+    if (r.issue_order == IssueOrder::GemmsFirst)
+      notes += " GEMMs that wait for nothing enqueued before the transfers (WEAVE_ISSUE_ORDER);";
+    else if (r.issue_order == IssueOrder::Alternate)
+      notes += " transfers and compute steps enqueued in turn, a batch of transfers then a compute step "
+               "(WEAVE_ISSUE_ORDER);";
+  }
 
   r.schedule.gathered_output = (desc.flags & WEAVE_FLAG_GATHERED_OUTPUT) != 0;
   set_reduction_flags(desc.flags, r.schedule);

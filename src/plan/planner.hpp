@@ -20,6 +20,9 @@ namespace weave::internal::plan {
 
 enum class Backend { Host = WEAVE_BACKEND_HOST, Cuda = WEAVE_BACKEND_CUDA };
 enum class ProgressMode { Tiles = WEAVE_PROGRESS_TILES, Thread = WEAVE_PROGRESS_THREAD };
+// What the host enqueues first in an execute over a stream-ordered transport
+// (WEAVE_ISSUE_ORDER; exec::IssueOrder says what each does).
+enum class IssueOrder { TransfersFirst, GemmsFirst, Alternate };
 // How a GPU stream waits for a flag a peer writes: a one-warp kernel that
 // gives up at the plan's timeout and records which step and peer it waited
 // for (the default), or a CUDA stream memory operation (cuStreamWaitValue32:
@@ -79,10 +82,9 @@ struct Resolved {
   // Clears to send of dependency-free receives raised at the start of
   // every execute (WEAVE_CLEAR_TO_SEND; clears_at_start_measured_faster).
   bool clears_at_start = true;
-  // Stream-ordered transports: the compute steps that wait for nothing are
-  // enqueued before the execute's transfers (WEAVE_ISSUE_ORDER=gemms_first;
-  // exec::ExecutorOptions::gemms_first). Off by default: not yet measured.
-  bool gemms_first = false;
+  // Stream-ordered transports: what the host enqueues first in an execute
+  // (WEAVE_ISSUE_ORDER; exec::IssueOrder).
+  IssueOrder issue_order = IssueOrder::TransfersFirst;
   // SMs the GEMMs of an overlapped device plan leave to what runs beside
   // them (WEAVE_SM_MARGIN, else the SM budget of a transport that has one);
   // 0: none, always for sequential plans.

@@ -1,7 +1,8 @@
 // The order in which the executor enqueues an execute's work on a
-// stream-ordered transport: transfers that are ready go first (the
-// default), or, with ExecutorOptions::gemms_first, the compute steps that
-// wait for nothing go ahead of them. A recording backend and transport
+// stream-ordered transport (exec::IssueOrder): transfers that are ready go
+// first (the default); the compute steps that wait for nothing go ahead of
+// them (GemmsFirst); or a batch of transfers and a compute step take turns
+// (Alternate). A recording backend and transport
 // stand in for CUDA and the copy engines; the schedule is the library's own.
 #include <gtest/gtest.h>
 
@@ -19,6 +20,7 @@ namespace weave_test {
 namespace {
 
 using weave::internal::Operation;
+using weave::internal::exec::IssueOrder;
 using weave::internal::plan::Algorithm;
 using weave::internal::plan::Direction;
 using weave::internal::plan::Schedule;
@@ -90,13 +92,13 @@ Schedule schedule_of_rank_0(Operation operation, int ranks) {
   return weave::internal::plan::build_schedule(make_group_problems(g)[0], o);
 }
 
-std::vector<int> issue_order(const Schedule& schedule, bool gemms_first) {
+std::vector<int> issue_order(const Schedule& schedule, IssueOrder order) {
   Log log;
   log.schedule = &schedule;
   RecordingBackend backend(log);
   RecordingTransport transport(log);
   weave::internal::exec::ExecutorOptions options;
-  options.gemms_first = gemms_first;
+  options.issue_order = order;
   weave::internal::exec::Executor executor(schedule, backend, transport, options);
   weave::internal::exec::Bindings bindings;
   bindings.schedule = &schedule;
@@ -121,6 +123,11 @@ std::size_t last_transfer(const Schedule& s, const std::vector<int>& order) {
   return last == order.rend() ? order.size() : static_cast<std::size_t>(order.rend() - last - 1);
 }
 
+std::vector<int> sorted(std::vector<int> order) {
+  std::sort(order.begin(), order.end());
+  return order;
+}
+
 std::string shown(const Schedule& s, const std::vector<int>& order) {
   std::string out;
   for (int step : order) out += (out.empty() ? "" : "; ") + std::to_string(step) + " " + s.steps[step].label;
@@ -130,7 +137,7 @@ std::string shown(const Schedule& s, const std::vector<int>& order) {
 TEST(ExecutorIssueOrder, AgGemmRingEnqueuesEveryTransferBeforeItsFirstGemmByDefault) {
   for (int ranks : {2, 3, 4}) {
     const Schedule s = schedule_of_rank_0(Operation::AgGemm, ranks);
-    const std::vector<int> order = issue_order(s, false);
+    const std::vector<int> order = issue_order(s, IssueOrder::TransfersFirst);
     // Every transfer of the ring is ready once the execute starts (a forward
     // waits for its receive on the stream only), so the GEMM of the rank's
     // own chunk, which waits for nothing, reaches its stream after all of them.
@@ -143,7 +150,7 @@ TEST(ExecutorIssueOrder, GemmsFirstEnqueuesTheComputeStepsThatWaitForNothingAhea
   for (Operation op : {Operation::AgGemm, Operation::GemmRs, Operation::GemmAr})
     for (int ranks : {2, 3, 4}) {
       const Schedule s = schedule_of_rank_0(op, ranks);
-      const std::vector<int> order = issue_order(s, true);
+      const std::vector<int> order = issue_order(s, IssueOrder::GemmsFirst);
       // A GEMM before the first transfer, and before it only compute steps
       // that depend on nothing, in schedule order.
       const std::size_t transfer = first_transfer(s, order);
@@ -156,10 +163,35 @@ TEST(ExecutorIssueOrder, GemmsFirstEnqueuesTheComputeStepsThatWaitForNothingAhea
         }
       }
       // Every step still reaches its stream once: the default order's entries.
-      std::vector<int> a = order, b = issue_order(s, false);
-      std::sort(a.begin(), a.end());
-      std::sort(b.begin(), b.end());
-      EXPECT_EQ(a, b) << ranks << " ranks";
+      EXPECT_EQ(sorted(order), sorted(issue_order(s, IssueOrder::TransfersFirst))) << ranks << " ranks";
+    }
+}
+
+TEST(ExecutorIssueOrder, AlternateEnqueuesABatchOfTransfersThenAComputeStepInTurn) {
+  for (Operation op : {Operation::AgGemm, Operation::GemmRs, Operation::GemmAr})
+    for (int ranks : {2, 3, 4}) {
+      const Schedule s = schedule_of_rank_0(op, ranks);
+      const std::vector<int> order = issue_order(s, IssueOrder::Alternate);
+      // Never two batches of transfers back to back while compute steps
+      // remain: each is followed by a compute step, until the last of those.
+      std::size_t computes_left = 0;
+      for (int step : order) computes_left += s.steps[step].is_comm() ? 0 : 1;
+      for (std::size_t i = 0; i + 1 < order.size(); ++i) {
+        const bool transfer = s.steps[order[i]].is_comm();
+        if (!transfer) --computes_left;
+        if (transfer && computes_left > 0) {
+          EXPECT_FALSE(s.steps[order[i + 1]].is_comm()) << ranks << " ranks: " << shown(s, order);
+        }
+      }
+      EXPECT_EQ(sorted(order), sorted(issue_order(s, IssueOrder::TransfersFirst))) << ranks << " ranks";
+      if (op == Operation::AgGemm) {
+        // The ring's first send (after what it sends is packed, where it
+        // is), then the GEMM of the rank's own chunk, which waits for nothing.
+        const std::size_t transfer = first_transfer(s, order);
+        ASSERT_LT(transfer + 1, order.size()) << shown(s, order);
+        EXPECT_EQ(first_gemm(s, order), transfer + 1) << ranks << " ranks: " << shown(s, order);
+        EXPECT_TRUE(s.steps[order[transfer + 1]].deps.empty()) << ranks << " ranks: " << shown(s, order);
+      }
     }
 }
 

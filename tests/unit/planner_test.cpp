@@ -759,21 +759,27 @@ TEST(TransportTable, ClearToSendAtStartBut2RankGemmRs) {
 }
 
 // WEAVE_ISSUE_ORDER: the transfers first by default; gemms_first asks for
-// the GEMMs that wait for nothing ahead of them (device plans say so in
-// describe); another value is an error naming it.
+// the GEMMs that wait for nothing ahead of them, alternate for a batch of
+// transfers and a compute step in turn (device plans say so in describe);
+// another value is an error naming it.
 TEST(TransportTable, IssueOrder) {
   using weave::internal::Operation;
   const weave_plan_desc_t desc{};
   for (Operation op : {Operation::AgGemm, Operation::GemmRs, Operation::GemmAr}) {
     const Resolved automatic = resolve_options(desc, device_case(op), {}, everything());
-    EXPECT_FALSE(automatic.gemms_first);
+    EXPECT_EQ(automatic.issue_order, IssueOrder::TransfersFirst);
     EXPECT_EQ(automatic.notes.find("WEAVE_ISSUE_ORDER"), std::string::npos) << automatic.notes;
     const Resolved first = resolve_options(desc, device_case(op), {{"WEAVE_ISSUE_ORDER", "gemms_first"}}, everything());
-    EXPECT_TRUE(first.gemms_first);
-    EXPECT_NE(first.notes.find("WEAVE_ISSUE_ORDER"), std::string::npos) << first.notes;
+    EXPECT_EQ(first.issue_order, IssueOrder::GemmsFirst);
+    EXPECT_NE(first.notes.find("GEMMs that wait for nothing enqueued before the transfers (WEAVE_ISSUE_ORDER)"),
+              std::string::npos)
+        << first.notes;
+    const Resolved turns = resolve_options(desc, device_case(op), {{"WEAVE_ISSUE_ORDER", "alternate"}}, everything());
+    EXPECT_EQ(turns.issue_order, IssueOrder::Alternate);
+    EXPECT_NE(turns.notes.find("enqueued in turn"), std::string::npos) << turns.notes;
     const Resolved last =
         resolve_options(desc, device_case(op), {{"WEAVE_ISSUE_ORDER", "transfers_first"}}, everything());
-    EXPECT_FALSE(last.gemms_first);
+    EXPECT_EQ(last.issue_order, IssueOrder::TransfersFirst);
   }
   expect_failure(desc, device_problem(), {{"WEAVE_ISSUE_ORDER", "gemm_first"}}, everything(),
                  WEAVE_ERROR_INVALID_VALUE, "WEAVE_ISSUE_ORDER=gemm_first");
