@@ -32,6 +32,10 @@ bool clears_at_start_measured_faster(Operation operation, int ranks) {
   return !(operation == Operation::GemmRs && ranks == 2);
 }
 
+IssueOrder issue_order_measured_fastest(int ranks) {
+  return ranks <= 2 ? IssueOrder::GemmsFirst : IssueOrder::Alternate;
+}
+
 Environment read_environment() {
   Environment env;
   for (const char* name : {"WEAVE_ALGORITHM", "WEAVE_TRANSPORT", "WEAVE_CHUNKS", "WEAVE_DIRECTION", "WEAVE_PROGRESS",
@@ -859,18 +863,27 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
     notes += r.clears_at_start ? " clears to send at the start of every execute (WEAVE_CLEAR_TO_SEND);"
                                : " clears to send when each step is due (WEAVE_CLEAR_TO_SEND);";
   // What the host enqueues first in an execute over a stream-ordered
-  // transport (exec::IssueOrder).
-  if (env_choice<IssueOrder>(env, "WEAVE_ISSUE_ORDER",
-                             {{"transfers_first", IssueOrder::TransfersFirst},
-                              {"gemms_first", IssueOrder::GemmsFirst},
-                              {"alternate", IssueOrder::Alternate}},
-                             &r.issue_order) &&
-      r.backend == Backend::Cuda) {
+  // transport (exec::IssueOrder): issue_order_measured_fastest, unless
+  // WEAVE_ISSUE_ORDER says.
+  r.issue_order =
+      transport->issue_order_measured ? issue_order_measured_fastest(problem.group_size) : IssueOrder::TransfersFirst;
+  const bool order_asked = env_choice<IssueOrder>(env, "WEAVE_ISSUE_ORDER",
+                                                  {{"transfers_first", IssueOrder::TransfersFirst},
+                                                   {"gemms_first", IssueOrder::GemmsFirst},
+                                                   {"alternate", IssueOrder::Alternate}},
+                                                  &r.issue_order);
+  if (r.backend == Backend::Cuda && problem.group_size > 1 && transport->progression == Progression::StreamOrdered) {
+    const std::string why =
+        order_asked                            ? std::string("WEAVE_ISSUE_ORDER")
+        : !transport->issue_order_measured     ? str("the other orders not measured over ", transport->title)
+        : r.issue_order == IssueOrder::GemmsFirst ? std::string("measured fastest over 2 ranks, doc/performance.md")
+                                                  : std::string("measured fastest over 4 ranks, doc/performance.md");
     if (r.issue_order == IssueOrder::GemmsFirst)
-      notes += " GEMMs that wait for nothing enqueued before the transfers (WEAVE_ISSUE_ORDER);";
+      notes += str(" issue order: GEMMs that wait for nothing enqueued before the transfers (", why, ");");
     else if (r.issue_order == IssueOrder::Alternate)
-      notes += " transfers and compute steps enqueued in turn, a batch of transfers then a compute step "
-               "(WEAVE_ISSUE_ORDER);";
+      notes += str(" issue order: a batch of transfers and a compute step enqueued in turn (", why, ");");
+    else
+      notes += str(" issue order: every ready transfer enqueued before the next compute step (", why, ");");
   }
 
   r.schedule.gathered_output = (desc.flags & WEAVE_FLAG_GATHERED_OUTPUT) != 0;

@@ -64,6 +64,14 @@ enum class CopyEngineSends { PerReceiver, InOrder };
 // 4096x8192x8192 13% less, AG-GEMM within 6% either way. So at the start,
 // but for GEMM-RS over two ranks.
 bool clears_at_start_measured_faster(Operation operation, int ranks);
+// What the host enqueues first in an execute over a stream-ordered transport
+// where WEAVE_ISSUE_ORDER does not say: measured on 4 and 2 H100s (bf16 and FP8,
+// every operation of the tensor-parallel shapes, the orders taking turns in
+// one run; doc/performance.md), the GEMMs first over 2 ranks, where AG-GEMM
+// is bound by its GEMMs, and transfers and compute steps in turn over more,
+// where the ring's sends are the critical path. Over the transports whose
+// row says so (TransportDescription::issue_order_measured).
+IssueOrder issue_order_measured_fastest(int ranks);
 
 struct Resolved {
   ScheduleOptions schedule;
@@ -83,7 +91,7 @@ struct Resolved {
   // every execute (WEAVE_CLEAR_TO_SEND; clears_at_start_measured_faster).
   bool clears_at_start = true;
   // Stream-ordered transports: what the host enqueues first in an execute
-  // (WEAVE_ISSUE_ORDER; exec::IssueOrder).
+  // (WEAVE_ISSUE_ORDER, else issue_order_measured_fastest; exec::IssueOrder).
   IssueOrder issue_order = IssueOrder::TransfersFirst;
   // SMs the GEMMs of an overlapped device plan leave to what runs beside
   // them (WEAVE_SM_MARGIN, else the SM budget of a transport that has one);

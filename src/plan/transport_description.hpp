@@ -91,6 +91,11 @@ struct TransportDescription {
   // from which AG-GEMM runs the ring.
   Algorithm reduction_algorithm = Algorithm::Ring;
   double ag_gemm_ring_min_flops = 0;
+  // Stream-ordered rows: the orders in which the host may enqueue an
+  // execute's work were timed over this transport, so plans take the one
+  // measured fastest (issue_order_measured_fastest); elsewhere every ready
+  // transfer goes first, the order they were all measured with.
+  bool issue_order_measured = false;
 };
 
 }  // namespace weave::internal::plan

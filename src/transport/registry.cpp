@@ -106,6 +106,7 @@ std::vector<TransportRow> make_table() {
     d.collectives = Collectives::Nccl;
     d.automatic = true;
     d.reduction_algorithm = Algorithm::Direct;  // measured: doc/performance.md
+    d.issue_order_measured = true;              // measured: doc/performance.md
     rows.push_back({d, peer_access_usable, make_copy_engine_transport});
   }
   {

@@ -758,17 +758,36 @@ TEST(TransportTable, ClearToSendAtStartBut2RankGemmRs) {
                  "WEAVE_CLEAR_TO_SEND=early");
 }
 
-// WEAVE_ISSUE_ORDER: the transfers first by default; gemms_first asks for
-// the GEMMs that wait for nothing ahead of them, alternate for a batch of
-// transfers and a compute step in turn (device plans say so in describe);
-// another value is an error naming it.
+// WEAVE_ISSUE_ORDER: by default, over the copy engines (where the orders
+// were measured), the GEMMs first over 2 ranks and a batch of transfers and
+// a compute step in turn over more; over NCCL (not measured) the transfers
+// first. The variable asks for any of the three orders; device plans say
+// which and why in describe; another value is an error naming it.
 TEST(TransportTable, IssueOrder) {
   using weave::internal::Operation;
   const weave_plan_desc_t desc{};
   for (Operation op : {Operation::AgGemm, Operation::GemmRs, Operation::GemmAr}) {
-    const Resolved automatic = resolve_options(desc, device_case(op), {}, everything());
-    EXPECT_EQ(automatic.issue_order, IssueOrder::TransfersFirst);
-    EXPECT_EQ(automatic.notes.find("WEAVE_ISSUE_ORDER"), std::string::npos) << automatic.notes;
+    Capabilities peers = everything();
+    peers.peer_access = true;
+    for (int ranks : {2, 3, 4}) {
+      const Resolved automatic = resolve_options(desc, device_case(op, 8192, ranks), {}, peers);
+      EXPECT_EQ(automatic.transport, Transport::CopyEngine) << automatic.notes;
+      EXPECT_EQ(automatic.issue_order, ranks == 2 ? IssueOrder::GemmsFirst : IssueOrder::Alternate) << ranks;
+      EXPECT_NE(automatic.notes.find(ranks == 2 ? "issue order: GEMMs that wait for nothing enqueued before the "
+                                                  "transfers (measured fastest over 2 ranks"
+                                                : "issue order: a batch of transfers and a compute step enqueued "
+                                                  "in turn (measured fastest over 4 ranks"),
+                std::string::npos)
+          << automatic.notes;
+      EXPECT_EQ(automatic.notes.find("WEAVE_ISSUE_ORDER"), std::string::npos) << automatic.notes;
+      const Resolved nccl = resolve_options(desc, device_case(op, 8192, ranks), {}, everything());
+      EXPECT_EQ(nccl.transport, Transport::Nccl) << nccl.notes;
+      EXPECT_EQ(nccl.issue_order, IssueOrder::TransfersFirst) << ranks;
+      EXPECT_NE(nccl.notes.find("issue order: every ready transfer enqueued before the next compute step (the other "
+                                "orders not measured over NCCL)"),
+                std::string::npos)
+          << nccl.notes;
+    }
     const Resolved first = resolve_options(desc, device_case(op), {{"WEAVE_ISSUE_ORDER", "gemms_first"}}, everything());
     EXPECT_EQ(first.issue_order, IssueOrder::GemmsFirst);
     EXPECT_NE(first.notes.find("GEMMs that wait for nothing enqueued before the transfers (WEAVE_ISSUE_ORDER)"),
@@ -776,10 +795,13 @@ TEST(TransportTable, IssueOrder) {
         << first.notes;
     const Resolved turns = resolve_options(desc, device_case(op), {{"WEAVE_ISSUE_ORDER", "alternate"}}, everything());
     EXPECT_EQ(turns.issue_order, IssueOrder::Alternate);
-    EXPECT_NE(turns.notes.find("enqueued in turn"), std::string::npos) << turns.notes;
+    EXPECT_NE(turns.notes.find("enqueued in turn (WEAVE_ISSUE_ORDER)"), std::string::npos) << turns.notes;
     const Resolved last =
         resolve_options(desc, device_case(op), {{"WEAVE_ISSUE_ORDER", "transfers_first"}}, everything());
     EXPECT_EQ(last.issue_order, IssueOrder::TransfersFirst);
+    EXPECT_NE(last.notes.find("every ready transfer enqueued before the next compute step (WEAVE_ISSUE_ORDER)"),
+              std::string::npos)
+        << last.notes;
   }
   expect_failure(desc, device_problem(), {{"WEAVE_ISSUE_ORDER", "gemm_first"}}, everything(),
                  WEAVE_ERROR_INVALID_VALUE, "WEAVE_ISSUE_ORDER=gemm_first");
