@@ -32,13 +32,18 @@ using weave::internal::plan::StepKind;
 // the first step of each batch of transfers.
 struct Log {
   std::vector<int> entries;
+  std::vector<int> every;  // every step as it reached a stream, each of a batch
+
   const Schedule* schedule = nullptr;
   int index(const Step& step) const { return static_cast<int>(&step - schedule->steps.data()); }
   // The step whose operation `op` is.
   template <typename Op>
   void compute(const Op& op) {
     for (const Step& s : schedule->steps)
-      if (const Op* held = std::get_if<Op>(&s.op); held == &op) entries.push_back(index(s));
+      if (const Op* held = std::get_if<Op>(&s.op); held == &op) {
+        entries.push_back(index(s));
+        every.push_back(index(s));
+      }
   }
 };
 
@@ -74,6 +79,7 @@ class RecordingTransport final : public weave::internal::transport::Transport {
   bool stream_ordered() const override { return true; }
   void enqueue(const std::vector<const Step*>& batch, const weave::internal::exec::Bindings&, void*) override {
     log_.entries.push_back(log_.index(*batch.front()));
+    for (const Step* s : batch) log_.every.push_back(log_.index(*s));
   }
 
  private:
@@ -92,7 +98,7 @@ Schedule schedule_of_rank_0(Operation operation, int ranks) {
   return weave::internal::plan::build_schedule(make_group_problems(g)[0], o);
 }
 
-std::vector<int> issue_order(const Schedule& schedule, IssueOrder order) {
+Log run_recorded(const Schedule& schedule, IssueOrder order) {
   Log log;
   log.schedule = &schedule;
   RecordingBackend backend(log);
@@ -103,8 +109,10 @@ std::vector<int> issue_order(const Schedule& schedule, IssueOrder order) {
   weave::internal::exec::Bindings bindings;
   bindings.schedule = &schedule;
   executor.run(bindings, weave::internal::exec::Scalars{}, nullptr);
-  return log.entries;
+  return log;
 }
+
+std::vector<int> issue_order(const Schedule& schedule, IssueOrder order) { return run_recorded(schedule, order).entries; }
 
 // Where in `order` the first step that `matches` reached its stream (order.size(): none).
 template <typename Matches>
@@ -193,6 +201,33 @@ TEST(ExecutorIssueOrder, AlternateEnqueuesABatchOfTransfersThenAComputeStepInTur
         EXPECT_TRUE(s.steps[order[transfer + 1]].deps.empty()) << ranks << " ranks: " << shown(s, order);
       }
     }
+}
+
+// Whatever the order, a step reaches its stream only after every step it
+// depends on (a stream-ordered transport and an asynchronous backend order
+// the work on the device by the events of steps already enqueued), and every
+// step reaches it exactly once.
+TEST(ExecutorIssueOrder, EveryOrderEnqueuesAStepAfterEverythingItDependsOn) {
+  for (IssueOrder order : {IssueOrder::TransfersFirst, IssueOrder::GemmsFirst, IssueOrder::Alternate})
+    for (Operation op : {Operation::AgGemm, Operation::GemmRs, Operation::GemmAr})
+      for (int ranks : {1, 2, 3, 4}) {
+        const Schedule s = schedule_of_rank_0(op, ranks);
+        const std::vector<int> every = run_recorded(s, order).every;
+        std::vector<int> position(s.steps.size(), -1);
+        for (std::size_t i = 0; i < every.size(); ++i) {
+          const int step = every[i];
+          ASSERT_EQ(position[step], -1) << "step " << step << " enqueued twice; " << shown(s, every);
+          position[step] = static_cast<int>(i);
+        }
+        for (std::size_t step = 0; step < s.steps.size(); ++step) {
+          ASSERT_GE(position[step], 0) << "step " << step << " never enqueued; " << shown(s, every);
+          for (int dep : s.steps[step].deps) {
+            EXPECT_LT(position[dep], position[step])
+                << static_cast<int>(order) << ", " << ranks << " ranks: step " << step << " before its dependency "
+                << dep << "; " << shown(s, every);
+          }
+        }
+      }
 }
 
 }  // namespace
