@@ -95,9 +95,9 @@ class Executor {
   void issue_unit(const Unit& unit);
   void issue_compute(int step);
   void wait_for_deps_on_lane(int step, int lane);
-  // Polls the transport and issues every ready communication unit. Returns
-  // whether anything advanced. Safe to call from GEMM tile callbacks.
-  // Issues the transfer units that are ready, at most `most_units`.
+  // Polls the transport and issues the ready communication units, at most
+  // `most_units` of them. Returns whether anything advanced. Safe to call
+  // from GEMM tile callbacks.
   bool pump(std::size_t most_units = std::numeric_limits<std::size_t>::max());
   bool finish_if_done(int step);
   bool requests_outstanding();

@@ -873,17 +873,16 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
                                                    {"alternate", IssueOrder::Alternate}},
                                                   &r.issue_order);
   if (r.backend == Backend::Cuda && problem.group_size > 1 && transport->progression == Progression::StreamOrdered) {
-    const std::string why =
-        order_asked                            ? std::string("WEAVE_ISSUE_ORDER")
-        : !transport->issue_order_measured     ? str("the other orders not measured over ", transport->title)
-        : r.issue_order == IssueOrder::GemmsFirst ? std::string("measured fastest over 2 ranks, doc/performance.md")
-                                                  : std::string("measured fastest over 4 ranks, doc/performance.md");
-    if (r.issue_order == IssueOrder::GemmsFirst)
-      notes += str(" issue order: GEMMs that wait for nothing enqueued before the transfers (", why, ");");
-    else if (r.issue_order == IssueOrder::Alternate)
-      notes += str(" issue order: a batch of transfers and a compute step enqueued in turn (", why, ");");
-    else
-      notes += str(" issue order: every ready transfer enqueued before the next compute step (", why, ");");
+    const char* what = "every ready transfer enqueued before the next compute step";
+    if (r.issue_order == IssueOrder::GemmsFirst) what = "GEMMs that wait for nothing enqueued before the transfers";
+    if (r.issue_order == IssueOrder::Alternate) what = "a batch of transfers and a compute step enqueued in turn";
+    std::string why = "WEAVE_ISSUE_ORDER";
+    if (!order_asked && transport->issue_order_measured)  // issue_order_measured_fastest's measured rank counts
+      why = str("measured fastest over ", r.issue_order == IssueOrder::GemmsFirst ? 2 : 4,
+                " ranks, doc/performance.md");
+    else if (!order_asked)
+      why = str("the other orders not measured over ", transport->title);
+    notes += str(" issue order: ", what, " (", why, ");");
   }
 
   r.schedule.gathered_output = (desc.flags & WEAVE_FLAG_GATHERED_OUTPUT) != 0;

@@ -29,11 +29,11 @@ using weave::internal::plan::Step;
 using weave::internal::plan::StepKind;
 
 // What reached a stream, in order: the index of each compute step, and of
-// the first step of each batch of transfers.
+// the first step of each batch of transfers (entries), or of every step of
+// each batch (every).
 struct Log {
   std::vector<int> entries;
-  std::vector<int> every;  // every step as it reached a stream, each of a batch
-
+  std::vector<int> every;
   const Schedule* schedule = nullptr;
   int index(const Step& step) const { return static_cast<int>(&step - schedule->steps.data()); }
   // The step whose operation `op` is.
@@ -112,7 +112,9 @@ Log run_recorded(const Schedule& schedule, IssueOrder order) {
   return log;
 }
 
-std::vector<int> issue_order(const Schedule& schedule, IssueOrder order) { return run_recorded(schedule, order).entries; }
+std::vector<int> issue_order(const Schedule& schedule, IssueOrder order) {
+  return run_recorded(schedule, order).entries;
+}
 
 // Where in `order` the first step that `matches` reached its stream (order.size(): none).
 template <typename Matches>
