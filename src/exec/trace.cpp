@@ -5,7 +5,22 @@
 
 namespace weave::internal::exec {
 
+Trace::Trace(const Trace& other) {
+  std::lock_guard<std::mutex> lock(other.mutex_);
+  origin_ = other.origin_;
+  spans_ = other.spans_;
+}
+
+Trace& Trace::operator=(const Trace& other) {
+  if (this == &other) return *this;
+  std::scoped_lock lock(mutex_, other.mutex_);
+  origin_ = other.origin_;
+  spans_ = other.spans_;
+  return *this;
+}
+
 void Trace::clear() {
+  std::lock_guard<std::mutex> lock(mutex_);
   spans_.clear();
   origin_ = std::chrono::steady_clock::now();
 }
@@ -15,7 +30,12 @@ double Trace::now_us() const {
 }
 
 void Trace::add(int step, const std::string& track, const std::string& name, double start_us, double end_us) {
-  spans_.push_back(TraceSpan{step, track, name, start_us, end_us});
+  add_span(TraceSpan{step, track, name, start_us, end_us});
+}
+
+void Trace::add_span(TraceSpan span) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  spans_.push_back(std::move(span));
 }
 
 namespace {
