@@ -46,6 +46,13 @@ function(dependency_hints out)
   set(${out} "${hints}" PARENT_SCOPE)
 endfunction()
 
+# A consumer's configure finds the installed Weave first, then the prefixes
+# this build searched (CMAKE_PREFIX_PATH in the environment of its commands).
+function(search_installed_prefixes)
+  string(REPLACE ";" ":" prefix_path "${PREFIX_PATH}")
+  set(ENV{CMAKE_PREFIX_PATH} "${prefix_path}")
+endfunction()
+
 if(STEP STREQUAL "prefix")
   file(REMOVE_RECURSE "${WEAVE_PREFIX}")
   run(${CMAKE_COMMAND} --install "${WEAVE_BUILD_DIR}" --prefix "${WEAVE_PREFIX}")
@@ -73,9 +80,7 @@ elseif(STEP STREQUAL "cmake_consumer")
     set(fortran ON)
   endif()
   dependency_hints(dependency_hints)
-  # The installed Weave first, then the prefixes this build searched.
-  string(REPLACE ";" ":" prefix_path "${PREFIX_PATH}")
-  set(ENV{CMAKE_PREFIX_PATH} "${prefix_path}")
+  search_installed_prefixes()
   run(${CMAKE_COMMAND} -S "${WEAVE_CONSUMER_SOURCE_DIR}" -B "${build}" -G "${CMAKE_GENERATOR}"
       -DCMAKE_BUILD_TYPE=${CMAKE_BUILD_TYPE}
       -DCMAKE_C_COMPILER=${CMAKE_C_COMPILER}
@@ -147,8 +152,7 @@ elseif(STEP STREQUAL "fortran_only_consumer")
   # project(... LANGUAGES Fortran): find_package(Weave) enables C itself.
   set(build "${WEAVE_WORK_DIR}/fortran_only_consumer")
   file(REMOVE_RECURSE "${build}")
-  string(REPLACE ";" ":" prefix_path "${PREFIX_PATH}")
-  set(ENV{CMAKE_PREFIX_PATH} "${prefix_path}")
+  search_installed_prefixes()
   set(kokkos_hint "")
   if(Kokkos_DIR)
     set(kokkos_hint "-DKokkos_DIR=${Kokkos_DIR}")
@@ -165,8 +169,7 @@ elseif(STEP STREQUAL "unversioned_consumer")
   # policies (CMake warns that the project should call it).
   set(build "${WEAVE_WORK_DIR}/unversioned_consumer")
   file(REMOVE_RECURSE "${build}")
-  string(REPLACE ";" ":" prefix_path "${PREFIX_PATH}")
-  set(ENV{CMAKE_PREFIX_PATH} "${prefix_path}")
+  search_installed_prefixes()
   dependency_hints(dependency_hints)
   run(${CMAKE_COMMAND} -S "${WEAVE_CONSUMER_SOURCE_DIR}/../consumer_unversioned" -B "${build}"
       -G "${CMAKE_GENERATOR}" -DCMAKE_BUILD_TYPE=${CMAKE_BUILD_TYPE} -DCMAKE_C_COMPILER=${CMAKE_C_COMPILER}
