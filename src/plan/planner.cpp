@@ -32,8 +32,9 @@ bool clears_at_start_measured_faster(Operation operation, int ranks) {
   return !(operation == Operation::GemmRs && ranks == 2);
 }
 
-IssueOrder issue_order_measured_fastest(int ranks) {
-  return ranks <= 2 ? IssueOrder::GemmsFirst : IssueOrder::Alternate;
+MeasuredIssueOrder issue_order_measured_fastest(int ranks) {
+  if (ranks <= 2) return {IssueOrder::GemmsFirst, 2};
+  return {IssueOrder::Alternate, 4};
 }
 
 Environment read_environment() {
@@ -865,8 +866,8 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
   // What the host enqueues first in an execute over a stream-ordered
   // transport (exec::IssueOrder): issue_order_measured_fastest, unless
   // WEAVE_ISSUE_ORDER says.
-  r.issue_order =
-      transport->issue_order_measured ? issue_order_measured_fastest(problem.group_size) : IssueOrder::TransfersFirst;
+  const MeasuredIssueOrder measured_order = issue_order_measured_fastest(problem.group_size);
+  r.issue_order = transport->issue_order_measured ? measured_order.order : IssueOrder::TransfersFirst;
   const bool order_asked = env_choice<IssueOrder>(env, "WEAVE_ISSUE_ORDER",
                                                   {{"transfers_first", IssueOrder::TransfersFirst},
                                                    {"gemms_first", IssueOrder::GemmsFirst},
@@ -877,9 +878,8 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
     if (r.issue_order == IssueOrder::GemmsFirst) what = "GEMMs that wait for nothing enqueued before the transfers";
     if (r.issue_order == IssueOrder::Alternate) what = "a batch of transfers and a compute step enqueued in turn";
     std::string why = "WEAVE_ISSUE_ORDER";
-    if (!order_asked && transport->issue_order_measured)  // issue_order_measured_fastest's measured rank counts
-      why = str("measured fastest over ", r.issue_order == IssueOrder::GemmsFirst ? 2 : 4,
-                " ranks, doc/performance.md");
+    if (!order_asked && transport->issue_order_measured)
+      why = str("measured fastest over ", measured_order.measured_ranks, " ranks, doc/performance.md");
     else if (!order_asked)
       why = str("the other orders not measured over ", transport->title);
     notes += str(" issue order: ", what, " (", why, ");");

@@ -71,7 +71,11 @@ bool clears_at_start_measured_faster(Operation operation, int ranks);
 // is bound by its GEMMs, and transfers and compute steps in turn over more,
 // where the ring's sends are the critical path. Over the transports whose
 // row says so (TransportDescription::issue_order_measured).
-IssueOrder issue_order_measured_fastest(int ranks);
+struct MeasuredIssueOrder {
+  IssueOrder order;
+  int measured_ranks;  // the rank count it measured fastest on (what describe cites)
+};
+MeasuredIssueOrder issue_order_measured_fastest(int ranks);
 
 struct Resolved {
   ScheduleOptions schedule;
