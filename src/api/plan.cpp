@@ -182,6 +182,7 @@ std::unique_ptr<Plan> Plan::create(const std::shared_ptr<GridState>& grid, const
       options.gemm_sm_margin = r.gemm_sm_margin;
       options.gemm_tuning = r.gemm_tuning;
       options.cutlass_fp8 = r.cutlass_fp8_gemm;
+      options.cutlass_swizzle = r.cutlass_swizzle;
       plan->backend_ = cuda::make_cuda_backend(plan->schedule_, plan->problem_, options);
     } else {
       plan->backend_ = std::make_shared<host::HostBackend>(plan->schedule_, host::HostBackendOptions{});

@@ -45,7 +45,7 @@ Environment read_environment() {
                            "WEAVE_COPY_ENGINE_SENDS", "WEAVE_CLEAR_TO_SEND", "WEAVE_ISSUE_ORDER",
                            "WEAVE_ALL_REDUCE", "WEAVE_ALL_GATHER_LAG", "WEAVE_OWN_PRODUCT",
                            "WEAVE_PANEL_WIDTH", "WEAVE_CALIBRATE", "WEAVE_GEMM_TUNING",
-                           "WEAVE_GEMM_BANDS", "WEAVE_FP8_GEMM"}) {
+                           "WEAVE_GEMM_BANDS", "WEAVE_FP8_GEMM", "WEAVE_CUTLASS_SWIZZLE"}) {
     const char* value = std::getenv(name);
     if (value && *value) env[name] = value;
   }
@@ -825,6 +825,11 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
       r.cutlass_fp8_gemm && r.backend == Backend::Cuda)
     notes += " row-wise scaled FP8 GEMMs on CUTLASS's kernel where it fits (WEAVE_FP8_GEMM);";
   if (r.backend != Backend::Cuda) r.cutlass_fp8_gemm = false;
+  // The CUTLASS kernel's swizzle, for measuring (1, 2, 4 or 8).
+  if (env_choice<int>(env, "WEAVE_CUTLASS_SWIZZLE", {{"1", 1}, {"2", 2}, {"4", 4}, {"8", 8}}, &r.cutlass_swizzle) &&
+      r.cutlass_fp8_gemm)
+    notes += str(" CUTLASS's FP8 kernel with swizzle ", r.cutlass_swizzle, " (WEAVE_CUTLASS_SWIZZLE);");
+  if (!r.cutlass_fp8_gemm) r.cutlass_swizzle = 0;
 
   // Device-side waits for peers' flags: bounded kernels unless the stream
   // memory operations are asked for (WEAVE_DEVICE_WAIT=stream).

@@ -109,6 +109,10 @@ struct Resolved {
   // cuBLASLt (WEAVE_FP8_GEMM=cublaslt, the default: CUTLASS's kernel
   // measured 7-25% slower, doc/performance.md).
   bool cutlass_fp8_gemm = false;
+  // Tiles neighbouring CTAs of that kernel take along its raster
+  // (CUTLASS's max_swizzle_size; WEAVE_CUTLASS_SWIZZLE); 0: the kernel's
+  // rule (backends/cuda/cutlass_fp8_gemm.cpp).
+  int cutlass_swizzle = 0;
   // CTAs (one per SM) of an SM-driven transport's kernels.
   int sm_transport_ctas = kSmTransportPushCtas;
   DeviceWait device_wait = DeviceWait::Bounded;

@@ -717,6 +717,23 @@ TEST(Planner, Fp8GemmKernelFromTheEnvironment) {
                  "WEAVE_FP8_GEMM=cublas");
 }
 
+// The CUTLASS kernel's swizzle: its rule (0) unless WEAVE_CUTLASS_SWIZZLE
+// names 1, 2, 4 or 8, and only where that kernel is asked for; another
+// value is an error naming it.
+TEST(Planner, CutlassSwizzleFromTheEnvironment) {
+  const weave_plan_desc_t desc{};
+  const Environment cutlass{{"WEAVE_FP8_GEMM", "cutlass"}};
+  EXPECT_EQ(resolve_options(desc, device_problem(), cutlass, everything()).cutlass_swizzle, 0);
+  Environment asked = cutlass;
+  asked["WEAVE_CUTLASS_SWIZZLE"] = "2";
+  const Resolved two = resolve_options(desc, device_problem(), asked, everything());
+  EXPECT_EQ(two.cutlass_swizzle, 2);
+  EXPECT_NE(two.notes.find("WEAVE_CUTLASS_SWIZZLE"), std::string::npos) << two.notes;
+  EXPECT_EQ(resolve_options(desc, device_problem(), {{"WEAVE_CUTLASS_SWIZZLE", "2"}}, everything()).cutlass_swizzle, 0);
+  asked["WEAVE_CUTLASS_SWIZZLE"] = "3";
+  expect_failure(desc, device_problem(), asked, everything(), WEAVE_ERROR_INVALID_VALUE, "WEAVE_CUTLASS_SWIZZLE=3");
+}
+
 TEST(TransportTable, CopyEngineSendOrderFromTheEnvironment) {
   using weave::internal::plan::CopyEngineSends;
   const weave_plan_desc_t desc{};

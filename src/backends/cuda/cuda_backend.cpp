@@ -159,9 +159,12 @@ void CudaBackend::prepare_steps() {
     if (prepared_[op].matmul->broadcasts_scale()) ++broadcast_scale_gemms_;
     if (options_.cutlass_fp8 && op->a_scale.mode == ScaleMode::RowWise && op->b_scale.mode == ScaleMode::RowWise) {
       std::string why_not;
-      prepared_[op].cutlass = CutlassFp8Gemm::prepare(schedule_, *op, gemm_device_, gemm_sms_,
+      prepared_[op].cutlass = CutlassFp8Gemm::prepare(schedule_, *op, gemm_device_, gemm_sms_, options_.cutlass_swizzle,
                                                       prepared_[op].matmul->fused_bias(), &why_not);
       if (prepared_[op].cutlass) {
+        const int swizzle = prepared_[op].cutlass->swizzle();
+        cutlass_swizzle_min_ = cutlass_gemms_ == 0 ? swizzle : std::min(cutlass_swizzle_min_, swizzle);
+        cutlass_swizzle_max_ = std::max(cutlass_swizzle_max_, swizzle);
         ++cutlass_gemms_;
       } else {
         ++rowwise_fp8_on_cublaslt_;
@@ -237,7 +240,12 @@ std::string CudaBackend::name() const {
                        "tensor-wise x row-wise kernel)"),
              cutlass_gemms_ == 0 ? std::string()
                                  : str(", ", cutlass_gemms_, " row-wise scaled FP8 GEMMs on CUTLASS's kernel (alpha 1 "
-                                       "and 16-byte aligned pointers at execute, else cuBLASLt)"),
+                                       "and 16-byte aligned pointers at execute, else cuBLASLt; swizzle ",
+                                       cutlass_swizzle_min_ == cutlass_swizzle_max_
+                                           ? std::to_string(cutlass_swizzle_max_)
+                                           : str(cutlass_swizzle_min_, "-", cutlass_swizzle_max_),
+                                       options_.cutlass_swizzle > 0 ? ", asked for" : ", 8 where M and N >= 4096",
+                                       ")"),
              rowwise_fp8_on_cublaslt_ == 0
                  ? std::string()
                  : str(", ", rowwise_fp8_on_cublaslt_, " row-wise scaled FP8 GEMMs on cuBLASLt (", cutlass_why_not_,

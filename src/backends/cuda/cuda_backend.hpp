@@ -104,6 +104,7 @@ class CudaBackend final : public exec::ComputeBackend {
   // Row-wise scaled FP8 GEMMs prepared for CUTLASS's kernel, those left to
   // cuBLASLt and why the last of them was (describe).
   int cutlass_gemms_ = 0, rowwise_fp8_on_cublaslt_ = 0;
+  int cutlass_swizzle_min_ = 0, cutlass_swizzle_max_ = 0;  // over the GEMMs on CUTLASS's kernel
   std::string cutlass_why_not_;
   GemmDevice gemm_device_;
 };

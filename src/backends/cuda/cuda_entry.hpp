@@ -24,6 +24,8 @@ struct CudaBackendOptions {
   // it and it fits (cutlass_fp8_gemm.hpp; WEAVE_FP8_GEMM=cutlass); false:
   // cuBLASLt alone.
   bool cutlass_fp8 = false;
+  // That kernel's swizzle (WEAVE_CUTLASS_SWIZZLE); 0: its rule.
+  int cutlass_swizzle = 0;
 };
 
 std::unique_ptr<exec::ComputeBackend> make_cuda_backend(const plan::Schedule& schedule, const Problem& problem,

@@ -24,7 +24,7 @@ int64_t contiguous_length(const exec::MatrixRef& v) {
 }  // namespace
 
 std::unique_ptr<CutlassFp8Gemm> CutlassFp8Gemm::prepare(const plan::Schedule& schedule, const plan::GemmOp& op,
-                                                        const GemmDevice& device, int sm_count,
+                                                        const GemmDevice& device, int sm_count, int swizzle,
                                                         bool bias_in_epilogue, std::string* why_not) {
   auto no = [&](const std::string& why) -> std::unique_ptr<CutlassFp8Gemm> {
     if (why_not) *why_not = why;
@@ -62,6 +62,7 @@ std::unique_ptr<CutlassFp8Gemm> CutlassFp8Gemm::prepare(const plan::Schedule& sc
   shape.sm_count = sm_count;
   if (shape.sm_count <= 0)
     WEAVE_CUDA_CHECK(cudaDeviceGetAttribute(&shape.sm_count, cudaDevAttrMultiProcessorCount, device.index));
+  shape.swizzle = swizzle > 0 ? swizzle : rowwise_fp8_swizzle(shape);
   if (contiguous_length(layout_of(schedule, op.a_scale.region)) != shape.m ||
       contiguous_length(layout_of(schedule, op.b_scale.region)) != shape.n)
     return no("a scale vector is not contiguous");

@@ -28,9 +28,10 @@ namespace weave::internal::cuda {
 class CutlassFp8Gemm {
  public:
   // The prepared GEMM, or null with `why_not` saying why it does not fit.
+  // `swizzle` 0: the kernel's rule (rowwise_fp8_swizzle).
   static std::unique_ptr<CutlassFp8Gemm> prepare(const plan::Schedule& schedule, const plan::GemmOp& op,
-                                                 const GemmDevice& device, int sm_count, bool bias_in_epilogue,
-                                                 std::string* why_not);
+                                                 const GemmDevice& device, int sm_count, int swizzle,
+                                                 bool bias_in_epilogue, std::string* why_not);
   ~CutlassFp8Gemm();
   CutlassFp8Gemm(const CutlassFp8Gemm&) = delete;
   CutlassFp8Gemm& operator=(const CutlassFp8Gemm&) = delete;
@@ -38,6 +39,9 @@ class CutlassFp8Gemm {
   // Enqueues the GEMM and returns true, or returns false (enqueuing
   // nothing) where this execute's alpha or pointers do not fit.
   bool enqueue(const exec::Bindings& bindings, const exec::Scalars& scalars, cudaStream_t stream) const;
+
+  // The tiles CTAs launched one after another take side by side.
+  int swizzle() const { return shape_.swizzle; }
 
  private:
   CutlassFp8Gemm(const plan::GemmOp& op, const RowwiseFp8Shape& shape) : op_(op), shape_(shape) {}

@@ -1,14 +1,16 @@
 // FP8 GEMMs with row-wise scales on Hopper from CUTLASS, beside cuBLASLt's.
 //
 // cuBLASLt 13.1 has one kernel for e4m3 x e4m3 with row-wise (outer-vector)
-// scales on sm_90 (its heuristic offers no other, doc/performance.md), and
-// that kernel measured 5-12% slower than PyTorch's row-wise scaled GEMM, a
-// CUTLASS 3 kernel with the scales applied in its epilogue. This is the same
-// construction: a TMA warp-specialized sm_90a mainloop with FP8 accumulation
-// promoted to float32 (no fast accumulation, as cuBLASLt by default), and an
-// epilogue that multiplies each accumulator by its row's scale of A and its
-// column's scale of B and rounds once to the output type (bf16, or float32
-// for the products of plans whose partial sums travel in float32).
+// scales on sm_90 (its heuristic offers no other, doc/performance.md); it
+// timed 5-12% slower in weave-bench than PyTorch's row-wise scaled GEMM,
+// which was taken for a CUTLASS 3 kernel with the scales applied in its
+// epilogue (PyTorch 2.11 turned out to run the same cuBLASLt kernel on
+// sm_90). This is that construction: a TMA warp-specialized sm_90a mainloop
+// with FP8 accumulation promoted to float32 (no fast accumulation, as
+// cuBLASLt by default), and an epilogue that multiplies each accumulator by
+// its row's scale of A and its column's scale of B and rounds once to the
+// output type (bf16, or float32 for the products of plans whose partial
+// sums travel in float32).
 //
 // Built only where CMake is given CUTLASS's headers (WEAVE_CUTLASS_DIR; the
 // nvidia-cutlass wheel on PyPI carries them): elsewhere rowwise_fp8_compiled()
@@ -33,7 +35,15 @@ struct RowwiseFp8Shape {
   int64_t lda = 0, ldb = 0, ldd = 0;
   bool f32_out = false;  // D in float32, else bf16
   int sm_count = 0;  // SMs the persistent kernel spreads over; 0: all of the device's
+  // Tiles that CTAs launched one after another take side by side across the
+  // raster (CUTLASS's max_swizzle_size: 1, 2, 4 or 8), so that the tiles
+  // running at once share more rows of A and columns of B in L2.
+  int swizzle = 1;
 };
+
+// The swizzle PyTorch's row-wise kernel takes: 8 where M and N are both
+// 4096 or more, else 1.
+inline int rowwise_fp8_swizzle(const RowwiseFp8Shape& shape) { return shape.m >= 4096 && shape.n >= 4096 ? 8 : 1; }
 
 // The kernel's tile: small for few rows (decode-like shapes), large else.
 enum class RowwiseFp8Tile { Small, Large };

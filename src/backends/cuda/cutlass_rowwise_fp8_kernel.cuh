@@ -89,6 +89,7 @@ struct RowwiseKernel {
     // The epilogue tree's arguments, children first: {A's scales, {B's
     // scales, accumulator, multiply}, multiply}.
     args.epilogue.thread = {{a_scale}, {{b_scale}, {}, {}}, {}};
+    args.scheduler.max_swizzle_size = s.swizzle;
     return args;
   }
 };
