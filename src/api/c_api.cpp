@@ -155,8 +155,10 @@ weave_status_t weave_matrix_create(weave_grid_t grid, const weave_matrix_desc_t*
     if (matrix) *matrix = nullptr;
     const std::shared_ptr<GridState>& state = grid->state;
     auto handle = std::make_unique<weave_matrix_s>();
-    state->begin_call(wait_bounds(), "weave_matrix_create");
+    std::string malformed;
+    state->begin_call(wait_bounds_before_agreement(0, &malformed), "weave_matrix_create");
     agree_on_errors(state->channel(), [&] {
+      if (!malformed.empty()) fail(WEAVE_ERROR_INVALID_VALUE, malformed);
       require(matrix, "matrix");
       require(desc, "desc");
       handle->desc = make_matrix(state, read_sized(desc, "desc"), "matrix");
@@ -243,7 +245,9 @@ weave_status_t weave_plan_create(weave_grid_t grid, const weave_plan_desc_t* des
       } catch (const Error&) {
       }
     }
-    grid->state->begin_call(wait_bounds(timeout_ms), "weave_plan_create");
+    // A malformed WEAVE_TIMEOUT is reported by Plan::create, inside its first
+    // agreement.
+    grid->state->begin_call(wait_bounds_before_agreement(timeout_ms, nullptr), "weave_plan_create");
     weave_plan_desc_t sized{};
     agree_on_errors(grid->state->channel(), [&] {
       require(plan, "plan");

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <thread>
 
 #include "api/calibration.hpp"
@@ -69,6 +70,50 @@ std::vector<Argument> grid_fields(const weave_plan_desc_t& desc, const plan::Env
           {"wire_type", enum_value(desc.wire_type)}};
 }
 
+// Weave's environment variables that shape what the ranks plan, calibrate
+// and exchange must be set alike on every rank of the grid: a rank that
+// forced another algorithm, transport or calibration would plan apart from
+// its peers and leave them waiting in a collective it never joins.
+// WEAVE_PROGRESS and WEAVE_TIMEOUT are each rank's own. Every rank sees every
+// rank's settings, so all of them raise the same error.
+void check_same_environment(AgreementChannel& channel, const plan::Environment& env, const std::string& context) {
+  auto per_rank = [](const std::string& name) { return name == "WEAVE_PROGRESS" || name == "WEAVE_TIMEOUT"; };
+  std::string mine;
+  for (const auto& [name, value] : env)
+    if (!per_rank(name)) mine += name + "=" + value + "\n";
+  std::vector<int> offsets;
+  const std::vector<char> all = all_gather_bytes(channel, std::vector<char>(mine.begin(), mine.end()), &offsets);
+  auto settings_of = [&](int rank) {
+    std::map<std::string, std::string> settings;
+    const std::string text(all.begin() + offsets[static_cast<std::size_t>(rank)],
+                           all.begin() + offsets[static_cast<std::size_t>(rank) + 1]);
+    std::size_t start = 0;
+    for (std::size_t end; (end = text.find('\n', start)) != std::string::npos; start = end + 1) {
+      const std::string line = text.substr(start, end - start);
+      const std::size_t equals = line.find('=');
+      settings[line.substr(0, equals)] = line.substr(equals + 1);
+    }
+    return settings;
+  };
+  auto shown = [](const std::map<std::string, std::string>& settings, const std::string& name) {
+    const auto found = settings.find(name);
+    return found == settings.end() ? std::string("unset") : "'" + found->second + "'";
+  };
+  const std::map<std::string, std::string> first = settings_of(0);
+  for (int rank = 1; rank < channel.size(); ++rank) {
+    const std::map<std::string, std::string> other = settings_of(rank);
+    if (other == first) continue;
+    std::map<std::string, std::string> names = first;
+    names.insert(other.begin(), other.end());
+    for (const auto& entry : names)
+      if (shown(first, entry.first) != shown(other, entry.first))
+        fail(WEAVE_ERROR_RANK_MISMATCH, context, ": ", entry.first, " is ", shown(first, entry.first),
+             " on rank 0 but ", shown(other, entry.first), " on rank ", rank,
+             "; every rank must set Weave's environment variables alike (WEAVE_PROGRESS and WEAVE_TIMEOUT may "
+             "differ)");
+  }
+}
+
 // The automatic choices, which every rank of a group must have resolved
 // alike (environment variables could differ between ranks). The host
 // progress mechanism is each rank's own business and may differ.
@@ -90,12 +135,12 @@ std::vector<Argument> resolved_fields(const plan::Resolved& r) {
 std::unique_ptr<Plan> Plan::create(const std::shared_ptr<GridState>& grid, const weave_plan_desc_t& desc) {
   std::unique_ptr<Plan> plan(new Plan());
   plan->grid_ = grid;
-  plan->bounds_ = wait_bounds(desc.timeout_ms);
   const plan::Environment env = plan::read_environment();
 
   // 1. Local validation; no communication, so a rank that fails early cannot
   //    leave the others inside a collective.
   agree_on_errors(grid->channel(), [&] {
+    plan->bounds_ = wait_bounds(desc.timeout_ms);
     const int operation = enum_value(desc.operation), op_a = enum_value(desc.op_a), op_b = enum_value(desc.op_b);
     if (operation < WEAVE_AG_GEMM || operation > WEAVE_GEMM)
       fail(WEAVE_ERROR_INVALID_VALUE, "operation = ", operation, operation == 0 ? " (not set)" : "",
@@ -116,6 +161,7 @@ std::unique_ptr<Plan> Plan::create(const std::shared_ptr<GridState>& grid, const
   // 2. Every rank of the grid passed the same operation, and every rank of a
   //    group the same problem.
   agree_on_errors(grid->channel(), [&] {
+    check_same_environment(grid->channel(), env, "weave_plan_create");
     check_same_on_all_ranks(grid->channel(), grid_fields(desc, env), "weave_plan_create");
     check_same_on_all_ranks(*plan->group_.channel, plan->problem_.agreement_fields(), "weave_plan_create");
   });

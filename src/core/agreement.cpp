@@ -134,6 +134,13 @@ AgreementChannel::AgreementChannel(SharedComm comm, std::unique_ptr<ArrivalNotic
 AgreementChannel::~AgreementChannel() = default;
 
 void AgreementChannel::begin_call(const WaitBounds& bounds, std::string call) {
+  // Every collective call of a grid starts here: after MPI_Finalize any MPI
+  // call would make Open MPI abort the process, so the call fails instead.
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized)
+    fail(WEAVE_ERROR_MPI, call, ": MPI has been finalized (a Weave grid, and its matrices and plans, can only be used "
+         "between MPI_Init and MPI_Finalize; destroying them afterwards is allowed)");
   require_usable();
   bounds_ = bounds;
   call_ = std::move(call);

@@ -16,7 +16,8 @@ void fail_mpi(int code, const char* call, const char* file, int line) {
 
 std::shared_ptr<GridState> GridState::create(MPI_Comm comm, int prows, int pcols,
                                              const std::function<void()>& local_check) {
-  const WaitBounds bounds = wait_bounds();
+  std::string malformed;
+  const WaitBounds bounds = wait_bounds_before_agreement(0, &malformed);
   const std::string call = "weave_grid_create";
   std::shared_ptr<GridState> grid(new GridState(prows, pcols));
   // The caller's communicator carries nothing of Weave's but these two
@@ -26,8 +27,11 @@ std::shared_ptr<GridState> GridState::create(MPI_Comm comm, int prows, int pcols
   grid->grid_channel_ = std::make_unique<AgreementChannel>(mine, std::move(notices), "grid", "rank");
   AgreementChannel& channel = *grid->grid_channel_;
   channel.begin_call(bounds, call);
-  agree_on_errors(channel, local_check);
-  check_same_on_all_ranks(channel, {{"prows", prows}, {"pcols", pcols}}, call);
+  agree_on_errors(channel, [&] {
+    if (!malformed.empty()) fail(WEAVE_ERROR_INVALID_VALUE, malformed);
+    local_check();
+  });
+  agree_on_errors(channel, [&] { check_same_on_all_ranks(channel, {{"prows", prows}, {"pcols", pcols}}, call); });
   grid->size_ = channel.size();
   grid->rank_ = channel.rank();
   // Every rank has just agreed, so the blocking splits find every rank.

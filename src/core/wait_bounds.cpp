@@ -41,4 +41,15 @@ WaitBounds wait_bounds(int32_t timeout_ms) {
   return bounds;
 }
 
+WaitBounds wait_bounds_before_agreement(int32_t timeout_ms, std::string* malformed) {
+  try {
+    return wait_bounds(timeout_ms);
+  } catch (const Error& e) {
+    if (malformed) *malformed = e.what();
+    WaitBounds defaults;
+    defaults.timeout = resolve_timeout(timeout_ms, nullptr);
+    return defaults;
+  }
+}
+
 }  // namespace weave::internal

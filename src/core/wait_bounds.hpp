@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <string>
 
 namespace weave::internal {
 
@@ -38,5 +39,12 @@ std::chrono::milliseconds resolve_timeout(int32_t timeout_ms, const char* weave_
 
 // Bounds from `timeout_ms` (0: the environment) and WEAVE_WAIT_WARNING.
 WaitBounds wait_bounds(int32_t timeout_ms = 0);
+
+// The same for the first wait of a collective call, which comes before its
+// ranks agree on errors: a malformed WEAVE_TIMEOUT or WEAVE_WAIT_WARNING
+// does not throw here (this rank would leave the call while its peers wait
+// for it); the defaults stand in and `malformed` says what was wrong, for
+// the call to fail with inside its agreement, on every rank.
+WaitBounds wait_bounds_before_agreement(int32_t timeout_ms, std::string* malformed);
 
 }  // namespace weave::internal

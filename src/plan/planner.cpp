@@ -13,6 +13,7 @@
 #include "core/enum_value.hpp"
 #include "core/error.hpp"
 #include "core/wait_bounds.hpp"
+#include "plan/environment_syntax.hpp"
 #include "plan/summa_panels.hpp"
 #include "plan/wire.hpp"
 
@@ -39,16 +40,12 @@ MeasuredIssueOrder issue_order_measured_fastest(int ranks) {
 
 Environment read_environment() {
   Environment env;
-  for (const char* name : {"WEAVE_ALGORITHM", "WEAVE_TRANSPORT", "WEAVE_CHUNKS", "WEAVE_DIRECTION", "WEAVE_PROGRESS",
-                           "WEAVE_TIMEOUT", "WEAVE_COMPUTE_STREAMS", "WEAVE_COMM_PRIORITY", "WEAVE_SM_MARGIN",
-                           "WEAVE_SM_TRANSPORT_CTAS", "WEAVE_DEVICE_WAIT", "WEAVE_TRANSFER_COMPLETION",
-                           "WEAVE_COPY_ENGINE_SENDS", "WEAVE_CLEAR_TO_SEND", "WEAVE_ISSUE_ORDER",
-                           "WEAVE_ALL_REDUCE", "WEAVE_ALL_GATHER_LAG", "WEAVE_OWN_PRODUCT",
-                           "WEAVE_PANEL_WIDTH", "WEAVE_CALIBRATE", "WEAVE_GEMM_TUNING",
-                           "WEAVE_GEMM_BANDS", "WEAVE_FP8_GEMM", "WEAVE_CUTLASS_SWIZZLE"}) {
+  auto read = [&](const char* name) {
     const char* value = std::getenv(name);
     if (value && *value) env[name] = value;
-  }
+  };
+  for (const VariableSyntax& row : variable_syntax()) read(row.name);
+  read("WEAVE_TIMEOUT");
   return env;
 }
 
@@ -66,6 +63,13 @@ void set_reduction_flags(int32_t flags, ScheduleOptions& o) {
 // Value of an environment variable chosen from `names` (index = enum value).
 template <class Enum>
 bool env_choice(const Environment& env, const char* variable, const std::map<std::string, Enum>& names, Enum* out) {
+  // Every word a reader takes is in the variable's row, which plan creation
+  // checks every set variable against (environment_syntax.hpp).
+  const VariableSyntax* row = syntax_of(variable);
+  for (const auto& entry : names)
+    if (!row || std::find(row->words.begin(), row->words.end(), entry.first) == row->words.end())
+      fail(WEAVE_ERROR_INTERNAL, variable, "=", entry.first, " is read but not in the variable's row of "
+           "plan/environment_syntax.cpp");
   auto found = env.find(variable);
   if (found == env.end()) return false;
   auto match = names.find(found->second);
@@ -82,6 +86,10 @@ bool env_choice(const Environment& env, const char* variable, const std::map<std
 // (ERANGE) is out of range too, not its clamped LLONG_MAX.
 int64_t env_integer(const Environment& env, const char* variable, int64_t fallback, int64_t minimum,
                     int64_t maximum) {
+  const VariableSyntax* row = syntax_of(variable);
+  if (!row || !row->words.empty() || row->minimum != minimum || row->maximum != maximum)
+    fail(WEAVE_ERROR_INTERNAL, variable, " is read as an integer from ", minimum, " to ", maximum,
+         " but its row of plan/environment_syntax.cpp says otherwise");
   auto found = env.find(variable);
   if (found == env.end()) return fallback;
   char* end = nullptr;
@@ -215,16 +223,19 @@ void resolve_grid_gemm(const weave_plan_desc_t& desc, const Problem& problem, co
                                       {{"ring", WEAVE_ALGORITHM_RING},
                                        {"sequential", WEAVE_ALGORITHM_SEQUENTIAL},
                                        {"direct", WEAVE_ALGORITHM_DIRECT},
+                                       {"pipelined", WEAVE_ALGORITHM_PIPELINED},
+                                       {"hierarchical", WEAVE_ALGORITHM_HIERARCHICAL},
                                        {"summa", WEAVE_ALGORITHM_SUMMA}},
                                       &from_env)) {
-      // One variable for a whole program: ring and direct are the 1-D
-      // operations' algorithms.
+      // One variable for a whole program: ring, direct, pipelined and
+      // hierarchical are the 1-D operations' algorithms.
       if (from_env == WEAVE_ALGORITHM_SEQUENTIAL || from_env == WEAVE_ALGORITHM_SUMMA) {
         algorithm = from_env;
         chosen_here = false;
         notes += " algorithm from WEAVE_ALGORITHM;";
       } else {
-        notes += " SUMMA chosen: WEAVE_ALGORITHM=ring and =direct apply to AG-GEMM, GEMM-RS and GEMM-AR;";
+        notes += str(" SUMMA chosen: WEAVE_ALGORITHM=", env.at("WEAVE_ALGORITHM"),
+                     " applies to AG-GEMM, GEMM-RS and GEMM-AR;");
       }
     }
   }
@@ -309,6 +320,8 @@ void resolve_grid_gemm(const weave_plan_desc_t& desc, const Problem& problem, co
 
 Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, const Environment& env,
                          const Capabilities& caps) {
+  // Every variable set is checked, also those this plan does not read.
+  check_environment_syntax(env);
   Resolved r;
   std::string& notes = r.notes;
   r.flags = desc.flags;

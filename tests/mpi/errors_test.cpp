@@ -19,8 +19,10 @@
 #include <cstring>
 #include <functional>
 #include <initializer_list>
+#include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "support/numroc.hpp"
@@ -1279,6 +1281,68 @@ void overflowing_timeout_and_counts(weave_grid_t grid) {
   if (p.h) execute_all_ones(p.h, o, 2 * g_size, "execute with the longest timeout");
 }
 
+// Weave's environment set differently on one rank: plan creation fails with
+// WEAVE_ERROR_RANK_MISMATCH on every rank, naming the variable, instead of
+// leaving the ranks in different calibrations or collectives (a forced
+// algorithm or WEAVE_CALIBRATE=0 on one rank left another waiting until its
+// timeout); the grid works afterwards. WEAVE_PROGRESS and WEAVE_TIMEOUT are
+// each rank's own and may differ.
+void environment_differs_between_ranks(weave_grid_t grid) {
+  if (g_size < 2) return skip("needs two or more ranks");
+  const bool odd_one = g_rank == g_size - 1;
+  const int64_t K = 4;
+  Operands o;
+  if (!make_operands(grid, WEAVE_AG_GEMM, 2 * g_size, 3 * g_size, K, &o)) return;
+  const weave_plan_desc_t pd = plan_desc(WEAVE_AG_GEMM, o);
+  const std::pair<const char*, const char*> settings[] = {
+      {"WEAVE_ALGORITHM", "ring"}, {"WEAVE_CALIBRATE", "0"}, {"WEAVE_TRANSPORT", "mpi"}, {"WEAVE_CHUNKS", "2"}};
+  for (const auto& [variable, value] : settings) {
+    std::unique_ptr<ScopedEnvironment> set;
+    if (odd_one) set = std::make_unique<ScopedEnvironment>(variable, value);
+    Plan p;
+    EXPECT_STATUS(weave_plan_create(grid, &pd, &p.h), WEAVE_ERROR_RANK_MISMATCH, variable,
+                  ("rank " + std::to_string(g_size - 1)).c_str(), "alike");
+    if (p.h) fail_here("a failed weave_plan_create left a handle");
+  }
+  std::unique_ptr<ScopedEnvironment> progress, timeout;
+  if (odd_one) {
+    progress = std::make_unique<ScopedEnvironment>("WEAVE_PROGRESS", "tiles");
+    timeout = std::make_unique<ScopedEnvironment>("WEAVE_TIMEOUT", "200");
+  }
+  Plan p;
+  EXPECT_OK(weave_plan_create(grid, &pd, &p.h));
+  if (p.h) execute_all_ones(p.h, o, K, "execute with a progress mode and a timeout of one rank's own");
+}
+
+// A malformed WEAVE_TIMEOUT or WEAVE_WAIT_WARNING on one rank: grid, matrix
+// and plan creation fail with WEAVE_ERROR_INVALID_VALUE on every rank. They
+// are read before the ranks meet; the rank that read them used to leave the
+// call at once while the others waited for it.
+void malformed_wait_bounds_on_one_rank(weave_grid_t grid) {
+  const bool odd_one = g_rank == g_size - 1;
+  const int64_t K = 4;
+  Operands o;
+  if (!make_operands(grid, WEAVE_AG_GEMM, 2 * g_size, 3 * g_size, K, &o)) return;
+  const weave_plan_desc_t pd = plan_desc(WEAVE_AG_GEMM, o);
+  const std::pair<const char*, const char*> settings[] = {{"WEAVE_TIMEOUT", "-5"}, {"WEAVE_WAIT_WARNING", "abc"}};
+  for (const auto& [variable, value] : settings) {
+    std::unique_ptr<ScopedEnvironment> set;
+    if (odd_one) set = std::make_unique<ScopedEnvironment>(variable, value);
+    const std::string named = std::string(variable) + "=" + value;
+    Grid other;
+    EXPECT_STATUS(weave_grid_create(MPI_COMM_WORLD, g_size, 1, &other.h), WEAVE_ERROR_INVALID_VALUE, named.c_str());
+    Matrix m;
+    const weave_matrix_desc_t d = desc_of(8, 4, WEAVE_DIST_REPLICATED);
+    EXPECT_STATUS(weave_matrix_create(grid, &d, &m.h), WEAVE_ERROR_INVALID_VALUE, named.c_str());
+    Plan p;
+    EXPECT_STATUS(weave_plan_create(grid, &pd, &p.h), WEAVE_ERROR_INVALID_VALUE, named.c_str());
+    if (other.h || m.h || p.h) fail_here("a failed creation left a handle");
+  }
+  Plan p;
+  EXPECT_OK(weave_plan_create(grid, &pd, &p.h));
+  if (p.h) execute_all_ones(p.h, o, K, "execute after the rejected creations");
+}
+
 void execute_arguments(weave_grid_t grid) {
   const int64_t M = 5, N = 4, K = 3 * g_size;
   Operands o;
@@ -1423,6 +1487,8 @@ int main(int argc, char** argv) {
     run_check("enumerations out of range", [&] { bad_enums(g); });
     run_check("backends and transports not compiled", [&] { not_compiled(g); });
     run_check("grid shape", [] { grid_shapes(); });
+    run_check("Weave's environment differs between ranks", [&] { environment_differs_between_ranks(g); });
+    run_check("malformed wait bounds on one rank", [&] { malformed_wait_bounds_on_one_rank(g); });
     run_check("execute arguments, then a good execute", [&] { execute_arguments(g); });
     run_check("execute with a gathered A", [&] { execute_gathered_leading_dimension(g); });
     run_check("matrix extents that overflow 64 bits", [&] { overflowing_matrix_extents(g); });

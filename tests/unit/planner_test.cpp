@@ -11,6 +11,7 @@
 
 #include "core/error.hpp"
 #include "group_problem.hpp"
+#include "plan/environment_syntax.hpp"
 #include "plan/planner.hpp"
 #include "transport/registry.hpp"
 
@@ -1246,6 +1247,10 @@ TEST(Planner, GemmRunsSummaWithPanelsOfTheHostWidth) {
   const Resolved ring = resolve_options(desc, grid_problem(), {{"WEAVE_ALGORITHM", "ring"}}, host_only());
   EXPECT_EQ(ring.schedule.algorithm, Algorithm::Summa);
   EXPECT_NE(ring.notes.find("SUMMA chosen"), std::string::npos) << ring.notes;
+  for (const char* other : {"direct", "pipelined", "hierarchical"})
+    EXPECT_EQ(resolve_options(desc, grid_problem(), {{"WEAVE_ALGORITHM", other}}, host_only()).schedule.algorithm,
+              Algorithm::Summa)
+        << other;
   // And WEAVE_ALGORITHM=summa leaves them on their ring.
   EXPECT_EQ(resolve_options(desc, host_problem(), {{"WEAVE_ALGORITHM", "summa"}}, host_only()).schedule.algorithm,
             Algorithm::Ring);
@@ -1431,6 +1436,44 @@ TEST(PlannerErrors, GemmTakesNeitherRingsNorChunks) {
   desc = {};
   desc.algorithm = WEAVE_ALGORITHM_SUMMA;
   expect_failure(desc, host_problem(), {}, host_only(), WEAVE_ERROR_UNSUPPORTED, "WEAVE_GEMM");
+}
+
+// Every variable that is set is checked at plan creation, also where the
+// plan at hand does not read it (a bad WEAVE_ALL_GATHER_LAG on an AG-GEMM, a
+// bad WEAVE_PANEL_WIDTH on a GEMM-RS used to pass); every word and both ends
+// of every range of the table pass, and one past them does not.
+TEST(Planner, EveryVariableSetIsCheckedWhereThePlanDoesNotReadIt) {
+  using weave::internal::Operation;
+  const weave_plan_desc_t desc{};
+  expect_failure(desc, host_problem(Operation::AgGemm), {{"WEAVE_ALL_GATHER_LAG", "9"}}, host_only(),
+                 WEAVE_ERROR_INVALID_VALUE, "WEAVE_ALL_GATHER_LAG=9");
+  expect_failure(desc, host_problem(Operation::GemmRs), {{"WEAVE_PANEL_WIDTH", "0"}}, host_only(),
+                 WEAVE_ERROR_INVALID_VALUE, "WEAVE_PANEL_WIDTH=0");
+  expect_failure(desc, grid_problem(), {{"WEAVE_CHUNKS", "abc"}}, host_only(), WEAVE_ERROR_INVALID_VALUE,
+                 "WEAVE_CHUNKS=abc");
+  expect_failure(desc, host_problem(Operation::GemmAr), {{"WEAVE_DEVICE_WAIT", "bogus"}}, host_only(),
+                 WEAVE_ERROR_INVALID_VALUE, "WEAVE_DEVICE_WAIT=bogus");
+  for (const weave::internal::plan::VariableSyntax& row : weave::internal::plan::variable_syntax()) {
+    std::vector<std::pair<std::string, bool>> values;  // value, accepted
+    for (const std::string& word : row.words) values.push_back({word, true});
+    if (row.words.empty()) {
+      values.push_back({std::to_string(row.minimum), true});
+      values.push_back({std::to_string(row.maximum), true});
+      values.push_back({std::to_string(row.minimum - 1), false});
+      values.push_back({std::to_string(row.maximum) + "0", false});
+    }
+    values.push_back({"no-such-value", false});
+    for (const auto& [value, accepted] : values) {
+      bool passed = true;
+      try {
+        weave::internal::plan::check_environment_syntax({{row.name, value}});
+      } catch (const weave::internal::Error& e) {
+        passed = false;
+        EXPECT_EQ(e.status(), WEAVE_ERROR_INVALID_VALUE) << row.name << "=" << value;
+      }
+      EXPECT_EQ(passed, accepted) << row.name << "=" << value;
+    }
+  }
 }
 
 }  // namespace
