@@ -34,6 +34,27 @@ bool needs_conjugated_copy(const Schedule& s, int buffer) {
   return false;
 }
 
+// AG-GEMM sends A's rows: whether any of its GEMMs takes rows of A, its own
+// or received ones, with op C that it cannot apply. The received rows count
+// too, so that a rank holding no rows of A decides as its peers do.
+bool gathered_rows_need_conjugated_copy(const Schedule& s) {
+  for (const Step& step : s.steps) {
+    const auto* g = std::get_if<GemmOp>(&step.op);
+    if (!g || g->op_a != Op::C) continue;
+    const Order a = s.buffer(g->a).order, b = s.buffer(g->b).order, c = s.buffer(g->c).order;
+    if (!gemm_is_one_call(g->op_a, a, g->op_b, b, c) && a != c) return true;
+  }
+  return false;
+}
+
+// Once A is conjugated, every row an AG-GEMM moves is (its sends and
+// collectives read the copy), so every GEMM of rows of A multiplies them
+// with op T, received ones as much as its own.
+void multiply_gathered_rows_as_transposed(Schedule& s) {
+  for (Step& step : s.steps)
+    if (auto* g = std::get_if<GemmOp>(&step.op); g && g->op_a == Op::C) g->op_a = Op::T;
+}
+
 // Points every read of `from` in `step` at `to`, turning op C on it into T;
 // returns whether the step read it.
 bool redirect_reads(Step& step, int from, int to) {
@@ -107,13 +128,16 @@ void conjugate_into_workspace(Schedule& s, int buffer, const char* name) {
 
 void conjugate_operands_where_needed(Schedule& s, const Problem& p, bool gathered_output) {
   const std::pair<int, const char*> operands[] = {{kBufferA, "A"}, {kBufferB, "B"}};
+  const bool gathers_a = p.operation == Operation::AgGemm;
   for (const auto& [buffer, name] : operands) {
-    if (!needs_conjugated_copy(s, buffer)) continue;
+    const bool gathered = gathers_a && buffer == kBufferA;
+    if (!(gathered ? gathered_rows_need_conjugated_copy(s) : needs_conjugated_copy(s, buffer))) continue;
     if (buffer == kBufferA && gathered_output)
       fail(WEAVE_ERROR_UNSUPPORTED, "op_a = WEAVE_OP_C with A stored ", order_name(p.a.order), " and C ",
            order_name(p.c.order), " multiplies A's conjugate, so the gathered A (WEAVE_FLAG_GATHERED_OUTPUT) would "
            "come back conjugated; store A and C in one order, or leave the flag off");
     conjugate_into_workspace(s, buffer, name);
+    if (gathered) multiply_gathered_rows_as_transposed(s);
     s.notes += str(" ", name, " conjugated into workspace each execute and multiplied as op T (op C on ", name,
                    " stored ", order_name(buffer == kBufferA ? p.a.order : p.b.order),
                    ", which a product in the other order cannot take);");
