@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -112,6 +113,21 @@ void check_same_environment(AgreementChannel& channel, const plan::Environment& 
              "; every rank must set Weave's environment variables alike (WEAVE_PROGRESS and WEAVE_TIMEOUT may "
              "differ)");
   }
+}
+
+// An execute's scalars as the agreement compares them: their bits, with
+// -0 taken as 0.
+std::vector<Argument> scalar_fields(const weave_execute_args_t& args) {
+  auto bits = [](double x) {
+    if (x == 0) x = 0;
+    int64_t b = 0;
+    std::memcpy(&b, &x, sizeof b);
+    return b;
+  };
+  return {{"alpha", bits(args.alpha)},
+          {"alpha_imag", bits(args.alpha_imag)},
+          {"beta", bits(args.beta)},
+          {"beta_imag", bits(args.beta_imag)}};
 }
 
 // The automatic choices, which every rank of a group must have resolved
@@ -515,6 +531,11 @@ void Plan::execute(const weave_execute_args_t* args_pointer) {
   if (checked) {
     try {
       agree_on_errors(*channel_, validate, "the argument check before the first step");
+      // alpha and beta alike on every rank of the group: a reduction sums
+      // every rank's scaled product, so different ones give a C that is
+      // neither (and GEMM-AR's ranks different C's).
+      agree_on_errors(*channel_, [&] { check_same_on_all_ranks(*channel_, scalar_fields(args), "weave_execute"); },
+                      "the check that every rank passed the same alpha and beta");
     } catch (const Error&) {
       failed_ = channel_->failed();  // a timeout; a bad argument leaves the plan usable
       throw;

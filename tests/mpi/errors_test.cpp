@@ -1383,6 +1383,14 @@ void execute_arguments(weave_grid_t grid) {
   args.gathered_a = c.data();
   EXPECT_STATUS(weave_execute_ex(p.h, &args), WEAVE_ERROR_INVALID_VALUE, "gathered_a",
                 "WEAVE_FLAG_GATHERED_OUTPUT");
+  // Another alpha or beta on one rank: GEMM-AR would sum differently scaled
+  // products into a C that is neither (and differs between ranks).
+  if (g_size > 1) {
+    EXPECT_STATUS(weave_execute(p.h, g_rank == last ? 2.0 : 1.0, a.data(), b.data(), 0.0, c.data(), nullptr, nullptr),
+                  WEAVE_ERROR_RANK_MISMATCH, "alpha");
+    EXPECT_STATUS(weave_execute(p.h, 1.0, a.data(), b.data(), g_rank == last ? 1.0 : 0.0, c.data(), nullptr, nullptr),
+                  WEAVE_ERROR_RANK_MISMATCH, "beta");
+  }
   // The plan still works after all of these.
   execute_all_ones(p.h, o, K, "execute after the rejected ones");
 }
