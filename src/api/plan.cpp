@@ -53,9 +53,9 @@ std::string format_bytes(int64_t bytes) {
 
 // What every rank of the grid passes identically (the per-group problem is
 // checked within each group).
-std::vector<Argument> grid_fields(const weave_plan_desc_t& desc, const plan::Environment& env) {
-  return {{"WEAVE_TRANSPORT set in the environment", static_cast<int64_t>(env.count("WEAVE_TRANSPORT"))},
-          {"operation", enum_value(desc.operation)},
+// (Weave's environment, WEAVE_TRANSPORT among it: check_same_environment.)
+std::vector<Argument> grid_fields(const weave_plan_desc_t& desc) {
+  return {{"operation", enum_value(desc.operation)},
           {"group", enum_value(desc.group)},
           {"op_a", enum_value(desc.op_a)},
           {"op_b", enum_value(desc.op_b)},
@@ -178,7 +178,7 @@ std::unique_ptr<Plan> Plan::create(const std::shared_ptr<GridState>& grid, const
   //    group the same problem.
   agree_on_errors(grid->channel(), [&] {
     check_same_environment(grid->channel(), env, "weave_plan_create");
-    check_same_on_all_ranks(grid->channel(), grid_fields(desc, env), "weave_plan_create");
+    check_same_on_all_ranks(grid->channel(), grid_fields(desc), "weave_plan_create");
     check_same_on_all_ranks(*plan->group_.channel, plan->problem_.agreement_fields(), "weave_plan_create");
   });
 

@@ -21,6 +21,11 @@ namespace {
 
 constexpr int64_t kWorkspaceAlignment = 256;
 
+// `needs_conjugated_copy`'s buffer for an AG-GEMM's A: every GEMM's A
+// operand, its own rows or received ones, so that a rank holding no rows of
+// A decides as its peers do.
+constexpr int kRowsOfAnyBuffer = -1;
+
 // Whether a GEMM of `s` takes `buffer` with op C that it cannot apply.
 bool needs_conjugated_copy(const Schedule& s, int buffer) {
   for (const Step& step : s.steps) {
@@ -28,21 +33,9 @@ bool needs_conjugated_copy(const Schedule& s, int buffer) {
     if (!g) continue;
     const Order a = s.buffer(g->a).order, b = s.buffer(g->b).order, c = s.buffer(g->c).order;
     if (gemm_is_one_call(g->op_a, a, g->op_b, b, c)) continue;
-    if ((g->a.buffer == buffer && g->op_a == Op::C && a != c) || (g->b.buffer == buffer && g->op_b == Op::C && b != c))
+    const bool a_read = buffer == kRowsOfAnyBuffer || g->a.buffer == buffer;
+    if ((a_read && g->op_a == Op::C && a != c) || (g->b.buffer == buffer && g->op_b == Op::C && b != c))
       return true;
-  }
-  return false;
-}
-
-// AG-GEMM sends A's rows: whether any of its GEMMs takes rows of A, its own
-// or received ones, with op C that it cannot apply. The received rows count
-// too, so that a rank holding no rows of A decides as its peers do.
-bool gathered_rows_need_conjugated_copy(const Schedule& s) {
-  for (const Step& step : s.steps) {
-    const auto* g = std::get_if<GemmOp>(&step.op);
-    if (!g || g->op_a != Op::C) continue;
-    const Order a = s.buffer(g->a).order, b = s.buffer(g->b).order, c = s.buffer(g->c).order;
-    if (!gemm_is_one_call(g->op_a, a, g->op_b, b, c) && a != c) return true;
   }
   return false;
 }
@@ -131,7 +124,7 @@ void conjugate_operands_where_needed(Schedule& s, const Problem& p, bool gathere
   const bool gathers_a = p.operation == Operation::AgGemm;
   for (const auto& [buffer, name] : operands) {
     const bool gathered = gathers_a && buffer == kBufferA;
-    if (!(gathered ? gathered_rows_need_conjugated_copy(s) : needs_conjugated_copy(s, buffer))) continue;
+    if (!needs_conjugated_copy(s, gathered ? kRowsOfAnyBuffer : buffer)) continue;
     if (buffer == kBufferA && gathered_output)
       fail(WEAVE_ERROR_UNSUPPORTED, "op_a = WEAVE_OP_C with A stored ", order_name(p.a.order), " and C ",
            order_name(p.c.order), " multiplies A's conjugate, so the gathered A (WEAVE_FLAG_GATHERED_OUTPUT) would "

@@ -44,6 +44,16 @@ const VariableSyntax* syntax_of(const std::string& name) {
   return nullptr;
 }
 
+int64_t integer_value(const VariableSyntax& row, const std::string& value) {
+  char* end = nullptr;
+  errno = 0;
+  const long long number = std::strtoll(value.c_str(), &end, 10);
+  if (!end || end == value.c_str() || *end != '\0' || errno == ERANGE || number < row.minimum || number > row.maximum)
+    fail(WEAVE_ERROR_INVALID_VALUE, row.name, "=", value, " is not an integer from ", row.minimum, " to ",
+         row.maximum);
+  return number;
+}
+
 void check_environment_syntax(const Environment& env) {
   for (const auto& [name, value] : env) {
     const VariableSyntax* row = syntax_of(name);
@@ -58,15 +68,7 @@ void check_environment_syntax(const Environment& env) {
       if (!known) fail(WEAVE_ERROR_INVALID_VALUE, name, "=", value, " is not one of ", allowed);
       continue;
     }
-    // An integer in range; a value strtoll cannot represent (ERANGE) is out
-    // of range too, not its clamped LLONG_MAX.
-    char* end = nullptr;
-    errno = 0;
-    const long long number = std::strtoll(value.c_str(), &end, 10);
-    if (!end || end == value.c_str() || *end != '\0' || errno == ERANGE || number < row->minimum ||
-        number > row->maximum)
-      fail(WEAVE_ERROR_INVALID_VALUE, name, "=", value, " is not an integer from ", row->minimum, " to ",
-           row->maximum);
+    integer_value(*row, value);
   }
 }
 

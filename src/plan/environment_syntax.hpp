@@ -25,6 +25,12 @@ const std::vector<VariableSyntax>& variable_syntax();
 // The row of `name`, or null.
 const VariableSyntax* syntax_of(const std::string& name);
 
+// `value` of integer variable `row` as a number; throws
+// WEAVE_ERROR_INVALID_VALUE naming both where it is not an integer in the
+// row's range (a value strtoll cannot represent, ERANGE, is out of range
+// too, not its clamped LLONG_MAX).
+int64_t integer_value(const VariableSyntax& row, const std::string& value);
+
 // Throws WEAVE_ERROR_INVALID_VALUE naming the first variable of `env` whose
 // value its row does not accept.
 void check_environment_syntax(const Environment& env);

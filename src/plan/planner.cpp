@@ -3,7 +3,6 @@
 #include <mpi.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
@@ -82,8 +81,7 @@ bool env_choice(const Environment& env, const char* variable, const std::map<std
   return true;
 }
 
-// An integer in [minimum, maximum]; a value strtoll cannot represent
-// (ERANGE) is out of range too, not its clamped LLONG_MAX.
+// An integer in [minimum, maximum] (environment_syntax.hpp's integer_value).
 int64_t env_integer(const Environment& env, const char* variable, int64_t fallback, int64_t minimum,
                     int64_t maximum) {
   const VariableSyntax* row = syntax_of(variable);
@@ -91,14 +89,7 @@ int64_t env_integer(const Environment& env, const char* variable, int64_t fallba
     fail(WEAVE_ERROR_INTERNAL, variable, " is read as an integer from ", minimum, " to ", maximum,
          " but its row of plan/environment_syntax.cpp says otherwise");
   auto found = env.find(variable);
-  if (found == env.end()) return fallback;
-  char* end = nullptr;
-  errno = 0;
-  const long long value = std::strtoll(found->second.c_str(), &end, 10);
-  if (!end || end == found->second.c_str() || *end != '\0' || errno == ERANGE || value < minimum || value > maximum)
-    fail(WEAVE_ERROR_INVALID_VALUE, variable, "=", found->second, " is not an integer from ", minimum, " to ",
-         maximum);
-  return value;
+  return found == env.end() ? fallback : integer_value(*row, found->second);
 }
 
 // A count of the plan descriptor: 0 (automatic) up to `maximum`.
