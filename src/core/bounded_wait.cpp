@@ -23,7 +23,7 @@ double seconds(std::chrono::steady_clock::duration d) { return std::chrono::dura
 
 BoundedWait::BoundedWait(const WaitBounds& bounds, ArrivalNotices* notices, const char* noun, std::string call)
     : bounds_(bounds), notices_(notices), noun_(noun), call_(std::move(call)) {
-  start_ = last_progress_ = std::chrono::steady_clock::now();
+  start_ = last_progress_ = last_idle_ = std::chrono::steady_clock::now();
 }
 
 std::string BoundedWait::whom(const std::string& waiting_for, bool still) const {
@@ -53,6 +53,11 @@ void BoundedWait::check_no_peer_gave_up(const std::function<std::string()>& wait
 
 void BoundedWait::idle(const std::function<std::string()>& waiting_for) {
   const auto now = std::chrono::steady_clock::now();
+  // Only the time spent polling counts: after a pause since the last poll,
+  // the clock keeps what was waited before it and nothing of the pause.
+  if (now - last_idle_ > kNotWaiting)
+    last_progress_ = now - std::max(std::chrono::steady_clock::duration::zero(), last_idle_ - last_progress_);
+  last_idle_ = now;
   if (notices_ && now - last_poll_ >= std::chrono::milliseconds(1)) {
     last_poll_ = now;
     check_no_peer_gave_up(waiting_for);
@@ -68,7 +73,10 @@ void BoundedWait::idle(const std::function<std::string()>& waiting_for) {
                  call_.c_str(), whom(waiting_for(), true).c_str(), left.c_str());
     std::fflush(stderr);
   }
-  if (bounds_.bounded() && waited > bounds_.timeout) give_up(waiting_for(), -1);
+  const bool past_timeout = bounds_.bounded() && waited > bounds_.timeout;
+  // The first time past the timeout, return: the caller tests once more.
+  if (past_timeout && past_timeout_) give_up(waiting_for(), -1);
+  past_timeout_ = past_timeout;
   std::this_thread::yield();
 }
 
