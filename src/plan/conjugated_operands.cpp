@@ -117,6 +117,23 @@ void conjugate_into_workspace(Schedule& s, int buffer, const char* name) {
   s.steps.insert(s.steps.begin(), std::move(first));
 }
 
+// The gathered A (WEAVE_FLAG_GATHERED_OUTPUT) of a schedule that moved A's
+// conjugate holds conjugated rows; a last step conjugates it back in place
+// (element by element, each read before it is written), after every step.
+void conjugate_gathered_back(Schedule& s) {
+  const BufferSpec& gathered = s.buffers.at(kBufferGathered);
+  Step last;
+  EpilogueOp e;
+  e.dst = e.src = Region{kBufferGathered, 0, 0, gathered.rows, gathered.cols};
+  e.has_src = true;
+  e.conjugate_src = true;
+  last.op = e;
+  last.lane = 0;
+  for (int d = 0; d < static_cast<int>(s.steps.size()); ++d) last.deps.push_back(d);
+  last.label = "conjugate the gathered A back (its rows travelled conjugated)";
+  s.steps.push_back(std::move(last));
+}
+
 }  // namespace
 
 void conjugate_operands_where_needed(Schedule& s, const Problem& p, bool gathered_output) {
@@ -125,15 +142,13 @@ void conjugate_operands_where_needed(Schedule& s, const Problem& p, bool gathere
   for (const auto& [buffer, name] : operands) {
     const bool gathered = gathers_a && buffer == kBufferA;
     if (!needs_conjugated_copy(s, gathered ? kRowsOfAnyBuffer : buffer)) continue;
-    if (buffer == kBufferA && gathered_output)
-      fail(WEAVE_ERROR_UNSUPPORTED, "op_a = WEAVE_OP_C with A stored ", order_name(p.a.order), " and C ",
-           order_name(p.c.order), " multiplies A's conjugate, so the gathered A (WEAVE_FLAG_GATHERED_OUTPUT) would "
-           "come back conjugated; store A and C in one order, or leave the flag off");
     conjugate_into_workspace(s, buffer, name);
     if (gathered) multiply_gathered_rows_as_transposed(s);
+    if (gathered && gathered_output) conjugate_gathered_back(s);
     s.notes += str(" ", name, " conjugated into workspace each execute and multiplied as op T (op C on ", name,
                    " stored ", order_name(buffer == kBufferA ? p.a.order : p.b.order),
-                   ", which a product in the other order cannot take);");
+                   ", which a product in the other order cannot take)",
+                   gathered && gathered_output ? ", the gathered A conjugated back at the end;" : ";");
   }
 }
 

@@ -3,7 +3,10 @@
 // into workspace and its rows travel conjugated, so the rows a rank
 // receives must be multiplied as op T as well as its own (they were
 // multiplied as op C and came out unconjugated). Against a reference
-// computed on every rank, at 1-4 ranks with uneven shards.
+// computed on every rank, at 1-4 ranks with uneven shards. With
+// WEAVE_FLAG_GATHERED_OUTPUT the gathered A must come back as A is (its
+// rows travelled conjugated), inside a padded leading dimension whose gaps
+// keep their guard values.
 #include <mpi.h>
 
 #include <complex>
@@ -37,7 +40,7 @@ std::vector<std::complex<T>> local_columns(int64_t rows, int64_t c0, int64_t col
 }
 
 template <class T>
-void run(weave_dtype_t dtype, bool a_row_major, bool c_row_major) {
+void run(weave_dtype_t dtype, bool a_row_major, bool c_row_major, bool gathered) {
   const int64_t M = 2 * g_size + 1, N = 3 * g_size, K = 5;
   weave_grid_t grid = nullptr;
   weave_grid_create(MPI_COMM_WORLD, g_size, 1, &grid);
@@ -63,10 +66,11 @@ void run(weave_dtype_t dtype, bool a_row_major, bool c_row_major) {
   pd.a = a;
   pd.b = b;
   pd.c = c;
+  if (gathered) pd.flags = WEAVE_FLAG_GATHERED_OUTPUT;
   if (s == WEAVE_SUCCESS) s = weave_plan_create(grid, &pd, &plan);
   const std::string what = std::string(dtype == WEAVE_COMPLEX64 ? "c64" : "c128") + ", A " +
                            (a_row_major ? "row" : "column") + "-major, C " + (c_row_major ? "row" : "column") +
-                           "-major";
+                           "-major" + (gathered ? ", gathered A returned" : "");
   if (s != WEAVE_SUCCESS) {
     ++g_failed;
     std::fprintf(stderr, "rank %d: %s: %s\n", g_rank, what.c_str(), weave_last_error());
@@ -82,7 +86,36 @@ void run(weave_dtype_t dtype, bool a_row_major, bool c_row_major) {
     std::vector<std::complex<T>> av = local_columns<T>(K, a_c0, a_cols, a_row_major, a_of<T>),
                                  bv = local_columns<T>(K, b_c0, b_cols, false, b_of<T>),
                                  cv(static_cast<size_t>(c_rows * c_cols + 1), std::complex<T>(-7, 7));
-    s = weave_execute(plan, 1.0, av.data(), bv.data(), 0.0, cv.data(), nullptr, nullptr);
+    // The gathered A: K x M in A's order, leading dimension two past tight.
+    const std::complex<T> guard(-3, 3);
+    const int64_t g_ld = (a_row_major ? M : K) + 2, g_lines = a_row_major ? K : M;
+    std::vector<std::complex<T>> gv(static_cast<size_t>(g_ld * g_lines), guard);
+    weave_execute_args_t args = WEAVE_EXECUTE_ARGS_INIT;
+    args.alpha = 1.0;
+    args.a = av.data();
+    args.b = bv.data();
+    args.c = cv.data();
+    if (gathered) {
+      args.gathered_a = gv.data();
+      args.ld_gathered_a = g_ld;
+    }
+    s = weave_execute_ex(plan, &args);
+    for (int64_t line = 0; line < g_lines && gathered && s == WEAVE_SUCCESS; ++line)
+      for (int64_t t = 0; t < g_ld; ++t) {
+        const int64_t k = a_row_major ? line : t, i = a_row_major ? t : line;
+        const bool inside = t < (a_row_major ? M : K);
+        const std::complex<T> want = inside ? a_of<T>(k, i) : guard, got = gv[static_cast<size_t>(line * g_ld + t)];
+        if (got != want) {
+          ++g_failed;
+          std::fprintf(stderr, "rank %d: %s: gathered A(%lld, %lld) is (%g, %g), expected (%g, %g)%s\n", g_rank,
+                       what.c_str(), static_cast<long long>(k), static_cast<long long>(i),
+                       static_cast<double>(got.real()), static_cast<double>(got.imag()),
+                       static_cast<double>(want.real()), static_cast<double>(want.imag()),
+                       inside ? "" : " (a guard in the padding)");
+          line = g_lines;
+          break;
+        }
+      }
     if (s != WEAVE_SUCCESS) {
       ++g_failed;
       std::fprintf(stderr, "rank %d: %s: execute: %s\n", g_rank, what.c_str(), weave_last_error());
@@ -119,12 +152,14 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &g_size);
   for (bool a_row : {false, true})
     for (bool c_row : {false, true}) {
-      run<double>(WEAVE_COMPLEX128, a_row, c_row);
-      run<float>(WEAVE_COMPLEX64, a_row, c_row);
+      for (bool gathered : {false, true}) {
+        run<double>(WEAVE_COMPLEX128, a_row, c_row, gathered);
+        run<float>(WEAVE_COMPLEX64, a_row, c_row, gathered);
+      }
     }
   int failed = 0;
   MPI_Allreduce(&g_failed, &failed, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-  if (g_rank == 0) std::printf("AG-GEMM with op(A) = A^H, every order of A and C: %s\n", failed ? "FAILED" : "passed");
+  if (g_rank == 0) std::printf("AG-GEMM with op(A) = A^H, every order of A and C, with and without the gathered A: %s\n", failed ? "FAILED" : "passed");
   MPI_Finalize();
   return failed ? 1 : 0;
 }
