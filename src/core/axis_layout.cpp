@@ -40,12 +40,13 @@ AxisLayout AxisLayout::counts(const Split& split) {
   return a;
 }
 
-AxisLayout AxisLayout::replicated(int64_t extent, int procs, int64_t block) {
+AxisLayout AxisLayout::replicated(int64_t extent, int procs, int64_t block, int64_t start) {
   AxisLayout a;
   a.kind_ = Kind::Replicated;
   a.extent_ = extent;
   a.procs_ = procs;
   a.block_ = block;
+  a.start_ = start;
   return a;
 }
 
@@ -60,7 +61,12 @@ int64_t AxisLayout::count(int p) const {
 }
 
 int64_t AxisLayout::local_begin(int p) const {
-  return kind_ == Kind::Cyclic ? numroc(start_, block_, p, source_, procs_) : 0;
+  switch (kind_) {
+    case Kind::Cyclic: return numroc(start_, block_, p, source_, procs_);
+    case Kind::Counts: return 0;
+    case Kind::Replicated: return start_;
+  }
+  return 0;
 }
 
 int AxisLayout::owner(int64_t g, int process) const {
@@ -86,7 +92,7 @@ int64_t AxisLayout::local_index(int64_t g) const {
       return G / block_ / procs_ * block_ + G % block_;
     }
     case Kind::Counts: return g - split_.offset(owner(g));
-    case Kind::Replicated: return g;
+    case Kind::Replicated: return start_ + g;
   }
   return 0;
 }
@@ -101,7 +107,7 @@ int64_t AxisLayout::global_index(int p, int64_t l) const {
       return G - start_;
     }
     case Kind::Counts: return split_.offset(p) + l;
-    case Kind::Replicated: return l;
+    case Kind::Replicated: return l - start_;
   }
   return 0;
 }
@@ -112,7 +118,7 @@ std::vector<AxisLayout::Segment> AxisLayout::segments() const {
   switch (kind_) {
     case Kind::Replicated:
       // Every process; over one process that is process 0.
-      out.push_back({0, extent_, procs_ == 1 ? 0 : -1, 0});
+      out.push_back({0, extent_, procs_ == 1 ? 0 : -1, start_});
       break;
     case Kind::Counts:
       for (int p = 0; p < procs_; ++p)
@@ -144,7 +150,8 @@ std::string AxisLayout::describe() const {
       return str("block-cyclic (blocks of ", block_, " from process ", source_, " of ", procs_,
                  start_ ? str(", starting at ", start_) : std::string(), ")");
     case Kind::Counts: return str("one block per process ", format_counts(split_.counts()));
-    case Kind::Replicated: return str("replicated over ", procs_, " processes");
+    case Kind::Replicated:
+      return str("replicated over ", procs_, " processes", start_ ? str(", starting at ", start_) : std::string());
   }
   return "?";
 }
@@ -153,7 +160,8 @@ namespace {
 // Segment by segment; `relative` counts local positions from local_begin.
 bool same_segments(const AxisLayout& x, const AxisLayout& y, bool relative) {
   if (x.extent() != y.extent() || x.procs() != y.procs()) return false;
-  if (x.procs() > 1 && (x.is_replicated() || y.is_replicated())) return x.is_replicated() && y.is_replicated();
+  if (x.procs() > 1 && (x.is_replicated() || y.is_replicated()))
+    return x.is_replicated() && y.is_replicated() && (relative || x.start() == y.start());
   const std::vector<AxisLayout::Segment> mine = x.segments(), theirs = y.segments();
   if (mine.size() != theirs.size()) return false;
   for (std::size_t s = 0; s < mine.size(); ++s) {

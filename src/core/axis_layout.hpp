@@ -10,7 +10,8 @@
 //               the indices before `start` end in its local array;
 //   counts      one block per process, of any sizes (WEAVE_DIST_BLOCK_2D);
 //   replicated  every process holds every index (a source of -1 in
-//               ScaLAPACK/PBLAS terms, or WEAVE_DIST_REPLICATED).
+//               ScaLAPACK/PBLAS terms, or WEAVE_DIST_REPLICATED); a
+//               submatrix starts `start` indices into every local array.
 //
 // Plans reason over these alone: which process holds an index, where in
 // its local array, and the runs of indices that one process holds at
@@ -41,8 +42,9 @@ class AxisLayout {
   // start + extent fits int64_t.
   static AxisLayout cyclic(int64_t extent, int64_t block, int source, int procs, int64_t start = 0);
   static AxisLayout counts(const Split& split);
-  // `block` is kept for messages and agreement checks only.
-  static AxisLayout replicated(int64_t extent, int procs, int64_t block = 1);
+  // `block` is kept for messages and agreement checks only; the indices
+  // lie at local positions [start, start + extent) on every process.
+  static AxisLayout replicated(int64_t extent, int procs, int64_t block = 1, int64_t start = 0);
 
   Kind kind() const { return kind_; }
   bool is_replicated() const { return kind_ == Kind::Replicated; }
@@ -55,7 +57,7 @@ class AxisLayout {
   // Indices process p holds.
   int64_t count(int p) const;
   // Position in p's local array of the first of them (0 unless the matrix
-  // starts inside a block-cyclic layout). p's local array holds at least
+  // is a submatrix: starts inside a block-cyclic or replicated layout). p's local array holds at least
   // local_end(p) elements along this axis.
   int64_t local_begin(int p) const;
   int64_t local_end(int p) const { return local_begin(p) + count(p); }
@@ -69,7 +71,7 @@ class AxisLayout {
 
   // A run of indices [global0, global0 + length) that process `owner` holds
   // at local positions [local0, local0 + length); owner -1 on a replicated
-  // axis of several processes (every process, at local0 = global0).
+  // axis of several processes (every process, at local0 = start + global0).
   struct Segment {
     int64_t global0 = 0, length = 0;
     int owner = 0;

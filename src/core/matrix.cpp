@@ -67,12 +67,7 @@ AxisLayout cyclic_axis(int64_t n, int64_t block, int32_t source, int64_t start, 
          procs, "-", grid, " grid dimension (0 to ", procs - 1, ", or -1 for every ", grid, ")");
   if (start < 0) fail(WEAVE_ERROR_INVALID_VALUE, name, ".", start_field, " = ", start, " is negative");
   checked_add(start, n, "the last index of ", name, " (", start_field, " ", start, " + extent ", n, ")");
-  if (source == -1) {
-    if (start != 0)
-      fail(WEAVE_ERROR_INVALID_VALUE, name, ".", start_field, " = ", start, " with ", source_field,
-           " = -1: a replicated dimension starts at 0");
-    return AxisLayout::replicated(n, procs, block);
-  }
+  if (source == -1) return AxisLayout::replicated(n, procs, block, start);
   return AxisLayout::cyclic(n, block, source, procs, start);
 }
 

@@ -102,8 +102,7 @@ Move start_move(ScheduleBuilder& b, const std::string& name, int from_buffer, co
   const Problem& p = b.problem();
   const GridOperands& g = p.grid;
   const int me = b.rank(), my_row = g.row_of(me), my_col = g.col_of(me);
-  const int64_t rows = to.rows.is_replicated() ? to.rows.extent() : to.rows.local_end(my_row);
-  const int64_t cols = to.cols.is_replicated() ? to.cols.extent() : to.cols.local_end(my_col);
+  const int64_t rows = to.rows.local_end(my_row), cols = to.cols.local_end(my_col);
   Move move;
   move.buffer = b.add_workspace(name, rows, cols, p.dtype, order);
   const Region from_all = b.whole(from_buffer);

@@ -328,7 +328,7 @@ void block_cyclic_descriptors() {
   };
   const Layout layouts[] = {{37, 23, 7, 2, 0, 0, 0, 0}, {37, 23, 1, 32, prows - 1, pcols - 1, 0, 0},
                             {10, 9, 4, 3, 0, pcols - 1, 5, 2}, {5, 4, 64, 64, 0, 0, 0, 0},
-                            {1, 23, 1, 7, -1, 0, 0, 0}};
+                            {1, 23, 1, 7, -1, 0, 0, 0}, {6, 23, 4, 7, -1, 0, 3, 0}, {9, 8, 2, 5, 0, -1, 1, 4}};
   for (const Layout& l : layouts) {
     Matrix m;
     weave_matrix_desc_t d = desc_of(l.rows, l.cols, WEAVE_DIST_BLOCK_CYCLIC);
@@ -398,9 +398,6 @@ void block_cyclic_descriptors() {
   d = cyclic(2, 2, 0, 0);
   d.row_start = INT64_MAX - 5;
   EXPECT_STATUS(weave_matrix_create(grid.h, &d, &m.h), WEAVE_ERROR_INVALID_VALUE, "64 bits");
-  d = cyclic(2, 2, -1, 0);
-  d.row_start = 1;
-  EXPECT_STATUS(weave_matrix_create(grid.h, &d, &m.h), WEAVE_ERROR_INVALID_VALUE, "row_start", "replicated");
   std::vector<int64_t> counts(static_cast<size_t>(prows), 12 / prows);
   d = cyclic(2, 2, 0, 0);
   d.row_counts = counts.data();

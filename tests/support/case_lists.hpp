@@ -347,6 +347,33 @@ inline std::vector<Case> gemm_cases(const CaseListOptions& options, std::mt19937
       c.algorithm = variant ? WEAVE_ALGORITHM_SEQUENTIAL : WEAVE_ALGORITHM_SUMMA;
       cases.push_back(c);
     }
+    // Submatrices of replicated dimensions (a source of -1): A's rows held
+    // by every grid row and B's columns by every grid column, each starting
+    // inside every local array.
+    for (int variant = 0; variant < 2; ++variant) {
+      Case c;
+      c.operation = WEAVE_GEMM;
+      c.dtype = options.types.back();
+      c.grid_rows = rows;
+      c.m = 11;
+      c.n = 9;
+      c.k = 13;
+      c.layout_a = cyclic(3, 2, -1, last_col);
+      c.layout_a.row_start = 4;
+      c.layout_a.col_start = 3;
+      c.layout_b = cyclic(2, 5, 0, -1);
+      c.layout_b.row_start = 1;
+      c.layout_b.col_start = 7;
+      c.layout_c = cyclic(2, 2);
+      c.layout_c.row_start = variant;
+      c.op_b = variant ? WEAVE_OP_T : WEAVE_OP_N;
+      c.padded = variant == 1;
+      c.bias = variant == 0;
+      c.layout_bias = cyclic(1, 2, -1, 0);
+      c.beta = variant ? 0.0 : -0.5;
+      c.algorithm = variant ? WEAVE_ALGORITHM_SEQUENTIAL : WEAVE_ALGORITHM_SUMMA;
+      cases.push_back(c);
+    }
     // Panels joined from blocks of one owner pair that lie apart in op(B)'s
     // local array (1 x P), op(A)'s (P x 1) or both (2 x 3), packed into
     // the panel before it is sent or multiplied: blocks of 4 under the

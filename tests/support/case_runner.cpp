@@ -529,7 +529,7 @@ int64_t global_of_local(const GridLayoutSpec& s, bool along_rows, int64_t extent
       const int64_t block = along_rows ? s.mb : s.nb;
       const int source = along_rows ? s.rsrc : s.csrc;
       const int64_t start = along_rows ? s.row_start : s.col_start;
-      if (source < 0) return l < extent ? l : -1;
+      if (source < 0) return l - start >= 0 && l - start < extent ? l - start : -1;
       const int64_t G = (l / block * procs + (procs + p - source) % procs) * block + l % block;
       const int64_t g = G - start;
       return g >= 0 && g < extent ? g : -1;

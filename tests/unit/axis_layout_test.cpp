@@ -112,6 +112,25 @@ TEST(AxisLayout, CountsAndReplicated) {
   EXPECT_EQ(replicated.local_index(4), 4);
 }
 
+TEST(AxisLayout, ReplicatedSubmatrixStartsInsideEveryLocalArray) {
+  // Indices [3, 10) of a dimension every process holds (a source of -1
+  // with row_start 3): at local positions 3..9 everywhere.
+  const AxisLayout sub = AxisLayout::replicated(7, 2, 4, 3);
+  for (int p = 0; p < 2; ++p) {
+    EXPECT_EQ(sub.count(p), 7);
+    EXPECT_EQ(sub.local_begin(p), 3);
+    EXPECT_EQ(sub.local_end(p), 10);
+    EXPECT_EQ(sub.global_index(p, 5), 2);
+  }
+  EXPECT_EQ(sub.local_index(2), 5);
+  ASSERT_EQ(sub.segments().size(), 1u);
+  EXPECT_EQ(sub.segments()[0].local0, 3);
+  EXPECT_EQ(sub.segments()[0].owner, -1);
+  const AxisLayout whole = AxisLayout::replicated(7, 2);
+  EXPECT_FALSE(sub.same_placement(whole));  // other local positions
+  EXPECT_TRUE(sub.aligned_with(whole));     // the same counted from each start
+}
+
 TEST(AxisLayout, SamePlacementSeesOneBlockPerProcessAsCyclic) {
   // 12 indices in blocks of 4 over 3 processes from 0 is one block each.
   const AxisLayout cyclic = AxisLayout::cyclic(12, 4, 0, 3);
