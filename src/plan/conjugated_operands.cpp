@@ -21,11 +21,6 @@ namespace {
 
 constexpr int64_t kWorkspaceAlignment = 256;
 
-// `needs_conjugated_copy`'s buffer for an AG-GEMM's A: every GEMM's A
-// operand, its own rows or received ones, so that a rank holding no rows of
-// A decides as its peers do.
-constexpr int kRowsOfAnyBuffer = -1;
-
 // Whether a GEMM of `s` takes `buffer` with op C that it cannot apply.
 bool needs_conjugated_copy(const Schedule& s, int buffer) {
   for (const Step& step : s.steps) {
@@ -33,8 +28,7 @@ bool needs_conjugated_copy(const Schedule& s, int buffer) {
     if (!g) continue;
     const Order a = s.buffer(g->a).order, b = s.buffer(g->b).order, c = s.buffer(g->c).order;
     if (gemm_is_one_call(g->op_a, a, g->op_b, b, c)) continue;
-    const bool a_read = buffer == kRowsOfAnyBuffer || g->a.buffer == buffer;
-    if ((a_read && g->op_a == Op::C && a != c) || (g->b.buffer == buffer && g->op_b == Op::C && b != c))
+    if ((g->a.buffer == buffer && g->op_a == Op::C && a != c) || (g->b.buffer == buffer && g->op_b == Op::C && b != c))
       return true;
   }
   return false;
@@ -141,14 +135,20 @@ void conjugate_operands_where_needed(Schedule& s, const Problem& p, bool gathere
   const bool gathers_a = p.operation == Operation::AgGemm;
   for (const auto& [buffer, name] : operands) {
     const bool gathered = gathers_a && buffer == kBufferA;
-    if (!needs_conjugated_copy(s, gathered ? kRowsOfAnyBuffer : buffer)) continue;
+    // An AG-GEMM's A rows travel: every rank must decide alike whether they
+    // travel conjugated, and a rank's own GEMMs cannot tell (a rank without
+    // columns of C has none, the layouts of received rows differ from A's),
+    // so op C on A always multiplies A's conjugate there.
+    const bool needed = gathered ? p.op_a == Op::C : needs_conjugated_copy(s, buffer);
+    if (!needed) continue;
     conjugate_into_workspace(s, buffer, name);
     if (gathered) multiply_gathered_rows_as_transposed(s);
     if (gathered && gathered_output) conjugate_gathered_back(s);
     s.notes += str(" ", name, " conjugated into workspace each execute and multiplied as op T (op C on ", name,
-                   " stored ", order_name(buffer == kBufferA ? p.a.order : p.b.order),
-                   ", which a product in the other order cannot take)",
-                   gathered && gathered_output ? ", the gathered A conjugated back at the end;" : ";");
+                   gathered ? std::string(", whose rows travel to every rank") :
+                              str(" stored ", order_name(buffer == kBufferA ? p.a.order : p.b.order),
+                                  ", which a product in the other order cannot take"),
+                   ")", gathered && gathered_output ? ", the gathered A conjugated back at the end;" : ";");
   }
 }
 

@@ -6,7 +6,9 @@
 // computed on every rank, at 1-4 ranks with uneven shards. With
 // WEAVE_FLAG_GATHERED_OUTPUT the gathered A must come back as A is (its
 // rows travelled conjugated), inside a padded leading dimension whose gaps
-// keep their guard values.
+// keep their guard values. Skewed: every row of A on the first rank and
+// every column of C on the others, so ranks whose own GEMMs differ (or who
+// have none) must still agree that A's rows travel conjugated.
 #include <mpi.h>
 
 #include <complex>
@@ -40,7 +42,7 @@ std::vector<std::complex<T>> local_columns(int64_t rows, int64_t c0, int64_t col
 }
 
 template <class T>
-void run(weave_dtype_t dtype, bool a_row_major, bool c_row_major, bool gathered) {
+void run(weave_dtype_t dtype, bool a_row_major, bool c_row_major, bool gathered, bool skewed) {
   const int64_t M = 2 * g_size + 1, N = 3 * g_size, K = 5;
   weave_grid_t grid = nullptr;
   weave_grid_create(MPI_COMM_WORLD, g_size, 1, &grid);
@@ -54,7 +56,14 @@ void run(weave_dtype_t dtype, bool a_row_major, bool c_row_major, bool gathered)
     return d;
   };
   // A is K x M (op(A) = A^H is M x K), B is K x N, C is M x N.
-  const weave_matrix_desc_t da = desc(K, M, a_row_major), db = desc(K, N, false), dc = desc(M, N, c_row_major);
+  weave_matrix_desc_t da = desc(K, M, a_row_major), db = desc(K, N, false), dc = desc(M, N, c_row_major);
+  std::vector<int64_t> a_counts(static_cast<size_t>(g_size), 0), n_counts(static_cast<size_t>(g_size), 0);
+  if (skewed && g_size > 1) {
+    a_counts[0] = M;
+    for (int r = 1; r < g_size; ++r) n_counts[static_cast<size_t>(r)] = N / (g_size - 1) + (r <= N % (g_size - 1));
+    da.col_counts = a_counts.data();
+    db.col_counts = dc.col_counts = n_counts.data();
+  }
   weave_matrix_t a = nullptr, b = nullptr, c = nullptr;
   weave_plan_t plan = nullptr;
   weave_plan_desc_t pd = WEAVE_PLAN_DESC_INIT;
@@ -70,7 +79,7 @@ void run(weave_dtype_t dtype, bool a_row_major, bool c_row_major, bool gathered)
   if (s == WEAVE_SUCCESS) s = weave_plan_create(grid, &pd, &plan);
   const std::string what = std::string(dtype == WEAVE_COMPLEX64 ? "c64" : "c128") + ", A " +
                            (a_row_major ? "row" : "column") + "-major, C " + (c_row_major ? "row" : "column") +
-                           "-major" + (gathered ? ", gathered A returned" : "");
+                           "-major" + (gathered ? ", gathered A returned" : "") + (skewed ? ", skewed" : "");
   if (s != WEAVE_SUCCESS) {
     ++g_failed;
     std::fprintf(stderr, "rank %d: %s: %s\n", g_rank, what.c_str(), weave_last_error());
@@ -152,10 +161,11 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &g_size);
   for (bool a_row : {false, true})
     for (bool c_row : {false, true}) {
-      for (bool gathered : {false, true}) {
-        run<double>(WEAVE_COMPLEX128, a_row, c_row, gathered);
-        run<float>(WEAVE_COMPLEX64, a_row, c_row, gathered);
-      }
+      for (bool gathered : {false, true})
+        for (bool skewed : {false, true}) {
+          run<double>(WEAVE_COMPLEX128, a_row, c_row, gathered, skewed);
+          run<float>(WEAVE_COMPLEX64, a_row, c_row, gathered, skewed);
+        }
     }
   int failed = 0;
   MPI_Allreduce(&g_failed, &failed, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
