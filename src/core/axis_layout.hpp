@@ -57,8 +57,8 @@ class AxisLayout {
   // Indices process p holds.
   int64_t count(int p) const;
   // Position in p's local array of the first of them (0 unless the matrix
-  // is a submatrix: starts inside a block-cyclic or replicated layout). p's local array holds at least
-  // local_end(p) elements along this axis.
+  // is a submatrix: starts inside a block-cyclic or replicated layout).
+  // p's local array holds at least local_end(p) elements along this axis.
   int64_t local_begin(int p) const;
   int64_t local_end(int p) const { return local_begin(p) + count(p); }
   // The process holding index g (0 <= g < extent); for a replicated axis

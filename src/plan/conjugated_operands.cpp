@@ -7,7 +7,9 @@
 // step first copies X conjugated into workspace (in X's layout), every step
 // that read X reads the copy (after that step), and every op C on X becomes
 // T (a rearrangement's too). A pass over X per execute, against a GEMM's
-// pass over X per column block of the product.
+// pass over X per column block of the product. An AG-GEMM's A is always
+// handled so under op C: its rows travel, and every rank must send and
+// multiply them alike whatever its own GEMMs could take.
 #include <algorithm>
 #include <variant>
 
@@ -28,7 +30,8 @@ bool needs_conjugated_copy(const Schedule& s, int buffer) {
     if (!g) continue;
     const Order a = s.buffer(g->a).order, b = s.buffer(g->b).order, c = s.buffer(g->c).order;
     if (gemm_is_one_call(g->op_a, a, g->op_b, b, c)) continue;
-    if ((g->a.buffer == buffer && g->op_a == Op::C && a != c) || (g->b.buffer == buffer && g->op_b == Op::C && b != c))
+    if ((g->a.buffer == buffer && g->op_a == Op::C && a != c) ||
+        (g->b.buffer == buffer && g->op_b == Op::C && b != c))
       return true;
   }
   return false;

@@ -1,8 +1,7 @@
 // AG-GEMM with op(A) = A^H in complex types, A and C stored in every pair of
-// orders: where the GEMMs cannot apply op C to A's layout, A is conjugated
-// into workspace and its rows travel conjugated, so the rows a rank
-// receives must be multiplied as op T as well as its own (they were
-// multiplied as op C and came out unconjugated). Against a reference
+// orders: A is conjugated into workspace and its rows travel conjugated,
+// so the rows a rank receives must be multiplied as op T as well as its
+// own (they were multiplied as op C and came out unconjugated). Against a reference
 // computed on every rank, at 1-4 ranks with uneven shards. With
 // WEAVE_FLAG_GATHERED_OUTPUT the gathered A must come back as A is (its
 // rows travelled conjugated), inside a padded leading dimension whose gaps
@@ -169,7 +168,9 @@ int main(int argc, char** argv) {
     }
   int failed = 0;
   MPI_Allreduce(&g_failed, &failed, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-  if (g_rank == 0) std::printf("AG-GEMM with op(A) = A^H, every order of A and C, with and without the gathered A: %s\n", failed ? "FAILED" : "passed");
+  if (g_rank == 0)
+    std::printf("AG-GEMM with op(A) = A^H, every order of A and C, with and without the gathered A: %s\n",
+                failed ? "FAILED" : "passed");
   MPI_Finalize();
   return failed ? 1 : 0;
 }
