@@ -10,14 +10,18 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iterator>
 #include <list>
 #include <map>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -39,6 +43,50 @@ constexpr int kSystemContextOfGrid = 10;
 using weave_pblas_internal::kCachedPlans;
 
 thread_local std::string t_message;
+
+// How long a process waits for the grid's others, as Weave's own waits do:
+// WEAVE_TIMEOUT seconds (0: never), else 300 s. A malformed value waits the
+// default here; Weave's grid creation then fails with it on every process.
+std::chrono::milliseconds timeout() {
+  const char* text = std::getenv("WEAVE_TIMEOUT");
+  if (!text || !*text) return std::chrono::milliseconds(300000);
+  char* end = nullptr;
+  const double seconds = std::strtod(text, &end);
+  if (*end != '\0' || !(seconds >= 0) || seconds > 3153600000.0) return std::chrono::milliseconds(300000);
+  if (seconds == 0) return std::chrono::milliseconds(-1);
+  return std::chrono::milliseconds(static_cast<int64_t>(std::ceil(seconds * 1000)));
+}
+
+// Waits for a non-blocking collective of the grid's processes. Counts the
+// time spent polling, not a pause of this process (more than 0.1 s between
+// two polls), as Weave's waits do. Past the timeout: false, `why` says what
+// was waited for, and the request stays pending (MPI cannot cancel a
+// collective): its buffers must outlive it, so callers keep them on the heap
+// and leave them there.
+bool wait_bounded(MPI_Request* request, const char* what, std::string* why) {
+  using clock = std::chrono::steady_clock;
+  const auto limit = timeout();
+  auto waited = clock::duration::zero();
+  auto last = clock::now();
+  for (int polls = 0;; ++polls) {
+    int done = 0;
+    MPI_Test(request, &done, MPI_STATUS_IGNORE);
+    if (done) return true;
+    const auto now = clock::now();
+    if (now - last <= std::chrono::milliseconds(100)) waited += now - last;
+    last = now;
+    if (limit.count() >= 0 && waited > limit) {
+      std::ostringstream seconds;
+      seconds << limit.count() / 1000.0;
+      *why = "this process waited " + seconds.str() + " s for " + what +
+             ": another process of the grid did not make the call, or returned from it early (with all three "
+             "descriptors NULL it cannot know its grid). Exit the BLACS grid (BLACS_GRIDEXIT) on every process and "
+             "make it again before the next call on it (set WEAVE_TIMEOUT to wait longer)";
+      return false;
+    }
+    if (polls > 1000) std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
 
 // ScaLAPACK's NUMROC.
 int64_t numroc(int64_t n, int64_t nb, int p, int source, int procs) {
@@ -82,6 +130,13 @@ struct Plan {
 using PlanKey = std::tuple<long, weave_dtype_t, char, char, std::array<int, 9>, std::array<int, 27>>;
 std::list<std::pair<PlanKey, Plan>> g_plans;  // most recently used first
 weave_pblas_internal::PlanCacheCounters g_counters;  // g_plans's history (cached: see plan_cache_counters)
+
+// Grids and plans given up after a wait on them timed out (drop_grid_of).
+struct Quarantine {
+  std::vector<ContextGrid> grids;
+  std::vector<Plan> plans;
+};
+Quarantine g_quarantine;
 
 void destroy(Plan& p) {
   weave_plan_destroy(p.plan);
@@ -237,7 +292,26 @@ weave_status_t grid_of(int context, int nprow, int npcol, int myrow, int mycol, 
   ContextGrid g;
   g.nprow = nprow;
   g.npcol = npcol;
-  MPI_Comm_split(all, 0, myrow * npcol + mycol, &g.comm);
+  // MPI_Comm_split waits for every process without a bound; it runs on a
+  // private duplicate once every process is known to be there (a
+  // non-blocking duplicate and a barrier, both waited for within the
+  // timeout), so a process that never calls costs its peers a timeout, not
+  // a hang.
+  // (Heap memory that MPI may still write once a late process comes, and
+  // is not freed when a wait gives up.)
+  struct Opening {
+    MPI_Comm dup = MPI_COMM_NULL;
+    MPI_Request request = MPI_REQUEST_NULL;
+  };
+  auto* opening = new Opening;
+  MPI_Comm_idup(all, &opening->dup, &opening->request);
+  if (!wait_bounded(&opening->request, "the duplicate of the grid's system communicator", why))
+    return WEAVE_ERROR_TIMEOUT;
+  MPI_Ibarrier(opening->dup, &opening->request);
+  if (!wait_bounded(&opening->request, "the barrier that opens the grid", why)) return WEAVE_ERROR_TIMEOUT;
+  MPI_Comm_split(opening->dup, 0, myrow * npcol + mycol, &g.comm);
+  MPI_Comm_free(&opening->dup);
+  delete opening;
   const weave_status_t status = weave_grid_create(g.comm, nprow, npcol, &g.grid);
   if (status != WEAVE_SUCCESS) {
     *why = weave_last_error();
@@ -251,6 +325,38 @@ weave_status_t grid_of(int context, int nprow, int npcol, int myrow, int mycol, 
   return WEAVE_SUCCESS;
 }
 
+// The grid of a BLACS context and its plans, after a wait on its
+// communicator gave up (a collective is pending there: the communicator
+// cannot serve another). The next call makes a new one.
+void drop_grid_of(int context) {
+  if (g_grid_keyval == MPI_KEYVAL_INVALID) return;
+  int system = 0;
+  Cblacs_get(context, kSystemContextOfGrid, &system);
+  MPI_Comm all = Cblacs2sys_handle(system);
+  void* value = nullptr;
+  int has = 0;
+  MPI_Comm_get_attr(all, g_grid_keyval, &value, &has);
+  if (!has) return;
+  // The grid and its plans are kept, never destroyed: a late process may
+  // still complete the pending collective, or execute a plan, against
+  // them, and Open MPI fails on traffic to a freed communicator once its id
+  // serves another.
+  const long serial = static_cast<long>(reinterpret_cast<std::intptr_t>(value));
+  for (auto it = g_plans.begin(); it != g_plans.end();)
+    if (std::get<0>(it->first) == serial) {
+      g_quarantine.plans.push_back(it->second);
+      it = g_plans.erase(it);
+    } else {
+      ++it;
+    }
+  auto found = g_grids.find(serial);
+  if (found != g_grids.end()) {
+    g_quarantine.grids.push_back(found->second);
+    g_grids.erase(found);
+  }
+  MPI_Comm_delete_attr(all, g_grid_keyval);  // (grid_gone finds nothing left to drop)
+}
+
 // One p?gemm. `dtype` says what a, b, c, alpha and beta point to.
 template <class Scalar>
 weave_status_t gemm(const char* name, weave_dtype_t dtype, const char* transa, const char* transb, const int* m,
@@ -258,24 +364,50 @@ weave_status_t gemm(const char* name, weave_dtype_t dtype, const char* transa, c
                     const int* desca, const void* b, const int* ib, const int* jb, const int* descb,
                     const Scalar* beta, void* c, const int* ic, const int* jc, const int* descc) {
   t_message.clear();
-  if (!transa || !transb || !m || !n || !k || !alpha || !ia || !ja || !desca || !ib || !jb || !descb || !beta ||
-      !ic || !jc || !descc) {
-    t_message = std::string(name) + ": an argument is NULL";
+  // A NULL argument fails on every process of the grid, which this process
+  // finds from whichever descriptor it has.
+  const void* const arguments[] = {transa, transb, m,    n,  k,  alpha, ia,    ja, desca,
+                                   ib,     jb,     descb, beta, ic, jc, descc};
+  static const char* const kArgumentNames[] = {"1 (TRANSA)", "2 (TRANSB)", "3 (M)",     "4 (N)",
+                                               "5 (K)",      "6 (ALPHA)",  "8 (IA)",    "9 (JA)",
+                                               "10 (DESCA)", "12 (IB)",    "13 (JB)",   "14 (DESCB)",
+                                               "15 (BETA)",  "17 (IC)",    "18 (JC)",   "19 (DESCC)"};
+  std::string wrong;
+  for (size_t i = 0; i < std::size(arguments) && wrong.empty(); ++i)
+    if (!arguments[i]) wrong = std::string("argument ") + kArgumentNames[i] + " is NULL";
+  const bool null_argument = !wrong.empty();
+  const int* const any_descriptor = desca ? desca : descb ? descb : descc;
+  if (!any_descriptor) {
+    // No grid to agree over: this process alone fails (its grid's others,
+    // if they called, time out).
+    t_message = std::string(name) + ": " + wrong + ", and so are DESCB and DESCC: the grid is unknown";
     std::fprintf(stderr, "%s\n", t_message.c_str());
     return WEAVE_ERROR_NULL_ARGUMENT;
   }
-  const int context = desca[kCtxt];
+  const int context = any_descriptor[kCtxt];
   int nprow = -1, npcol = -1, myrow = -1, mycol = -1;
   Cblacs_gridinfo(context, &nprow, &npcol, &myrow, &mycol);
-  if (myrow < 0 || mycol < 0 || myrow >= nprow || mycol >= npcol) return WEAVE_SUCCESS;  // not in the grid
+  if (myrow < 0 || mycol < 0 || myrow >= nprow || mycol >= npcol) {  // not in the grid: return at once
+    if (!null_argument) return WEAVE_SUCCESS;
+    t_message = std::string(name) + ": " + wrong;
+    return WEAVE_ERROR_NULL_ARGUMENT;
+  }
 
   // The local checks, in ScaLAPACK's argument order.
-  const char ta = static_cast<char>(std::toupper(static_cast<unsigned char>(*transa)));
-  const char tb = static_cast<char>(std::toupper(static_cast<unsigned char>(*transb)));
-  std::string wrong;
-  weave_status_t status = WEAVE_SUCCESS;
+  weave_status_t status = null_argument ? WEAVE_ERROR_NULL_ARGUMENT : WEAVE_SUCCESS;
+  char ta = 'N', tb = 'N';
+  if (!null_argument) {
+    ta = static_cast<char>(std::toupper(static_cast<unsigned char>(*transa)));
+    tb = static_cast<char>(std::toupper(static_cast<unsigned char>(*transb)));
+    if (dtype == WEAVE_FLOAT64 || dtype == WEAVE_FLOAT32) {  // 'C' is 'T' for real types (processes may mix them)
+      if (ta == 'C') ta = 'T';
+      if (tb == 'C') tb = 'T';
+    }
+  }
   const bool a_t = ta != 'N', b_t = tb != 'N';
-  if (!valid_trans(ta))
+  if (null_argument)
+    ;
+  else if (!valid_trans(ta))
     wrong = std::string("argument 1 (TRANSA) = '") + *transa + "' is not 'N', 'T' or 'C'";
   else if (!valid_trans(tb))
     wrong = std::string("argument 2 (TRANSB) = '") + *transb + "' is not 'N', 'T' or 'C'";
@@ -288,16 +420,16 @@ weave_status_t gemm(const char* name, weave_dtype_t dtype, const char* transa, c
     wrong = check_matrix("B", 14, b_t ? *n : *k, b_t ? *k : *n, *ib, *jb, descb, context, nprow, npcol, myrow, mycol);
   if (wrong.empty())
     wrong = check_matrix("C", 19, *m, *n, *ic, *jc, descc, context, nprow, npcol, myrow, mycol);
-  if (!wrong.empty()) status = WEAVE_ERROR_INVALID_VALUE;
+  if (!wrong.empty() && status == WEAVE_SUCCESS) status = WEAVE_ERROR_INVALID_VALUE;
 
   // The Weave grid (collective on first use; every process of the grid
   // gets here with the same context).
   ContextGrid* g = nullptr;
   std::string why;
   auto grid_failed = [&](weave_status_t s) {
-    // Every process of the grid finds the same.
+    // Every process of the grid finds the same, but a timeout.
     t_message = std::string(name) + ": " + why;
-    if (myrow == 0 && mycol == 0) std::fprintf(stderr, "%s\n", t_message.c_str());
+    if ((myrow == 0 && mycol == 0) || s == WEAVE_ERROR_TIMEOUT) std::fprintf(stderr, "%s\n", t_message.c_str());
     return s;
   };
   weave_status_t grid_status = grid_of(context, nprow, npcol, myrow, mycol, false, &g, &why);
@@ -307,47 +439,109 @@ weave_status_t gemm(const char* name, weave_dtype_t dtype, const char* transa, c
   int row = -1, col = -1;
   weave_grid_coords(g->grid, &row, &col);
   const bool moved = row != myrow || col != mycol || g->nprow != nprow || g->npcol != npcol;
+  int rank = 0;
+  MPI_Comm_rank(g->comm, &rank);
 
-  PlanKey key{g->serial,
-              dtype,
-              ta,
-              tb,
-              {*m, *n, *k, *ia, *ja, *ib, *jb, *ic, *jc},
-              {desca[0], desca[1], desca[2], desca[3], desca[4], desca[5], desca[6], desca[7], desca[8],
-               descb[0], descb[1], descb[2], descb[3], descb[4], descb[5], descb[6], descb[7], descb[8],
-               descc[0], descc[1], descc[2], descc[3], descc[4], descc[5], descc[6], descc[7], descc[8]}};
-  auto cached = std::find_if(g_plans.begin(), g_plans.end(), [&](const auto& e) { return e.first == key; });
+  // What every process must pass alike (LLD_ and CTXT_ may differ).
+  static const char* const kFieldNames[] = {
+      "the routine", "TRANSA", "TRANSB", "M", "N", "K", "IA", "JA", "IB", "JB", "IC", "JC",
+      "DESCA(DTYPE_)", "DESCA(M_)", "DESCA(N_)", "DESCA(MB_)", "DESCA(NB_)", "DESCA(RSRC_)", "DESCA(CSRC_)",
+      "DESCB(DTYPE_)", "DESCB(M_)", "DESCB(N_)", "DESCB(MB_)", "DESCB(NB_)", "DESCB(RSRC_)", "DESCB(CSRC_)",
+      "DESCC(DTYPE_)", "DESCC(M_)", "DESCC(N_)", "DESCC(MB_)", "DESCC(NB_)", "DESCC(RSRC_)", "DESCC(CSRC_)"};
+  constexpr int kFields = static_cast<int>(std::size(kFieldNames));
+  std::array<int, kFields> fields{};
+  PlanKey key{};
+  auto cached = g_plans.end();
+  if (status == WEAVE_SUCCESS) {
+    fields = {static_cast<int>(dtype), ta, tb, *m, *n, *k, *ia, *ja, *ib, *jb, *ic, *jc,
+              desca[kDtype], desca[kM], desca[kN], desca[kMb], desca[kNb], desca[kRsrc], desca[kCsrc],
+              descb[kDtype], descb[kM], descb[kN], descb[kMb], descb[kNb], descb[kRsrc], descb[kCsrc],
+              descc[kDtype], descc[kM], descc[kN], descc[kMb], descc[kNb], descc[kRsrc], descc[kCsrc]};
+    key = PlanKey{g->serial,
+                  dtype,
+                  ta,
+                  tb,
+                  {*m, *n, *k, *ia, *ja, *ib, *jb, *ic, *jc},
+                  {desca[0], desca[1], desca[2], desca[3], desca[4], desca[5], desca[6], desca[7], desca[8],
+                   descb[0], descb[1], descb[2], descb[3], descb[4], descb[5], descb[6], descb[7], descb[8],
+                   descc[0], descc[1], descc[2], descc[3], descc[4], descc[5], descc[6], descc[7], descc[8]}};
+    cached = std::find_if(g_plans.begin(), g_plans.end(), [&](const auto& e) { return e.first == key; });
+  }
 
-  // One agreement: the worst status, whether every process has the plan,
-  // and whether any process's place in the grid moved (the same processes:
-  // the grid spans its system communicator).
-  int mine[3] = {static_cast<int>(status), cached == g_plans.end() ? 1 : 0, moved ? 1 : 0}, all[3] = {0, 0, 0};
-  MPI_Allreduce(mine, all, 3, MPI_INT, MPI_MAX, g->comm);
-  if (all[2]) {
+  // One agreement (a maximum; a minimum as the maximum of complements):
+  // the worst status, the lowest process that found something wrong,
+  // whether every process has the plan, whether any process's place in the
+  // grid moved (the same processes: the grid spans its system
+  // communicator), and the least and greatest of each field.
+  enum : int { kStatus, kFirstWrong, kLacksPlan, kMoved, kFieldsMax };
+  constexpr int kFieldsMin = kFieldsMax + kFields, kAgreed = kFieldsMin + kFields;
+  auto* agreement = new std::array<int, 2 * kAgreed>{};  // in, out (left on the heap if the wait gives up)
+  int* mine = agreement->data();
+  int* all = mine + kAgreed;
+  mine[kStatus] = static_cast<int>(status);
+  mine[kFirstWrong] = ~(status != WEAVE_SUCCESS ? rank : INT32_MAX);
+  mine[kLacksPlan] = cached == g_plans.end() ? 1 : 0;
+  mine[kMoved] = moved ? 1 : 0;
+  for (int f = 0; f < kFields; ++f) {
+    mine[kFieldsMax + f] = fields[f];
+    mine[kFieldsMin + f] = ~fields[f];
+  }
+  MPI_Request request = MPI_REQUEST_NULL;
+  MPI_Iallreduce(mine, all, kAgreed, MPI_INT, MPI_MAX, g->comm, &request);
+  if (!wait_bounded(&request, "the grid's agreement on the arguments", &why)) {
+    drop_grid_of(context);  // its communicator has a collective pending
+    return grid_failed(WEAVE_ERROR_TIMEOUT);
+  }
+  std::array<int, kAgreed> agreed;
+  std::copy(all, all + kAgreed, agreed.begin());
+  delete agreement;
+  if (agreed[kMoved]) {
     grid_status = grid_of(context, nprow, npcol, myrow, mycol, true, &g, &why);
     if (grid_status != WEAVE_SUCCESS) return grid_failed(grid_status);
     cached = g_plans.end();  // the old grid's plans went with it
     std::get<0>(key) = g->serial;
-    all[1] = 1;
+    agreed[kLacksPlan] = 1;
   }
-  if (all[0] != WEAVE_SUCCESS) {
+  if (agreed[kStatus] != WEAVE_SUCCESS) {
     // The message of the lowest process that found something wrong.
-    int rank = 0, first = 0;
-    MPI_Comm_rank(g->comm, &rank);
-    const int erring = status != WEAVE_SUCCESS ? rank : INT32_MAX;
-    MPI_Allreduce(&erring, &first, 1, MPI_INT, MPI_MIN, g->comm);
-    char text[1024] = {};
-    if (rank == first) std::snprintf(text, sizeof text, "%s", wrong.c_str());
-    MPI_Bcast(text, sizeof text, MPI_CHAR, first, g->comm);
-    t_message = std::string(name) + ": " + text;
+    const int first = ~agreed[kFirstWrong];
+    auto* text = new std::array<char, 1024>{};  // (left on the heap if the wait gives up)
+    if (rank == first) std::snprintf(text->data(), text->size(), "%s", wrong.c_str());
+    MPI_Ibcast(text->data(), static_cast<int>(text->size()), MPI_CHAR, first, g->comm, &request);
+    if (!wait_bounded(&request, "the message of the process that found an argument wrong", &why)) {
+      drop_grid_of(context);
+      return grid_failed(WEAVE_ERROR_TIMEOUT);
+    }
+    t_message = std::string(name) + ": " + text->data();
+    delete text;
     if (first != rank) t_message += " (on process " + std::to_string(first) + " of the grid)";
     if (rank == 0) std::fprintf(stderr, "%s; nothing was computed\n", t_message.c_str());
-    return static_cast<weave_status_t>(all[0]);
+    return static_cast<weave_status_t>(agreed[kStatus]);
+  }
+  for (int f = 0; f < kFields; ++f) {
+    const int least = ~agreed[kFieldsMin + f], greatest = agreed[kFieldsMax + f];
+    if (least == greatest) continue;
+    // The routine by its letter, a transpose as its character, the rest as numbers.
+    auto value = [&](int v) {
+      if (f == 0) {
+        const weave_dtype_t d = static_cast<weave_dtype_t>(v);
+        const char* letter = d == WEAVE_FLOAT64 ? "d" : d == WEAVE_FLOAT32 ? "s" : d == WEAVE_COMPLEX128 ? "z" : "c";
+        return std::string("weave_p") + letter + "gemm";
+      }
+      return f <= 2 ? "'" + std::string(1, static_cast<char>(v)) + "'" : std::to_string(v);
+    };
+    std::ostringstream out;
+    out << name << ": " << kFieldNames[f] << " differs between the grid's processes (from " << value(least)
+        << " to " << value(greatest) << "; this process passed " << value(fields[f])
+        << "): every process must pass the same arguments";
+    t_message = out.str();
+    if (rank == 0) std::fprintf(stderr, "%s; nothing was computed\n", t_message.c_str());
+    return WEAVE_ERROR_RANK_MISMATCH;
   }
   // ScaLAPACK's quick return: nothing to compute.
   if (*m == 0 || *n == 0) return WEAVE_SUCCESS;
 
-  if (all[1]) {
+  if (agreed[kLacksPlan]) {
     // Some process lacks the plan: all make it anew.
     if (cached != g_plans.end()) {
       destroy(cached->second);

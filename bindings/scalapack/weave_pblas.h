@@ -28,7 +28,13 @@
  * sizes below 1, a source process outside the grid, LLD_ below the local
  * rows, descriptors of different contexts, a submatrix outside its matrix,
  * a trans that is not N, T or C) are an error on every process of the grid,
- * and nothing is written; so is every error Weave reports. The C functions
+ * and nothing is written; so is every error Weave reports, a NULL argument
+ * on any process (WEAVE_ERROR_NULL_ARGUMENT), and arguments that differ
+ * between processes (WEAVE_ERROR_RANK_MISMATCH: every argument but LLD_ and
+ * CTXT_ must be the same on all). Every wait for the other processes is
+ * bounded by WEAVE_TIMEOUT (300 s by default): a process that does not call
+ * costs the others WEAVE_ERROR_TIMEOUT, after which the grid is exited
+ * (BLACS_GRIDEXIT) and made again. The C functions
  * return the status (weave_pblas_last_error() says why); every entry point
  * also prints the message on stderr from grid process (0, 0), as PBLAS's
  * PXERBLA does, since a Fortran subroutine has no status to return.

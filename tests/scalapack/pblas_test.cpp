@@ -11,8 +11,10 @@
 // nothing written; grids over some of the processes (the others return at
 // once), and where BLACS says such a grid's system context is wider than the
 // grid, WEAVE_ERROR_UNSUPPORTED on the grid's processes without waiting for
-// the others; and the plan cache: a repeated call makes no plan, other
-// descriptors make one, the least recently used of 33 goes.
+// the others; processes that disagree (a NULL argument on one, arguments
+// that differ) failing alike, and one that does not call costing the others
+// a timeout rather than a hang; and the plan cache: a repeated call makes
+// no plan, other descriptors make one, the least recently used of 33 goes.
 // Usage: weave_pblas_test [--seed S] [--cases N]
 #include <dlfcn.h>
 #include <mpi.h>
@@ -551,14 +553,31 @@ void plan_cache(const BlacsGrid& g) {
   check(("plan cache: beyond " + std::to_string(kCachedPlans) + " plans the least recently used goes").c_str(), ok);
 }
 
+// A (8 x 6) and B (6 x 7) of ones, C (8 x 7) of guard values, in blocks of 2.
+struct OnesOperands {
+  Distributed<double> a, b, c;
+  explicit OnesOperands(const BlacsGrid& g) {
+    a.make(g, 8, 6, 2, 2, 0, 0, 0);
+    b.make(g, 6, 7, 2, 2, 0, 0, 0);
+    c.make(g, 8, 7, 2, 2, 0, 0, 0);
+    for (double& x : a.storage) x = 1;
+    for (double& x : b.storage) x = 1;
+  }
+  // The arguments of C = A B (for a test to spoil).
+  void good_call(Problem& p, int* da, int* db, int* dc) const {
+    p.m = 8;
+    p.n = 7;
+    p.k = 6;
+    std::memcpy(da, a.desc, sizeof a.desc);
+    std::memcpy(db, b.desc, sizeof b.desc);
+    std::memcpy(dc, c.desc, sizeof c.desc);
+  }
+};
+
 // Arguments ScaLAPACK refuses: an error on every process, nothing written.
 void refused_arguments(const BlacsGrid& g) {
-  Distributed<double> a, b, c;
-  a.make(g, 8, 6, 2, 2, 0, 0, 0);
-  b.make(g, 6, 7, 2, 2, 0, 0, 0);
-  c.make(g, 8, 7, 2, 2, 0, 0, 0);
-  for (double& x : a.storage) x = 1;
-  for (double& x : b.storage) x = 1;
+  OnesOperands ones(g);
+  Distributed<double>& a = ones.a, &b = ones.b, &c = ones.c;
   const std::vector<double> c_before(c.storage);
   const double one = 1, zero = 0;
   struct Bad {
@@ -580,13 +599,8 @@ void refused_arguments(const BlacsGrid& g) {
   };
   for (const Bad& x : bad) {
     Problem p;
-    p.m = 8;
-    p.n = 7;
-    p.k = 6;
     int da[9], db[9], dc[9];
-    std::memcpy(da, a.desc, sizeof da);
-    std::memcpy(db, b.desc, sizeof db);
-    std::memcpy(dc, c.desc, sizeof dc);
+    ones.good_call(p, da, db, dc);
     x.spoil(p, da, db, dc);
     // Only the last process makes the mistake where it can be local.
     const bool local = std::string(x.what) == "LLD too small";
@@ -602,6 +616,139 @@ void refused_arguments(const BlacsGrid& g) {
                    message.c_str());
     check((std::string("refused: ") + x.what).c_str(), ok);
   }
+}
+
+
+// Processes that disagree: an argument NULL on one process only (the others
+// learn it in the agreement), and arguments that differ between processes
+// (M = 0 on the last only, which alone would return at once; another
+// routine), each a status on every process with nothing written; then the
+// grid still serves a good call.
+void disagreeing_processes(const BlacsGrid& g) {
+  OnesOperands ones(g);
+  Distributed<double>& a = ones.a, &b = ones.b, &c = ones.c;
+  const std::vector<double> c_before(c.storage);
+  const double one = 1, zero = 0;
+  const float one_f = 1, zero_f = 0;
+  const bool last = g_rank == g_size - 1;
+  struct Case {
+    const char* what;
+    weave_status_t expect;
+    const char* words;
+  };
+  const Case cases[] = {
+      {"NULL DESCA on the last process only", WEAVE_ERROR_NULL_ARGUMENT, "argument 10 (DESCA) is NULL"},
+      {"NULL BETA on the last process only", WEAVE_ERROR_NULL_ARGUMENT, "argument 15 (BETA) is NULL"},
+      {"M = 0 on the last process only", WEAVE_ERROR_RANK_MISMATCH, "M differs"},
+      {"K = 5 on the last process only", WEAVE_ERROR_RANK_MISMATCH, "K differs"},
+      {"N = 6 on the last process only", WEAVE_ERROR_RANK_MISMATCH, "N differs"},
+      {"DESCC(MB_) = 4 on the last process only", WEAVE_ERROR_RANK_MISMATCH, "DESCC(MB_) differs"},
+      {"weave_psgemm on the last process only", WEAVE_ERROR_RANK_MISMATCH, "the routine differs"},
+  };
+  Watchdog watchdog("weave_pdgemm with processes that disagree", 120);
+  for (size_t i = 0; i < std::size(cases); ++i) {
+    if (g_size == 1 && i + 1 == std::size(cases)) continue;  // weave_psgemm alone, on NULL arrays
+    Problem p;
+    int da[9], db[9], dc[9];
+    ones.good_call(p, da, db, dc);
+    const int* pda = da;
+    const double* pbeta = &zero;
+    bool single = false;
+    if (last) {
+      switch (i) {
+        case 0: pda = nullptr; break;
+        case 1: pbeta = nullptr; break;
+        case 2: p.m = 0; break;
+        case 3: p.k = 5; break;  // B's rows and A's columns stay 6: valid on its own
+        case 4: p.n = 6; break;
+        case 5: dc[4] = 4; break;
+        default: single = true; break;
+      }
+    }
+    weave_status_t status;
+    if (single) {  // (the arrays are never read: the processes disagree before)
+      status = weave_psgemm(&p.ta, &p.tb, &p.m, &p.n, &p.k, &one_f, nullptr, &p.ia, &p.ja, da, nullptr, &p.ib,
+                            &p.jb, db, &zero_f, nullptr, &p.ic, &p.jc, dc);
+    } else {
+      status = weave_pdgemm(&p.ta, &p.tb, &p.m, &p.n, &p.k, &one, a.data(), &p.ia, &p.ja, pda, b.data(), &p.ib,
+                            &p.jb, db, pbeta, c.data(), &p.ic, &p.jc, dc);
+    }
+    const std::string message = weave_pblas_last_error();
+    // A single process has nothing to disagree with: its call is valid, or
+    // fails on its own NULL argument.
+    const weave_status_t expect = g_size > 1 || cases[i].expect == WEAVE_ERROR_NULL_ARGUMENT
+                                      ? cases[i].expect
+                                      : WEAVE_SUCCESS;
+    bool ok = status == expect && (expect == WEAVE_SUCCESS || message.find(cases[i].words) != std::string::npos);
+    if (expect != WEAVE_SUCCESS) ok = ok && c.storage == c_before;
+    if (!ok)
+      std::fprintf(stderr, "rank %d: %s: status %s (expected %s), message \"%s\"\n", g_rank, cases[i].what,
+                   weave_status_string(status), weave_status_string(expect), message.c_str());
+    check((std::string("processes disagree: ") + cases[i].what).c_str(), ok);
+    c.storage = c_before;
+  }
+  check("processes disagree: the grid then serves a good call", ones_product(g, 8, 7, 2));
+
+  // TRANSA 'C' on the last process, 'T' on the others: the same for a real
+  // type, so not a mismatch (C = A^T B of ones: 6 everywhere).
+  Distributed<double> at;
+  at.make(g, 6, 8, 2, 2, 0, 0, 0);
+  for (double& x : at.storage) x = 1;
+  const int m = 8, n = 7, k = 6, one_i = 1;
+  const char ta = last ? 'C' : 'T';
+  const weave_status_t status = weave_pdgemm(&ta, "N", &m, &n, &k, &one, at.data(), &one_i, &one_i, at.desc, b.data(),
+                                             &one_i, &one_i, b.desc, &zero, c.data(), &one_i, &one_i, c.desc);
+  bool ok = status == WEAVE_SUCCESS;
+  for (int j = 0; j < c.local_cols; ++j)
+    for (int i = 0; i < c.local_rows; ++i) ok = ok && c.at(i, j) == 6;
+  if (!ok)
+    std::fprintf(stderr, "rank %d: TRANSA 'C' and 'T': status %s, %s\n", g_rank, weave_status_string(status),
+                 weave_pblas_last_error());
+  check("processes disagree: TRANSA 'C' on one process, 'T' on the others, is the same for pdgemm", ok);
+}
+
+// A process that does not call: the others give up after WEAVE_TIMEOUT
+// with WEAVE_ERROR_TIMEOUT (not a hang), and drop the grid; the late one,
+// calling after them, finds no partner either and gives up too; after
+// BLACS_GRIDEXIT a new grid serves a good call.
+void a_process_that_does_not_call() {
+  if (g_size < 2) return;
+  const char* saved = std::getenv("WEAVE_TIMEOUT");
+  const std::string restore = saved ? saved : "";
+  setenv("WEAVE_TIMEOUT", "2", 1);
+  {
+    BlacsGrid g(1, g_size, "R");
+    Watchdog watchdog("weave_pdgemm with a process that does not call", 60);
+    check("a process that does not call: first a good call", ones_product(g, 8, 7, 2));
+    const bool late = g_rank == g_size - 1;
+    weave_status_t status = WEAVE_SUCCESS;
+    std::string message;
+    auto call = [&] {
+      Distributed<double> a, b, c;
+      a.make(g, 8, 6, 2, 2, 0, 0, 0);
+      b.make(g, 6, 7, 2, 2, 0, 0, 0);
+      c.make(g, 8, 7, 2, 2, 0, 0, 0);
+      const int m = 8, n = 7, k = 6, one_i = 1;
+      const double one = 1, zero = 0;
+      status = weave_pdgemm("N", "N", &m, &n, &k, &one, a.data(), &one_i, &one_i, a.desc, b.data(), &one_i, &one_i,
+                            b.desc, &zero, c.data(), &one_i, &one_i, c.desc);
+      message = weave_pblas_last_error();
+    };
+    if (!late) call();
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (late) call();
+    const bool ok = status == WEAVE_ERROR_TIMEOUT;
+    if (!ok)
+      std::fprintf(stderr, "rank %d: a process that does not call: status %s, message \"%s\"\n", g_rank,
+                   weave_status_string(status), message.c_str());
+    check("a process that does not call: every process gives up with WEAVE_ERROR_TIMEOUT", ok);
+  }
+  if (saved)
+    setenv("WEAVE_TIMEOUT", restore.c_str(), 1);
+  else
+    unsetenv("WEAVE_TIMEOUT");
+  BlacsGrid fresh(1, g_size, "R");
+  check("a process that does not call: a new grid then serves a good call", ones_product(fresh, 8, 7, 2));
 }
 
 }  // namespace
@@ -646,7 +793,9 @@ int main(int argc, char** argv) {
   {
     BlacsGrid grid(g_size % 2 == 0 ? 2 : 1, g_size % 2 == 0 ? g_size / 2 : g_size, "R");
     refused_arguments(grid);
+    disagreeing_processes(grid);
   }
+  a_process_that_does_not_call();
   if (g_size > 1) {
     grids_over_some_processes(rng, 4);
     grids_over_some_processes_refused();
