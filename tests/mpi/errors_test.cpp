@@ -447,6 +447,14 @@ void gemm_plan_errors() {
   Plan p;
   weave_plan_desc_t pd = plan_of(a.h, b.h, c_other.h);
   EXPECT_STATUS(weave_plan_create(grid.h, &pd, &p.h), WEAVE_ERROR_INVALID_VALUE, "grid");
+  {
+    // All three on another grid, alike on every rank: still not the plan's.
+    Matrix a_other, b_other;
+    if (!create(other.h, cyclic(7, 5), &a_other) || !create(other.h, cyclic(5, 6), &b_other)) return;
+    pd = plan_of(a_other.h, b_other.h, c_other.h);
+    EXPECT_STATUS(weave_plan_create(grid.h, &pd, &p.h), WEAVE_ERROR_INVALID_VALUE,
+                  "A, B, C were created on another grid");
+  }
   pd = plan_of(a.h, b_wrong.h, c.h);
   EXPECT_STATUS(weave_plan_create(grid.h, &pd, &p.h), WEAVE_ERROR_SHAPE_MISMATCH, "rows of op(B)", "(K)");
   pd = plan_of(a.h, b.h, c.h);
