@@ -124,10 +124,11 @@ std::vector<Argument> scalar_fields(const weave_execute_args_t& args) {
     std::memcpy(&b, &x, sizeof b);
     return b;
   };
-  return {{"alpha", bits(args.alpha)},
-          {"alpha_imag", bits(args.alpha_imag)},
-          {"beta", bits(args.beta)},
-          {"beta_imag", bits(args.beta_imag)}};
+  constexpr auto kDouble = Argument::Shown::DoubleBits;
+  return {{"alpha", bits(args.alpha), kDouble},
+          {"alpha_imag", bits(args.alpha_imag), kDouble},
+          {"beta", bits(args.beta), kDouble},
+          {"beta_imag", bits(args.beta_imag), kDouble}};
 }
 
 // The automatic choices, which every rank of a group must have resolved

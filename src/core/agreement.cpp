@@ -1,6 +1,8 @@
 #include "core/agreement.hpp"
 
 #include <climits>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <utility>
 
@@ -82,6 +84,18 @@ void agree(MPI_Comm comm, const std::function<void()>& local_check, Run&& run) {
               str("rank ", first_failing, ": ", std::string(s->text.begin(), s->text.end())));
 }
 
+// A value as messages show it.
+std::string shown(const Argument& argument, long long value) {
+  if (argument.shown == Argument::Shown::Integer) return std::to_string(value);
+  double x = 0;
+  const int64_t bits = value;
+  std::memcpy(&x, &bits, sizeof x);
+  char text[32];
+  std::snprintf(text, sizeof text, "%.15g", x);  // 0.1 as 0.1, unless that is not exactly it
+  if (std::strtod(text, nullptr) != x) std::snprintf(text, sizeof text, "%.17g", x);
+  return text;
+}
+
 template <class Run>
 void check_same(MPI_Comm comm, const std::vector<Argument>& arguments, const std::string& context, Run&& run) {
   int size = 1;
@@ -111,7 +125,8 @@ void check_same(MPI_Comm comm, const std::vector<Argument>& arguments, const std
       const long long reference = s->all[i], theirs = s->all[r * arguments.size() + i];
       if (reference != theirs)
         fail(WEAVE_ERROR_RANK_MISMATCH, context, ": ranks disagree on ", arguments[i].name,
-             ": rank 0 of the group passed ", reference, ", rank ", r, " passed ", theirs);
+             ": rank 0 of the group passed ", shown(arguments[i], reference), ", rank ", r, " passed ",
+             shown(arguments[i], theirs));
     }
 }
 

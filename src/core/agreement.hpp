@@ -81,6 +81,9 @@ void agree_on_errors(MPI_Comm comm, const std::function<void()>& local_check);
 struct Argument {
   std::string name;
   int64_t value;
+  // How messages show the value: a double's bits (compared bit for bit,
+  // shown as the number) or the integer itself.
+  enum class Shown { Integer, DoubleBits } shown = Shown::Integer;
 };
 
 // Throws WEAVE_ERROR_RANK_MISMATCH on every rank if any rank's arguments

@@ -1392,9 +1392,9 @@ void execute_arguments(weave_grid_t grid) {
   // products into a C that is neither (and differs between ranks).
   if (g_size > 1) {
     EXPECT_STATUS(weave_execute(p.h, g_rank == last ? 2.0 : 1.0, a.data(), b.data(), 0.0, c.data(), nullptr, nullptr),
-                  WEAVE_ERROR_RANK_MISMATCH, "alpha");
-    EXPECT_STATUS(weave_execute(p.h, 1.0, a.data(), b.data(), g_rank == last ? 1.0 : 0.0, c.data(), nullptr, nullptr),
-                  WEAVE_ERROR_RANK_MISMATCH, "beta");
+                  WEAVE_ERROR_RANK_MISMATCH, "alpha", "passed 1, rank", "passed 2");
+    EXPECT_STATUS(weave_execute(p.h, 1.0, a.data(), b.data(), g_rank == last ? 1.5 : 0.0, c.data(), nullptr, nullptr),
+                  WEAVE_ERROR_RANK_MISMATCH, "beta", "passed 0, rank", "passed 1.5");
   }
   // The plan still works after all of these.
   execute_all_ones(p.h, o, K, "execute after the rejected ones");
