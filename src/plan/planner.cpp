@@ -93,6 +93,9 @@ int64_t env_integer(const Environment& env, const char* variable, int64_t fallba
 }
 
 // A count of the plan descriptor: 0 (automatic) up to `maximum`.
+constexpr int kKnownFlags = WEAVE_FLAG_ALLOW_TF32 | WEAVE_FLAG_GATHERED_OUTPUT | WEAVE_FLAG_REDUCE_IN_OUTPUT_TYPE |
+                            WEAVE_FLAG_TRACE | WEAVE_FLAG_NO_EXECUTE_CHECK | WEAVE_FLAG_REDUCE_IN_ACCUMULATION_TYPE;
+
 void require_count(const char* name, int32_t value, int32_t maximum, const char* maximum_is) {
   if (value < 0) fail(WEAVE_ERROR_INVALID_VALUE, name, " = ", value, " is negative");
   if (value > maximum)
@@ -309,6 +312,21 @@ void resolve_grid_gemm(const weave_plan_desc_t& desc, const Problem& problem, co
 
 }  // namespace
 
+void check_option_values(const weave_plan_desc_t& desc) {
+  auto in_range = [](const char* name, int value, int last, const char* type) {
+    if (value < 0 || value > last) fail(WEAVE_ERROR_INVALID_VALUE, name, " = ", value, " is not a ", type);
+  };
+  in_range("algorithm", enum_value(desc.algorithm), WEAVE_ALGORITHM_SUMMA, "weave_algorithm_t");
+  in_range("backend", enum_value(desc.backend), WEAVE_BACKEND_CUDA, "weave_backend_t");
+  in_range("transport", enum_value(desc.transport), WEAVE_TRANSPORT_SM, "weave_transport_t");
+  in_range("direction", enum_value(desc.direction), WEAVE_DIRECTION_BIDIRECTIONAL, "weave_direction_t");
+  in_range("progress", enum_value(desc.progress), WEAVE_PROGRESS_THREAD, "weave_progress_t");
+  if (desc.flags & ~kKnownFlags) fail(WEAVE_ERROR_INVALID_VALUE, "flags = ", desc.flags, " has unknown bits");
+  if (desc.reserved != 0) fail(WEAVE_ERROR_INVALID_VALUE, "reserved = ", desc.reserved, ", not 0");
+  require_count("chunks_per_shard", desc.chunks_per_shard, kMaxChunksPerShard, "the chunks Weave cuts a shard into");
+  require_count("compute_streams", desc.compute_streams, kMaxComputeStreams, "the compute streams a plan runs");
+}
+
 Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, const Environment& env,
                          const Capabilities& caps) {
   // Every variable set is checked, also those this plan does not read.
@@ -316,10 +334,7 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
   Resolved r;
   std::string& notes = r.notes;
   r.flags = desc.flags;
-  const int known_flags = WEAVE_FLAG_ALLOW_TF32 | WEAVE_FLAG_GATHERED_OUTPUT | WEAVE_FLAG_REDUCE_IN_OUTPUT_TYPE |
-                          WEAVE_FLAG_TRACE | WEAVE_FLAG_NO_EXECUTE_CHECK | WEAVE_FLAG_REDUCE_IN_ACCUMULATION_TYPE;
-  if (desc.flags & ~known_flags) fail(WEAVE_ERROR_INVALID_VALUE, "flags = ", desc.flags, " has unknown bits");
-  if (desc.reserved != 0) fail(WEAVE_ERROR_INVALID_VALUE, "reserved = ", desc.reserved, ", not 0");
+  check_option_values(desc);
   if ((desc.flags & WEAVE_FLAG_REDUCE_IN_OUTPUT_TYPE) && (desc.flags & WEAVE_FLAG_REDUCE_IN_ACCUMULATION_TYPE))
     fail(WEAVE_ERROR_INVALID_VALUE, "flags ask for both WEAVE_FLAG_REDUCE_IN_OUTPUT_TYPE and "
          "WEAVE_FLAG_REDUCE_IN_ACCUMULATION_TYPE; a reduction moves one type");

@@ -1013,13 +1013,22 @@ void bad_enums(weave_grid_t grid) {
       {[](weave_plan_desc_t& x) { x.progress = static_cast<weave_progress_t>(9); }, "progress = 9"},
       {[](weave_plan_desc_t& x) { x.chunks_per_shard = -1; }, "chunks_per_shard = -1"},
       {[](weave_plan_desc_t& x) { x.compute_streams = -2; }, "compute_streams = -2"},
+      {[](weave_plan_desc_t& x) { x.chunks_per_shard = 1025; }, "chunks_per_shard = 1025"},
+      {[](weave_plan_desc_t& x) { x.compute_streams = 65; }, "compute_streams = 65"},
       {[](weave_plan_desc_t& x) { x.flags = 1 << 24; }, "flags"},
   };
-  for (const Bad& b : bad) {
-    weave_plan_desc_t pd = plan_desc(WEAVE_GEMM_AR, o);
-    b.set(pd);
-    EXPECT_STATUS(weave_plan_create(grid, &pd, &p.h), WEAVE_ERROR_INVALID_VALUE, b.names);
-  }
+  // On every rank, then on the last only: a value wrong in itself is that
+  // rank's error (its own message, "rank R: "), not a mismatch between
+  // ranks.
+  const int last = g_size - 1;
+  const std::string on_last = "rank " + std::to_string(last) + ": ";
+  for (const Bad& b : bad)
+    for (const bool everywhere : {true, false}) {
+      weave_plan_desc_t pd = plan_desc(WEAVE_GEMM_AR, o);
+      if (everywhere || g_rank == last) b.set(pd);
+      EXPECT_STATUS(weave_plan_create(grid, &pd, &p.h), WEAVE_ERROR_INVALID_VALUE, b.names,
+                    everywhere ? "" : on_last.c_str());
+    }
   if (p.h || m.h) fail_here("a failed create left a handle");
 }
 
