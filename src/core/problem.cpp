@@ -241,6 +241,11 @@ GroupMatrix resolve_in_group(const MatrixDesc& m, const GroupView& group, const 
   GroupMatrix g;
   g.rows = m.rows;
   g.cols = m.cols;
+  // A group of one rank holding the whole matrix in its local array, from
+  // the array's start: whatever the distribution and its group, the
+  // operation has it all here (a BLOCK_CYCLIC matrix on a 1 x 1 grid, one
+  // over GROUP_ROW where the plan's whole grid is one rank).
+  if (group.size == 1 && m.local_rows == m.rows && m.local_cols == m.cols) return g;
   auto require_group = [&] {
     if (m.group != group.kind)
       fail(WEAVE_ERROR_DISTRIBUTION_MISMATCH, name, " is ", distribution_name(m.distribution), " over the ",

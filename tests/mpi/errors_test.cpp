@@ -20,6 +20,7 @@
 #include <functional>
 #include <initializer_list>
 #include <memory>
+#include <random>
 #include <string>
 #include <thread>
 #include <utility>
@@ -583,6 +584,7 @@ void shape_mismatches(weave_grid_t grid) {
 
 // A matrix spread over another group than the plan's: caught at any size.
 void matrix_over_another_group(weave_grid_t grid) {
+  if (g_size < 2) return skip("a group of one rank holds every matrix whole, whatever its group");
   const int64_t M = 4 * g_size, N = 3 * g_size, K = 2 * g_size;
   Plan p;
   {
@@ -643,6 +645,82 @@ void distribution_mismatches(weave_grid_t grid) {
                   "split the same way");
   }
   if (p.h) fail_here("a failed weave_plan_create left a handle");
+}
+
+// A group of one rank takes any distribution under which it holds the whole
+// matrix from the start of its local array: block-cyclic matrices with
+// every row on every grid row, matrices over another group than the plan's.
+// Each operation over such operands computes C = A B (checked against a
+// plain triple loop, C's other local elements untouched) on every rank.
+// On the P x 1 grid, plans over a grid row (one rank each); at one rank
+// also over the grid, with A and C over the grid row and column.
+void group_of_one_takes_whole_matrices(weave_grid_t grid) {
+  const int64_t M = 7, N = 5, K = 6;
+  auto cyclic_whole = [](int64_t rows, int64_t cols) {  // every row on every grid row (rsrc -1), one grid column
+    weave_matrix_desc_t d = desc_of(rows, cols, WEAVE_DIST_BLOCK_CYCLIC);
+    d.mb = 2;
+    d.nb = 3;
+    d.rsrc = -1;
+    return d;
+  };
+  auto over = [](weave_matrix_desc_t d, weave_group_t group) {
+    d.group = group;
+    return d;
+  };
+  struct Layouts {
+    const char* what;
+    weave_group_t plan_group;
+    weave_matrix_desc_t a, b, c;
+  };
+  std::vector<Layouts> layouts = {
+      {"block-cyclic A and C, B over the grid row, plan over a grid row", WEAVE_GROUP_ROW, cyclic_whole(M, K),
+       over(desc_of(K, N, WEAVE_DIST_BLOCK_COLUMN), WEAVE_GROUP_ROW), cyclic_whole(M, N)}};
+  if (g_size == 1)
+    layouts.push_back({"A over the grid row, B block-cyclic, C over the grid column, plan over the grid",
+                       WEAVE_GROUP_GRID, over(desc_of(M, K, WEAVE_DIST_BLOCK_ROW), WEAVE_GROUP_ROW),
+                       cyclic_whole(K, N), over(desc_of(M, N, WEAVE_DIST_BLOCK_COLUMN), WEAVE_GROUP_COLUMN)});
+  std::mt19937_64 rng(1234 + static_cast<unsigned>(g_rank));
+  std::uniform_real_distribution<double> uniform(-1, 1);
+  for (const Layouts& l : layouts)
+    for (const weave_operation_t op : kOperations) {
+      Matrix a, b, c;
+      if (!create(grid, l.a, &a) || !create(grid, l.b, &b) || !create(grid, l.c, &c)) return;
+      weave_plan_desc_t pd{};
+      pd.operation = op;
+      pd.group = l.plan_group;
+      pd.a = a.h;
+      pd.b = b.h;
+      pd.c = c.h;
+      Plan p;
+      const std::string what = std::string(kOps[op]) + ", " + l.what;
+      if (weave_plan_create(grid, &pd, &p.h) != WEAVE_SUCCESS) {
+        fail_here(what + ": weave_plan_create: " + weave_last_error());
+        continue;
+      }
+      // Column-major, ld = rows: the whole matrix is the local array.
+      std::vector<double> av(static_cast<size_t>(M * K)), bv(static_cast<size_t>(K * N));
+      for (double& x : av) x = uniform(rng);
+      for (double& x : bv) x = uniform(rng);
+      std::vector<double> cv = local_buffer(c.h, std::nan(""));
+      if (cv.size() != static_cast<size_t>(M * N)) {
+        fail_here(what + ": C's local array is not the whole matrix");
+        continue;
+      }
+      if (weave_execute(p.h, 1.0, av.data(), bv.data(), 0.0, cv.data(), nullptr, nullptr) != WEAVE_SUCCESS) {
+        fail_here(what + ": weave_execute: " + weave_last_error());
+        continue;
+      }
+      double worst = 0;
+      for (int64_t j = 0; j < N; ++j)
+        for (int64_t i = 0; i < M; ++i) {
+          double want = 0;
+          for (int64_t q = 0; q < K; ++q) want += av[static_cast<size_t>(i + q * M)] * bv[static_cast<size_t>(q + j * K)];
+          const double got = cv[static_cast<size_t>(i + j * M)];
+          worst = std::isnan(got) ? INFINITY : std::max(worst, std::abs(got - want));
+        }
+      if (!(worst <= 8 * K * 2.2e-16 * K))
+        fail_here(what + ": C differs from A B by " + std::to_string(worst));
+    }
 }
 
 void unsupported_types(weave_grid_t grid) {
@@ -1500,6 +1578,8 @@ int main(int argc, char** argv) {
     run_check("shapes that do not fit the operation", [&] { shape_mismatches(g); });
     run_check("matrix over another group than the plan's", [&] { matrix_over_another_group(g); });
     run_check("distributions that do not fit the operation", [&] { distribution_mismatches(g); });
+    run_check("a group of one rank takes any distribution holding the whole matrix",
+              [&] { group_of_one_takes_whole_matrices(g); });
     run_check("unsupported element types", [&] { unsupported_types(g); });
     run_check("FP8 types and scale modes that do not fit", [&] { fp8_types_and_scale_modes(g); });
     run_check("FP8 scale buffers at execute, then a good execute", [&] { fp8_execute_arguments(g); });
