@@ -102,6 +102,19 @@ void require_count(const char* name, int32_t value, int32_t maximum, const char*
     fail(WEAVE_ERROR_INVALID_VALUE, name, " = ", value, " exceeds ", maximum, ", the most of ", maximum_is);
 }
 
+// GEMM-RS with A's scales in 128-row bands: the first row of C a rank
+// holds that starts inside a band (-1: none does).
+int64_t reduce_scatter_cut_inside_band(const Problem& p) {
+  if (p.operation != Operation::GemmRs) return -1;
+  if (p.a_scale != ScaleMode::Block128x128 && p.a_scale != ScaleMode::Mxfp8) return -1;
+  int64_t start = 0;
+  for (int q = 0; q + 1 < p.m_split.parts(); ++q) {
+    start += p.m_split.count(q);
+    if (start % 128 != 0 && start < p.m) return start;
+  }
+  return -1;
+}
+
 // Flops of this rank's share of the product.
 double local_flops(const Problem& p) {
   const double P = p.group_size;
@@ -619,6 +632,21 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
             algorithm = WEAVE_ALGORITHM_RING;
           }
         }
+      }
+    }
+    // GEMM-RS whose A has scales shared by 128-row bands (128x128, MXFP8)
+    // and whose ranks' rows of C start inside a band (the balanced split of
+    // most M): every algorithm but the sequential one cuts op(A) at those
+    // rows, which its scales cannot follow. Left to Weave (argument or
+    // WEAVE_ALGORITHM), the plan multiplies op(A) whole instead; asked for
+    // by name, the algorithm is refused when its schedule is built.
+    if (enum_value(desc.algorithm) == WEAVE_ALGORITHM_AUTO && algorithm != WEAVE_ALGORITHM_SEQUENTIAL) {
+      const int64_t cut = reduce_scatter_cut_inside_band(problem);
+      if (cut >= 0) {
+        algorithm = WEAVE_ALGORITHM_SEQUENTIAL;
+        notes += str(" sequential chosen: A's scales (", scale_mode_name(problem.a_scale), ") cover 128-row bands "
+                     "of op(A) and a rank's rows of C start at row ", cut, ", inside one; only the sequential plan "
+                     "multiplies op(A) whole;");
       }
     }
     if (algorithm == WEAVE_ALGORITHM_SUMMA)

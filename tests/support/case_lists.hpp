@@ -654,6 +654,19 @@ inline std::vector<Case> fp8_cases(const CaseListOptions& options, std::mt19937_
       if (op == WEAVE_GEMM_AR) c.direction = WEAVE_DIRECTION_AUTO;
       c.gathered = op == WEAVE_AG_GEMM;
       cases.push_back(c);
+      if (op == WEAVE_GEMM_RS && g_size > 1) {
+        // Ranks' rows of C that start inside bands (uneven shards, or the
+        // balanced split of M = 128 P + 45): the automatic plan multiplies
+        // op(A) whole (sequential).
+        for (Shards shards : {Shards::Balanced, Shards::Uneven}) {
+          c.m = 128 * g_size + 45;
+          c.shards = shards;
+          c.chunks = 0;
+          c.direction = WEAVE_DIRECTION_AUTO;
+          c.algorithm = WEAVE_ALGORITHM_AUTO;
+          cases.push_back(c);
+        }
+      }
     }
   // AG-GEMM with a wire type: A stored in f32, bf16 or f16, quantized once
   // per shard into e4m3 with row-wise scales (B FP8), or rounded to bf16

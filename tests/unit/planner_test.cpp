@@ -423,6 +423,48 @@ TEST(Planner, DeviceFp8AllReduceWithLittleKPerPeerRunsSequentially) {
             Algorithm::Direct);
 }
 
+// GEMM-RS with A's scales in 128-row bands (128x128, MXFP8): where a
+// rank's rows of C start inside a band (M = 8192 + 64 over 4 ranks: 2064
+// rows each), the automatic plan is the sequential one, which multiplies
+// op(A) whole, and says why; on band boundaries (M = 8192) it stays
+// direct; asked for by name, the direct algorithm is kept (and refused
+// when its schedule is built).
+TEST(Planner, Fp8ReductionWithRankRowsInsideBandsRunsSequentially) {
+  using weave::internal::DType;
+  using weave::internal::Operation;
+  using weave::internal::ScaleMode;
+  Capabilities caps = everything();
+  caps.peer_access = true;
+  auto banded = [](int64_t m, ScaleMode mode) {
+    GroupCase g;
+    g.operation = Operation::GemmRs;
+    g.ranks = 4;
+    g.m = m;
+    g.n = g.k = 8192;
+    g.dtype = DType::BF16;
+    g.ab_type = DType::E4M3;
+    g.a_scale = mode;
+    g.b_scale = ScaleMode::Block1x128;
+    g.order_a = weave::internal::Order::RowMajor;
+    weave::internal::Problem p = make_group_problems(g)[0];
+    p.memory = weave::internal::Memory::Device;
+    return p;
+  };
+  const weave_plan_desc_t plain{};
+  for (ScaleMode mode : {ScaleMode::Block128x128, ScaleMode::Mxfp8}) {
+    const Resolved inside = resolve_options(plain, banded(8192 + 64, mode), {}, caps);
+    EXPECT_EQ(inside.schedule.algorithm, Algorithm::Sequential) << inside.notes;
+    EXPECT_NE(inside.notes.find("start at row 2064, inside one"), std::string::npos) << inside.notes;
+    const Resolved from_env = resolve_options(plain, banded(8192 + 64, mode), {{"WEAVE_ALGORITHM", "ring"}}, caps);
+    EXPECT_EQ(from_env.schedule.algorithm, Algorithm::Sequential) << from_env.notes;
+    EXPECT_EQ(resolve_options(plain, banded(8192, mode), {}, caps).schedule.algorithm, Algorithm::Direct);
+  }
+  weave_plan_desc_t direct{};
+  direct.algorithm = WEAVE_ALGORITHM_DIRECT;
+  EXPECT_EQ(resolve_options(direct, banded(8192 + 64, ScaleMode::Block128x128), {}, caps).schedule.algorithm,
+            Algorithm::Direct);
+}
+
 // Device GEMM-RS and GEMM-AR whose group spans nodes: the plan calibrates
 // the link first, then runs the pipelined plan where nodes hold several
 // ranks over a fast link (the host-staged emulation's 29-33 GB/s), the
