@@ -9,6 +9,7 @@
 #include <map>
 #include <thread>
 
+#include "api/buffer_overlap.hpp"
 #include "api/calibration.hpp"
 #include "api/execute_log.hpp"
 #include "api/handles.hpp"
@@ -508,6 +509,8 @@ void Plan::validate_execute_args(const weave_execute_args_t& args) const {
     fail(WEAVE_ERROR_INVALID_VALUE, "gathered_a is not NULL but the plan lacks WEAVE_FLAG_GATHERED_OUTPUT");
   }
 
+  check_outputs_apart(args);
+
   if (!device && args.stream)
     fail(WEAVE_ERROR_INVALID_VALUE, "stream must be NULL for a host plan (host execution is synchronous)");
   if (device && !transport_->stream_ordered() && cuda::stream_is_capturing(args.stream)) {
@@ -517,6 +520,54 @@ void Plan::validate_execute_args(const weave_execute_args_t& args) const {
         capturable += str(capturable.empty() ? "" : ", ", row.description.name);
     fail(WEAVE_ERROR_UNSUPPORTED, "the ", transport_->name(), " transport is driven by the host and cannot be "
          "captured in a CUDA graph; use a stream-ordered transport (", capturable, ")");
+  }
+}
+
+// What the execute writes (C, the gathered A and its scales) must share no
+// byte with what it reads, nor with one another: Weave reads A's rows and
+// writes C's at different times on different ranks, so an overlap gives a
+// C that is neither product. (A gathered in place, a rank's rows of A where
+// the gathered A holds them, is refused too: not every algorithm and
+// element type writes the gathered A from those very bytes.)
+void Plan::check_outputs_apart(const weave_execute_args_t& args) const {
+  const Problem& p = problem_;
+  struct Named {
+    const char* name;
+    StridedBytes bytes;
+  };
+  auto scales_of = [](const void* pointer, const ScaleLayout& layout) {
+    return contiguous_bytes(pointer, layout.empty() ? 0 : layout.elements(), dtype_size(layout.dtype));
+  };
+  std::vector<Named> inputs = {
+      {"a", block_bytes(args.a, p.a, dtype_size(p.a_type))},
+      {"b", block_bytes(args.b, p.b, dtype_size(p.b_type))},
+      {"a_scale", scales_of(args.a_scale, p.a_scales)},
+      {"b_scale", scales_of(args.b_scale, p.b_scales)},
+  };
+  if (p.has_bias) inputs.push_back({"bias", block_bytes(args.bias, p.bias, dtype_size(p.bias_type))});
+  std::vector<Named> outputs = {{"c", block_bytes(args.c, p.c, dtype_size(p.c_type))}};
+  if (resolved_.schedule.gathered_output) {
+    const plan::BufferSpec& g = schedule_.buffers[plan::kBufferGathered];
+    const LocalBlock gathered{g.rows, g.cols, args.ld_gathered_a != 0 ? args.ld_gathered_a : g.ld, g.order};
+    outputs.push_back({"gathered_a", block_bytes(args.gathered_a, gathered, dtype_size(g.dtype))});
+    const plan::BufferSpec& gs = schedule_.buffers[plan::kBufferGatheredScale];
+    outputs.push_back({"gathered_a_scale",
+                       contiguous_bytes(args.gathered_a_scale, block_elements(gs.rows, gs.cols, gs.ld, gs.order,
+                                                                              "the gathered scale elements"),
+                                        dtype_size(gs.dtype))});
+  }
+  for (std::size_t o = 0; o < outputs.size(); ++o) {
+    const std::string output = outputs[o].name;
+    for (const Named& in : inputs) {
+      if (share_bytes(outputs[o].bytes, in.bytes))
+        fail(WEAVE_ERROR_INVALID_VALUE, output, " and ", in.name, " share memory (", output, " = ",
+             outputs[o].bytes.base, ", ", in.name, " = ", in.bytes.base, "): the execute writes ", output,
+             " while it reads ", in.name, "; pass separate buffers");
+    }
+    for (std::size_t other = 0; other < o; ++other)
+      if (share_bytes(outputs[o].bytes, outputs[other].bytes))
+        fail(WEAVE_ERROR_INVALID_VALUE, outputs[other].name, " and ", output, " share memory; the execute writes both",
+             "; pass separate buffers");
   }
 }
 

@@ -36,6 +36,7 @@ class Plan {
  private:
   Plan() = default;
   void validate_execute_args(const weave_execute_args_t& args) const;
+  void check_outputs_apart(const weave_execute_args_t& args) const;
   void run_and_agree_on_outcome(const weave_execute_args_t& args, bool checked);
   std::string describe() const;
   void log_unread_execute();

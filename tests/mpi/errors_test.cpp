@@ -1483,6 +1483,17 @@ void execute_arguments(weave_grid_t grid) {
     EXPECT_STATUS(weave_execute(p.h, 1.0, a.data(), b.data(), g_rank == last ? 1.5 : 0.0, c.data(), nullptr, nullptr),
                   WEAVE_ERROR_RANK_MISMATCH, "beta", "passed 0, rank", "passed 1.5");
   }
+  // C sharing memory with A or B on one rank: the execute would write C
+  // while it reads them. (M x N of C and M x K/P of A lie in one array.)
+  {
+    std::vector<double> shared(c.size() + a.size() + b.size(), 1.0);
+    double* c_at = shared.data();
+    double* a_at = g_rank == last ? shared.data() + 1 : shared.data() + c.size();  // C's second element onward
+    EXPECT_STATUS(weave_execute(p.h, 1.0, a_at, b.data(), 0.0, c_at, nullptr, nullptr), WEAVE_ERROR_INVALID_VALUE,
+                  "c and a share memory", ("rank " + std::to_string(last)).c_str());
+    EXPECT_STATUS(weave_execute(p.h, 1.0, a.data(), b.data(), 0.0, b.data(), nullptr, nullptr),
+                  WEAVE_ERROR_INVALID_VALUE, "c and b share memory");
+  }
   // The plan still works after all of these.
   execute_all_ones(p.h, o, K, "execute after the rejected ones");
 }
