@@ -167,7 +167,7 @@ std::unique_ptr<Plan> Plan::create(const std::shared_ptr<GridState>& grid, const
       fail(WEAVE_ERROR_INVALID_VALUE, "op_a = ", op_a, " is not WEAVE_OP_N, WEAVE_OP_T or WEAVE_OP_C");
     if (op_b != WEAVE_OP_N && op_b != WEAVE_OP_T && op_b != WEAVE_OP_C)
       fail(WEAVE_ERROR_INVALID_VALUE, "op_b = ", op_b, " is not WEAVE_OP_N, WEAVE_OP_T or WEAVE_OP_C");
-    plan::check_option_values(desc);
+    plan::check_option_values(desc, static_cast<Operation>(operation));
     plan->group_ = grid->group(enum_value(desc.group));
     const MatrixDesc& a = matrix_of(desc.a, "a");
     const MatrixDesc& b = matrix_of(desc.b, "b");

@@ -246,22 +246,11 @@ void resolve_grid_gemm(const weave_plan_desc_t& desc, const Problem& problem, co
       }
     }
   }
-  if (algorithm != WEAVE_ALGORITHM_SUMMA && algorithm != WEAVE_ALGORITHM_SEQUENTIAL) {
-    if (algorithm == WEAVE_ALGORITHM_RING || algorithm == WEAVE_ALGORITHM_DIRECT)
-      fail(WEAVE_ERROR_UNSUPPORTED, "algorithm = ", algorithm, " is for AG-GEMM, GEMM-RS and GEMM-AR; WEAVE_GEMM runs "
-           "WEAVE_ALGORITHM_SUMMA or WEAVE_ALGORITHM_SEQUENTIAL");
-    fail(WEAVE_ERROR_INVALID_VALUE, "algorithm = ", algorithm, " is not a weave_algorithm_t");
-  }
+  // (The algorithm asked for, the direction and chunks_per_shard were
+  // checked with the other options: check_option_values.)
   r.schedule.algorithm = static_cast<Algorithm>(algorithm);
   if (problem.group_size == 1) r.schedule.algorithm = Algorithm::Sequential;
-  const int direction = enum_value(desc.direction);
-  if (direction != WEAVE_DIRECTION_AUTO)
-    fail(WEAVE_ERROR_UNSUPPORTED, "direction = ", direction, " is for rings; WEAVE_GEMM broadcasts panels along grid "
-         "rows and columns (leave direction automatic)");
   r.schedule.direction = Direction::Forward;
-  if (desc.chunks_per_shard != 0)
-    fail(WEAVE_ERROR_UNSUPPORTED, "chunks_per_shard = ", desc.chunks_per_shard, ": WEAVE_GEMM cuts K into panels, "
-         "not shards into chunks (leave it 0; WEAVE_PANEL_WIDTH sets the panels' width)");
   r.schedule.chunks_per_shard = 1;
   // Panel width: the backend's default (planner.hpp says how far each is
   // measured), or WEAVE_PANEL_WIDTH.
@@ -325,7 +314,7 @@ void resolve_grid_gemm(const weave_plan_desc_t& desc, const Problem& problem, co
 
 }  // namespace
 
-void check_option_values(const weave_plan_desc_t& desc) {
+void check_option_values(const weave_plan_desc_t& desc, Operation operation) {
   auto in_range = [](const char* name, int value, int last, const char* type) {
     if (value < 0 || value > last) fail(WEAVE_ERROR_INVALID_VALUE, name, " = ", value, " is not a ", type);
   };
@@ -338,6 +327,28 @@ void check_option_values(const weave_plan_desc_t& desc) {
   if (desc.reserved != 0) fail(WEAVE_ERROR_INVALID_VALUE, "reserved = ", desc.reserved, ", not 0");
   require_count("chunks_per_shard", desc.chunks_per_shard, kMaxChunksPerShard, "the chunks Weave cuts a shard into");
   require_count("compute_streams", desc.compute_streams, kMaxComputeStreams, "the compute streams a plan runs");
+  if ((desc.flags & WEAVE_FLAG_REDUCE_IN_OUTPUT_TYPE) && (desc.flags & WEAVE_FLAG_REDUCE_IN_ACCUMULATION_TYPE))
+    fail(WEAVE_ERROR_INVALID_VALUE, "flags ask for both WEAVE_FLAG_REDUCE_IN_OUTPUT_TYPE and "
+         "WEAVE_FLAG_REDUCE_IN_ACCUMULATION_TYPE; a reduction moves one type");
+  // What the operation takes.
+  const int algorithm = enum_value(desc.algorithm);
+  if ((desc.flags & WEAVE_FLAG_GATHERED_OUTPUT) && operation != Operation::AgGemm)
+    fail(WEAVE_ERROR_INVALID_VALUE, "WEAVE_FLAG_GATHERED_OUTPUT is for AG-GEMM plans only");
+  if (operation == Operation::Gemm) {
+    if (algorithm != WEAVE_ALGORITHM_AUTO && algorithm != WEAVE_ALGORITHM_SUMMA &&
+        algorithm != WEAVE_ALGORITHM_SEQUENTIAL)
+      fail(WEAVE_ERROR_UNSUPPORTED, "algorithm = ", algorithm, " is for AG-GEMM, GEMM-RS and GEMM-AR; WEAVE_GEMM runs "
+           "WEAVE_ALGORITHM_SUMMA or WEAVE_ALGORITHM_SEQUENTIAL");
+    if (enum_value(desc.direction) != WEAVE_DIRECTION_AUTO)
+      fail(WEAVE_ERROR_UNSUPPORTED, "direction = ", enum_value(desc.direction), " is for rings; WEAVE_GEMM broadcasts "
+           "panels along grid rows and columns (leave direction automatic)");
+    if (desc.chunks_per_shard != 0)
+      fail(WEAVE_ERROR_UNSUPPORTED, "chunks_per_shard = ", desc.chunks_per_shard, ": WEAVE_GEMM cuts K into panels, "
+           "not shards into chunks (leave it 0; WEAVE_PANEL_WIDTH sets the panels' width)");
+  } else if (algorithm == WEAVE_ALGORITHM_SUMMA) {
+    fail(WEAVE_ERROR_UNSUPPORTED, "WEAVE_ALGORITHM_SUMMA is for WEAVE_GEMM; ", operation_name(operation),
+         " runs the ring, the sequential, the pipelined, the hierarchical or (reductions) the direct algorithm");
+  }
 }
 
 Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, const Environment& env,
@@ -347,12 +358,7 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
   Resolved r;
   std::string& notes = r.notes;
   r.flags = desc.flags;
-  check_option_values(desc);
-  if ((desc.flags & WEAVE_FLAG_REDUCE_IN_OUTPUT_TYPE) && (desc.flags & WEAVE_FLAG_REDUCE_IN_ACCUMULATION_TYPE))
-    fail(WEAVE_ERROR_INVALID_VALUE, "flags ask for both WEAVE_FLAG_REDUCE_IN_OUTPUT_TYPE and "
-         "WEAVE_FLAG_REDUCE_IN_ACCUMULATION_TYPE; a reduction moves one type");
-  if ((desc.flags & WEAVE_FLAG_GATHERED_OUTPUT) && problem.operation != Operation::AgGemm)
-    fail(WEAVE_ERROR_INVALID_VALUE, "WEAVE_FLAG_GATHERED_OUTPUT is for AG-GEMM plans only");
+  check_option_values(desc, problem.operation);
 
   // Backend: from the matrices' memory unless asked for.
   // The caller's enumerations are validated as integers (core/enum_value.hpp).
@@ -649,9 +655,6 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
                      "multiplies op(A) whole;");
       }
     }
-    if (algorithm == WEAVE_ALGORITHM_SUMMA)
-      fail(WEAVE_ERROR_UNSUPPORTED, "WEAVE_ALGORITHM_SUMMA is for WEAVE_GEMM; ", operation_name(problem.operation),
-           " runs the ring, the sequential, the pipelined, the hierarchical or (reductions) the direct algorithm");
     if (algorithm != WEAVE_ALGORITHM_RING && algorithm != WEAVE_ALGORITHM_SEQUENTIAL &&
         algorithm != WEAVE_ALGORITHM_DIRECT && algorithm != WEAVE_ALGORITHM_PIPELINED &&
         algorithm != WEAVE_ALGORITHM_HIERARCHICAL)

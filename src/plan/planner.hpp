@@ -294,12 +294,14 @@ constexpr double kPipelinedAcrossNodesMinFlops = kDeviceOverlapMinFlops;
 constexpr int32_t kMaxChunksPerShard = 1024;
 constexpr int32_t kMaxComputeStreams = 64;
 
-// The plan descriptor's options as values, each on its own: enumerations in
-// range, no unknown flag bits, counts within their limits. Needs nothing
-// of the other ranks, so plan creation runs it before they compare their
+// The plan descriptor's options as values, on their own and for the
+// operation: enumerations in range, no unknown or contradicting flag bits,
+// counts within their limits, what `operation` takes (WEAVE_GEMM: SUMMA or
+// sequential, no direction or chunks; SUMMA only there). Needs nothing of
+// the other ranks, so plan creation runs it before they compare their
 // descriptors (a rank with a bad value fails with its own message, not as
 // a mismatch). Throws weave::internal::Error.
-void check_option_values(const weave_plan_desc_t& desc);
+void check_option_values(const weave_plan_desc_t& desc, Operation operation);
 
 // Throws weave::internal::Error for requests that cannot be satisfied (say why and how
 // to fix it; never silently pick something else).

@@ -469,15 +469,25 @@ void gemm_plan_errors() {
   pd = plan_of(a.h, b.h, c.h);
   pd.group = WEAVE_GROUP_ROW;
   EXPECT_STATUS(weave_plan_create(grid.h, &pd, &p.h), WEAVE_ERROR_DISTRIBUTION_MISMATCH, "whole grid");
-  pd = plan_of(a.h, b.h, c.h);
-  pd.algorithm = WEAVE_ALGORITHM_RING;
-  EXPECT_STATUS(weave_plan_create(grid.h, &pd, &p.h), WEAVE_ERROR_UNSUPPORTED, "WEAVE_ALGORITHM_SUMMA");
-  pd = plan_of(a.h, b.h, c.h);
-  pd.direction = WEAVE_DIRECTION_BACKWARD;
-  EXPECT_STATUS(weave_plan_create(grid.h, &pd, &p.h), WEAVE_ERROR_UNSUPPORTED, "direction");
-  pd = plan_of(a.h, b.h, c.h);
-  pd.chunks_per_shard = 2;
-  EXPECT_STATUS(weave_plan_create(grid.h, &pd, &p.h), WEAVE_ERROR_UNSUPPORTED, "panels");
+  // The 1-D operations' options, on every rank and on the last only (that
+  // rank's own error, not a mismatch): each unsupported for WEAVE_GEMM.
+  const std::string on_last = "rank " + std::to_string(g_size - 1) + ": ";
+  for (const bool everywhere : {true, false}) {
+    const bool mine = everywhere || g_rank == g_size - 1;
+    const char* who = everywhere ? "" : on_last.c_str();
+    for (weave_algorithm_t algorithm : {WEAVE_ALGORITHM_RING, WEAVE_ALGORITHM_DIRECT, WEAVE_ALGORITHM_PIPELINED,
+                                        WEAVE_ALGORITHM_HIERARCHICAL}) {
+      pd = plan_of(a.h, b.h, c.h);
+      if (mine) pd.algorithm = algorithm;
+      EXPECT_STATUS(weave_plan_create(grid.h, &pd, &p.h), WEAVE_ERROR_UNSUPPORTED, "WEAVE_ALGORITHM_SUMMA", who);
+    }
+    pd = plan_of(a.h, b.h, c.h);
+    if (mine) pd.direction = WEAVE_DIRECTION_BACKWARD;
+    EXPECT_STATUS(weave_plan_create(grid.h, &pd, &p.h), WEAVE_ERROR_UNSUPPORTED, "direction", who);
+    pd = plan_of(a.h, b.h, c.h);
+    if (mine) pd.chunks_per_shard = 2;
+    EXPECT_STATUS(weave_plan_create(grid.h, &pd, &p.h), WEAVE_ERROR_UNSUPPORTED, "panels", who);
+  }
   pd = plan_of(a.h, b.h, c.h);
   pd.bias = b.h;  // 5 x 6 is not 1 x N
   EXPECT_STATUS(weave_plan_create(grid.h, &pd, &p.h), WEAVE_ERROR_SHAPE_MISMATCH, "bias");
@@ -486,9 +496,20 @@ void gemm_plan_errors() {
   EXPECT_OK(weave_grid_create(MPI_COMM_WORLD, g_size, 1, &line.h));
   Operands o;
   if (!make_operands(line.h, WEAVE_GEMM_AR, 4, 3, 2 * g_size, &o)) return;
-  weave_plan_desc_t one_d = plan_desc(WEAVE_GEMM_AR, o);
-  one_d.algorithm = WEAVE_ALGORITHM_SUMMA;
-  EXPECT_STATUS(weave_plan_create(line.h, &one_d, &p.h), WEAVE_ERROR_UNSUPPORTED, "WEAVE_GEMM");
+  for (const bool everywhere : {true, false}) {
+    const bool mine = everywhere || g_rank == g_size - 1;
+    const char* who = everywhere ? "" : on_last.c_str();
+    weave_plan_desc_t one_d = plan_desc(WEAVE_GEMM_AR, o);
+    if (mine) one_d.algorithm = WEAVE_ALGORITHM_SUMMA;
+    EXPECT_STATUS(weave_plan_create(line.h, &one_d, &p.h), WEAVE_ERROR_UNSUPPORTED, "WEAVE_GEMM", who);
+    // Flags that contradict each other, or the operation.
+    one_d = plan_desc(WEAVE_GEMM_AR, o);
+    if (mine) one_d.flags = WEAVE_FLAG_REDUCE_IN_OUTPUT_TYPE | WEAVE_FLAG_REDUCE_IN_ACCUMULATION_TYPE;
+    EXPECT_STATUS(weave_plan_create(line.h, &one_d, &p.h), WEAVE_ERROR_INVALID_VALUE, "one type", who);
+    one_d = plan_desc(WEAVE_GEMM_AR, o);
+    if (mine) one_d.flags = WEAVE_FLAG_GATHERED_OUTPUT;
+    EXPECT_STATUS(weave_plan_create(line.h, &one_d, &p.h), WEAVE_ERROR_INVALID_VALUE, "AG-GEMM plans only", who);
+  }
   if (p.h) fail_here("a failed weave_plan_create left a handle");
 
   // A good plan: an execute with a NULL B on one rank writes nothing anywhere.
@@ -1475,6 +1496,7 @@ void execute_arguments(weave_grid_t grid) {
   args.gathered_a = c.data();
   EXPECT_STATUS(weave_execute_ex(p.h, &args), WEAVE_ERROR_INVALID_VALUE, "gathered_a",
                 "WEAVE_FLAG_GATHERED_OUTPUT");
+
   // Another alpha or beta on one rank: GEMM-AR would sum differently scaled
   // products into a C that is neither (and differs between ranks).
   if (g_size > 1) {
