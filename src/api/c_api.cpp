@@ -3,6 +3,7 @@
 #include <new>
 
 #include "api/handles.hpp"
+#include "api/live_handles.hpp"
 #include "api/struct_size.hpp"
 #include "backends/host/kokkos_runtime.hpp"
 #include "core/abandoned_work.hpp"
@@ -98,6 +99,7 @@ weave_status_t weave_grid_create(MPI_Comm comm, int prows, int pcols, weave_grid
              " ranks, but the communicator has ", size);
       host::ensure_kokkos_initialized();
     });
+    adopt(handle.get());
     *grid = handle.release();
   });
 }
@@ -107,12 +109,14 @@ weave_status_t weave_grid_create_fortran(MPI_Fint comm, int prows, int pcols, we
 }
 
 weave_status_t weave_grid_destroy(weave_grid_t grid) {
-  return guarded([&] { delete grid; });
+  return guarded([&] {
+    if (release_handle(grid, HandleKind::Grid, "grid")) delete grid;
+  });
 }
 
 weave_status_t weave_grid_shape(weave_grid_t grid, int* prows, int* pcols) {
   return guarded([&] {
-    require(grid, "grid");
+    require_live(grid, "grid");
     require(prows, "prows");
     require(pcols, "pcols");
     *prows = grid->state->prows();
@@ -122,7 +126,7 @@ weave_status_t weave_grid_shape(weave_grid_t grid, int* prows, int* pcols) {
 
 weave_status_t weave_grid_coords(weave_grid_t grid, int* row, int* col) {
   return guarded([&] {
-    require(grid, "grid");
+    require_live(grid, "grid");
     require(row, "row");
     require(col, "col");
     *row = grid->state->row();
@@ -132,7 +136,7 @@ weave_status_t weave_grid_coords(weave_grid_t grid, int* row, int* col) {
 
 weave_status_t weave_grid_group(weave_grid_t grid, weave_group_t group, int* size, int* rank) {
   return guarded([&] {
-    require(grid, "grid");
+    require_live(grid, "grid");
     require(size, "size");
     require(rank, "rank");
     const GroupView view = grid->state->group(enum_value(group));
@@ -143,7 +147,7 @@ weave_status_t weave_grid_group(weave_grid_t grid, weave_group_t group, int* siz
 
 weave_status_t weave_grid_group_comm(weave_grid_t grid, weave_group_t group, MPI_Comm* comm) {
   return guarded([&] {
-    require(grid, "grid");
+    require_live(grid, "grid");
     require(comm, "comm");
     *comm = grid->state->group(enum_value(group)).comm;
   });
@@ -151,7 +155,7 @@ weave_status_t weave_grid_group_comm(weave_grid_t grid, weave_group_t group, MPI
 
 weave_status_t weave_matrix_create(weave_grid_t grid, const weave_matrix_desc_t* desc, weave_matrix_t* matrix) {
   return guarded([&] {
-    require(grid, "grid");
+    require_live(grid, "grid");
     if (matrix) *matrix = nullptr;
     const std::shared_ptr<GridState>& state = grid->state;
     auto handle = std::make_unique<weave_matrix_s>();
@@ -187,17 +191,20 @@ weave_status_t weave_matrix_create(weave_grid_t grid, const weave_matrix_desc_t*
       }
       check_same_on_all_ranks(state->channel(), fields, "weave_matrix_create");
     });
+    adopt(handle.get());
     *matrix = handle.release();
   });
 }
 
 weave_status_t weave_matrix_destroy(weave_matrix_t matrix) {
-  return guarded([&] { delete matrix; });
+  return guarded([&] {
+    if (release_handle(matrix, HandleKind::Matrix, "matrix")) delete matrix;
+  });
 }
 
 weave_status_t weave_matrix_local_shape(weave_matrix_t matrix, int64_t* rows, int64_t* cols) {
   return guarded([&] {
-    require(matrix, "matrix");
+    require_live(matrix, "matrix");
     require(rows, "rows");
     require(cols, "cols");
     *rows = matrix->desc.local_rows;
@@ -207,7 +214,7 @@ weave_status_t weave_matrix_local_shape(weave_matrix_t matrix, int64_t* rows, in
 
 weave_status_t weave_matrix_local_offset(weave_matrix_t matrix, int64_t* row_offset, int64_t* col_offset) {
   return guarded([&] {
-    require(matrix, "matrix");
+    require_live(matrix, "matrix");
     require(row_offset, "row_offset");
     require(col_offset, "col_offset");
     *row_offset = matrix->desc.row_offset;
@@ -217,7 +224,7 @@ weave_status_t weave_matrix_local_offset(weave_matrix_t matrix, int64_t* row_off
 
 weave_status_t weave_matrix_ld(weave_matrix_t matrix, int64_t* ld) {
   return guarded([&] {
-    require(matrix, "matrix");
+    require_live(matrix, "matrix");
     require(ld, "ld");
     *ld = matrix->desc.ld;
   });
@@ -225,7 +232,7 @@ weave_status_t weave_matrix_ld(weave_matrix_t matrix, int64_t* ld) {
 
 weave_status_t weave_matrix_local_elements(weave_matrix_t matrix, int64_t* elements) {
   return guarded([&] {
-    require(matrix, "matrix");
+    require_live(matrix, "matrix");
     require(elements, "elements");
     *elements = matrix->desc.local_elements();
   });
@@ -233,7 +240,7 @@ weave_status_t weave_matrix_local_elements(weave_matrix_t matrix, int64_t* eleme
 
 weave_status_t weave_plan_create(weave_grid_t grid, const weave_plan_desc_t* desc, weave_plan_t* plan) {
   return guarded([&] {
-    require(grid, "grid");
+    require_live(grid, "grid");
     if (plan) *plan = nullptr;
     // A NULL desc or output on one rank must not leave the others in plan creation.
     // The plan's own timeout bounds its creation; a descriptor the checks
@@ -256,17 +263,20 @@ weave_status_t weave_plan_create(weave_grid_t grid, const weave_plan_desc_t* des
     });
     auto handle = std::make_unique<weave_plan_s>();
     handle->plan = Plan::create(grid->state, sized);
+    adopt(handle.get());
     *plan = handle.release();
   });
 }
 
 weave_status_t weave_plan_destroy(weave_plan_t plan) {
-  return guarded([&] { delete plan; });
+  return guarded([&] {
+    if (release_handle(plan, HandleKind::Plan, "plan")) delete plan;
+  });
 }
 
 weave_status_t weave_plan_describe(weave_plan_t plan, const char** text) {
   return guarded([&] {
-    require(plan, "plan");
+    require_live(plan, "plan");
     require(text, "text");
     *text = plan->plan->description().c_str();
   });
@@ -274,7 +284,7 @@ weave_status_t weave_plan_describe(weave_plan_t plan, const char** text) {
 
 weave_status_t weave_plan_get_info(weave_plan_t plan, weave_plan_info_t* info) {
   return guarded([&] {
-    require(plan, "plan");
+    require_live(plan, "plan");
     require(info, "info");
     write_sized(info, plan->plan->info(), "info");
   });
@@ -295,14 +305,14 @@ weave_status_t weave_execute(weave_plan_t plan, double alpha, const void* a, con
 
 weave_status_t weave_execute_ex(weave_plan_t plan, const weave_execute_args_t* args) {
   return guarded([&] {
-    require(plan, "plan");
+    require_live(plan, "plan");
     plan->plan->execute(args);
   });
 }
 
 weave_status_t weave_plan_write_trace(weave_plan_t plan, const char* path) {
   return guarded([&] {
-    require(plan, "plan");
+    require_live(plan, "plan");
     require(path, "path");
     plan->plan->write_trace(path);
   });

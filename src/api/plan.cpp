@@ -13,6 +13,7 @@
 #include "api/calibration.hpp"
 #include "api/execute_log.hpp"
 #include "api/handles.hpp"
+#include "api/live_handles.hpp"
 #include "api/struct_size.hpp"
 #include "backends/cuda/cuda_entry.hpp"
 #include "backends/host/host_backend.hpp"
@@ -42,7 +43,7 @@ plan::Capabilities capabilities() {
 }
 
 const MatrixDesc& matrix_of(weave_matrix_t m, const char* name) {
-  if (!m) fail(WEAVE_ERROR_NULL_ARGUMENT, "plan descriptor field ", name, " is NULL");
+  require_live(m, str("plan descriptor field ", name).c_str());
   return m->desc;
 }
 
@@ -172,7 +173,7 @@ std::unique_ptr<Plan> Plan::create(const std::shared_ptr<GridState>& grid, const
     const MatrixDesc& a = matrix_of(desc.a, "a");
     const MatrixDesc& b = matrix_of(desc.b, "b");
     const MatrixDesc& c = matrix_of(desc.c, "c");
-    const MatrixDesc* bias = desc.bias ? &desc.bias->desc : nullptr;
+    const MatrixDesc* bias = desc.bias ? &matrix_of(desc.bias, "bias") : nullptr;
     // The operands lie on the grid the plan is made on, not on another
     // (whose ranks would be waited for), nor on one destroyed.
     std::string elsewhere;

@@ -246,6 +246,53 @@ void null_pointers(weave_grid_t grid) {
   EXPECT_OK(weave_plan_destroy(nullptr));
 }
 
+// Handles destroyed already, of another kind, or never made by Weave: each
+// call says so (WEAVE_ERROR_INVALID_VALUE naming the argument) instead of
+// reading freed memory or freeing it twice; a stale matrix in a plan
+// descriptor on one rank fails plan creation on every rank.
+void stale_and_foreign_handles(weave_grid_t grid) {
+  Operands o;
+  if (!make_operands(grid, WEAVE_GEMM_AR, 8, 4, 6, &o)) return;
+  weave_plan_desc_t pd = plan_desc(WEAVE_GEMM_AR, o);
+  weave_plan_t plan = nullptr;
+  EXPECT_OK(weave_plan_create(grid, &pd, &plan));
+  weave_matrix_t gone = nullptr;
+  const weave_matrix_desc_t d = desc_of(8, 4, WEAVE_DIST_BLOCK_ROW);
+  if (!plan || weave_matrix_create(grid, &d, &gone) != WEAVE_SUCCESS) {
+    fail_here("setup: a plan and a matrix");
+    return;
+  }
+  EXPECT_OK(weave_matrix_destroy(gone));
+  EXPECT_OK(weave_plan_destroy(plan));
+  int64_t rows = 0, cols = 0;
+  const char* text = nullptr;
+  // Destroyed already: destroyed again, queried, executed, used in a plan.
+  EXPECT_STATUS(weave_matrix_destroy(gone), WEAVE_ERROR_INVALID_VALUE, "matrix", "not a live weave_matrix_t");
+  EXPECT_STATUS(weave_matrix_local_shape(gone, &rows, &cols), WEAVE_ERROR_INVALID_VALUE, "destroyed already");
+  EXPECT_STATUS(weave_plan_destroy(plan), WEAVE_ERROR_INVALID_VALUE, "plan", "not a live weave_plan_t");
+  EXPECT_STATUS(weave_plan_describe(plan, &text), WEAVE_ERROR_INVALID_VALUE, "plan");
+  EXPECT_STATUS(weave_execute(plan, 1.0, nullptr, nullptr, 0.0, nullptr, nullptr, nullptr),
+                WEAVE_ERROR_INVALID_VALUE, "plan", "destroyed already");
+  weave_plan_t p = nullptr;
+  for (bool one_rank : {false, true}) {
+    weave_plan_desc_t stale = pd;
+    if (!one_rank || g_rank == g_size - 1) stale.b = gone;
+    EXPECT_STATUS(weave_plan_create(grid, &stale, &p), WEAVE_ERROR_INVALID_VALUE, "plan descriptor field b",
+                  "not a live weave_matrix_t");
+  }
+  // Another kind of handle, and a pointer Weave never handed out.
+  int r = 0, c = 0;
+  EXPECT_STATUS(weave_grid_shape(reinterpret_cast<weave_grid_t>(o.a.h), &r, &c), WEAVE_ERROR_INVALID_VALUE,
+                "is a weave_matrix_t, not a weave_grid_t");
+  weave_plan_desc_t swapped = pd;
+  swapped.a = reinterpret_cast<weave_matrix_t>(grid);
+  EXPECT_STATUS(weave_plan_create(grid, &swapped, &p), WEAVE_ERROR_INVALID_VALUE, "is a weave_grid_t");
+  double not_a_handle[4] = {};
+  EXPECT_STATUS(weave_matrix_local_shape(reinterpret_cast<weave_matrix_t>(not_a_handle), &rows, &cols),
+                WEAVE_ERROR_INVALID_VALUE, "never created by Weave");
+  if (p) fail_here("a failed weave_plan_create left a handle");
+}
+
 // A NULL output pointer on one rank only: that rank must not return while
 // the others wait in the agreement.
 void null_output_on_one_rank(weave_grid_t grid) {
@@ -1603,6 +1650,7 @@ int main(int argc, char** argv) {
     weave_grid_t g = grid.h;
     run_check("null pointers and handles", [&] { null_pointers(g); });
     run_check("null output pointer on one rank", [&] { null_output_on_one_rank(g); });
+    run_check("handles destroyed already, of another kind, or not Weave's", [&] { stale_and_foreign_handles(g); });
     run_check("negative sizes", [&] { negative_sizes(g); });
     run_check("invalid counts", [&] { invalid_counts(g); });
     run_check("leading dimension too small on one rank", [&] { leading_dimension_on_one_rank(g); });
