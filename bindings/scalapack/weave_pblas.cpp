@@ -296,9 +296,9 @@ weave_status_t grid_of(int context, int nprow, int npcol, int myrow, int mycol, 
   // private duplicate once every process is known to be there (a
   // non-blocking duplicate and a barrier, both waited for within the
   // timeout), so a process that never calls costs its peers a timeout, not
-  // a hang.
-  // (Heap memory that MPI may still write once a late process comes, and
-  // is not freed when a wait gives up.)
+  // a hang. The duplicate and its request live on the heap and are left
+  // there when a wait gives up: MPI may still write them once a late
+  // process comes.
   struct Opening {
     MPI_Comm dup = MPI_COMM_NULL;
     MPI_Request request = MPI_REQUEST_NULL;
