@@ -14,7 +14,10 @@ namespace weave::internal {
 
 struct StridedBytes {
   const void* base = nullptr;
-  int64_t width = 0, stride = 0, count = 0;  // count runs of width bytes, stride apart
+  // count runs of width bytes, stride apart (stride >= width); in 128 bits,
+  // as bytes of a block need not fit 64 (its elements do)
+  __int128 width = 0, stride = 0;
+  int64_t count = 0;
   bool empty() const { return !base || width <= 0 || count <= 0; }
 };
 

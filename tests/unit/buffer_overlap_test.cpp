@@ -44,9 +44,11 @@ TEST(BufferOverlap, AgreesWithMarkingEveryByte) {
     }
     const bool expected = share_bytes_by_marking(x, y, array.data(), static_cast<int64_t>(array.size()));
     ASSERT_EQ(share_bytes(x, y), expected) << "x: +" << static_cast<const char*>(x.base) - array.data() << " "
-                                            << x.count << " x " << x.width << " / " << x.stride << "; y: +"
+                                            << x.count << " x " << static_cast<int64_t>(x.width) << " / "
+                                            << static_cast<int64_t>(x.stride) << "; y: +"
                                             << static_cast<const char*>(y.base) - array.data() << " " << y.count
-                                            << " x " << y.width << " / " << y.stride;
+                                            << " x " << static_cast<int64_t>(y.width) << " / "
+                                            << static_cast<int64_t>(y.stride);
     ASSERT_EQ(share_bytes(y, x), expected);
     (expected ? overlapping : apart)++;
   }
@@ -69,6 +71,21 @@ TEST(BufferOverlap, BlocksInOnePaddedArray) {
   EXPECT_FALSE(share_bytes(block_bytes(array.data(), half, 8), block_bytes(array.data(), empty, 8)));
   // One buffer passed as both.
   EXPECT_TRUE(share_bytes(block_bytes(array.data(), half, 8), block_bytes(array.data(), half, 8)));
+}
+
+// Leading dimensions whose bytes do not fit 64 bits (the elements do):
+// no overflow (the sanitizers' build checks), and the answer of the first
+// run alone where the others lie beyond any address.
+TEST(BufferOverlap, HugeLeadingDimensions) {
+  std::vector<float> array(64);
+  const LocalBlock one_column{8, 1, INT64_MAX, Order::ColMajor};
+  const LocalBlock two_columns{8, 2, INT64_MAX / 2, Order::ColMajor};
+  const LocalBlock small{8, 1, 8, Order::ColMajor};
+  EXPECT_TRUE(share_bytes(block_bytes(array.data(), one_column, 4), block_bytes(array.data() + 4, small, 4)));
+  EXPECT_FALSE(share_bytes(block_bytes(array.data(), one_column, 4), block_bytes(array.data() + 8, small, 4)));
+  EXPECT_TRUE(share_bytes(block_bytes(array.data(), two_columns, 4), block_bytes(array.data() + 7, small, 4)));
+  EXPECT_FALSE(share_bytes(block_bytes(array.data(), two_columns, 4), block_bytes(array.data() + 16, small, 4)));
+  EXPECT_TRUE(share_bytes(block_bytes(array.data(), two_columns, 4), block_bytes(array.data(), two_columns, 4)));
 }
 
 }  // namespace
