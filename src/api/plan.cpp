@@ -174,17 +174,7 @@ std::unique_ptr<Plan> Plan::create(const std::shared_ptr<GridState>& grid, const
     const MatrixDesc& b = matrix_of(desc.b, "b");
     const MatrixDesc& c = matrix_of(desc.c, "c");
     const MatrixDesc* bias = desc.bias ? &matrix_of(desc.bias, "bias") : nullptr;
-    // The operands lie on the grid the plan is made on, not on another
-    // (whose ranks would be waited for), nor on one destroyed.
-    std::string elsewhere;
-    int count = 0;
-    for (const auto& [name, m] : {std::pair<const char*, const MatrixDesc*>{"A", &a}, {"B", &b}, {"C", &c},
-                                  {"bias", bias}})
-      if (m && m->grid != grid) elsewhere += str(count++ ? ", " : "", name);
-    if (count)
-      fail(WEAVE_ERROR_INVALID_VALUE, elsewhere, count == 1 ? " was" : " were", " created on another grid than the ",
-           "plan's (weave_plan_create's grid); a plan's matrices must be created on its grid");
-    plan->problem_ = make_problem(static_cast<Operation>(operation), plan->group_.kind, static_cast<Op>(op_a),
+    plan->problem_ = make_problem(*grid, static_cast<Operation>(operation), plan->group_.kind, static_cast<Op>(op_a),
                                   static_cast<Op>(op_b), a, b, c, bias, enum_value(desc.wire_type));
   });
 

@@ -124,9 +124,16 @@ DType resolve_wire_type(int wire_type, Operation operation, DType a) {
 
 void check_operands_alike(Problem& p, const GridState& grid, const MatrixDesc& a, const MatrixDesc& b,
                           const MatrixDesc& c, const MatrixDesc* bias, int wire_type) {
-  if (a.grid.get() != &grid || b.grid.get() != &grid || (bias && bias->grid.get() != &grid))
-    fail(WEAVE_ERROR_INVALID_VALUE, "A, B, C", bias ? " and bias" : "",
-         " must be created on the plan's grid");
+  // The operands lie on the grid the plan is made on, not on another
+  // (whose ranks would be waited for), nor on one destroyed.
+  std::string elsewhere;
+  int count = 0;
+  for (const auto& [name, m] : {std::pair<const char*, const MatrixDesc*>{"A", &a}, {"B", &b}, {"C", &c},
+                                {"bias", bias}})
+    if (m && m->grid.get() != &grid) elsewhere += str(count++ ? ", " : "", name);
+  if (count)
+    fail(WEAVE_ERROR_INVALID_VALUE, elsewhere, count == 1 ? " was" : " were", " created on another grid than the ",
+         "plan's (weave_plan_create's grid); a plan's matrices must be created on its grid");
   // A's rows are multiplied in the wire type when there is one.
   p.wire_type = resolve_wire_type(wire_type, p.operation, a.dtype);
   p.wire_scale = p.wire_type == a.dtype ? a.scale_mode
@@ -177,13 +184,12 @@ GridLayout grid_layout(const MatrixDesc& m, const std::string& name) {
 }
 
 // WEAVE_GEMM: A, B and C each over the whole grid.
-Problem make_grid_problem(weave_group_t group_kind, Op op_a, Op op_b, const MatrixDesc& a, const MatrixDesc& b,
-                          const MatrixDesc& c, const MatrixDesc* bias, int wire_type) {
+Problem make_grid_problem(const GridState& grid, weave_group_t group_kind, Op op_a, Op op_b, const MatrixDesc& a,
+                          const MatrixDesc& b, const MatrixDesc& c, const MatrixDesc* bias, int wire_type) {
   Problem p;
   p.operation = Operation::Gemm;
   p.op_a = op_a;
   p.op_b = op_b;
-  const GridState& grid = *c.grid;
   if (group_kind != WEAVE_GROUP_GRID)
     fail(WEAVE_ERROR_DISTRIBUTION_MISMATCH, "WEAVE_GEMM runs over the whole grid, its matrices lying along the "
          "grid's rows and columns; leave the plan's group WEAVE_GROUP_GRID (it is ", group_name(group_kind), ")");
@@ -311,7 +317,7 @@ int64_t chunk_unit_of(const Problem& p) {
   return dtype_size(multiplied) == 1 || dtype_size(p.b_type) == 1 ? 16 : 1;
 }
 
-Problem make_problem(Operation operation, weave_group_t group_kind, Op op_a, Op op_b,
+Problem make_problem(const GridState& grid, Operation operation, weave_group_t group_kind, Op op_a, Op op_b,
                      const MatrixDesc& a, const MatrixDesc& b, const MatrixDesc& c,
                      const MatrixDesc* bias, int wire_type) {
   // The conjugate transpose of a real matrix is its transpose.
@@ -319,12 +325,11 @@ Problem make_problem(Operation operation, weave_group_t group_kind, Op op_a, Op 
     if (op_a == Op::C) op_a = Op::T;
     if (op_b == Op::C) op_b = Op::T;
   }
-  if (operation == Operation::Gemm) return make_grid_problem(group_kind, op_a, op_b, a, b, c, bias, wire_type);
+  if (operation == Operation::Gemm) return make_grid_problem(grid, group_kind, op_a, op_b, a, b, c, bias, wire_type);
   Problem p;
   p.operation = operation;
   p.op_a = op_a;
   p.op_b = op_b;
-  const GridState& grid = *c.grid;
   const GroupView group = grid.group(group_kind);
   p.group = group_kind;
   p.group_size = group.size;

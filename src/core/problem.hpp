@@ -124,10 +124,11 @@ int64_t chunk_unit_of(const Problem& p);
 // be used over this group.
 GroupMatrix resolve_in_group(const MatrixDesc& m, const GroupView& group, const std::string& name);
 
-// Validates the operation's arguments on this rank and builds the Problem.
-// bias may be null; wire_type is the plan descriptor's (a weave_dtype_t as
-// an int, 0: none).
-Problem make_problem(Operation operation, weave_group_t group_kind, Op op_a, Op op_b,
+// Validates the operation's arguments on this rank and builds the Problem
+// over `grid`, the plan's (every operand must be created on it). bias may
+// be null; wire_type is the plan descriptor's (a weave_dtype_t as an int,
+// 0: none).
+Problem make_problem(const GridState& grid, Operation operation, weave_group_t group_kind, Op op_a, Op op_b,
                      const MatrixDesc& a, const MatrixDesc& b, const MatrixDesc& c,
                      const MatrixDesc* bias, int wire_type = 0);
 

@@ -92,10 +92,11 @@ int64_t env_integer(const Environment& env, const char* variable, int64_t fallba
   return found == env.end() ? fallback : integer_value(*row, found->second);
 }
 
-// A count of the plan descriptor: 0 (automatic) up to `maximum`.
+// Every bit weave_plan_desc_t's flags may have.
 constexpr int kKnownFlags = WEAVE_FLAG_ALLOW_TF32 | WEAVE_FLAG_GATHERED_OUTPUT | WEAVE_FLAG_REDUCE_IN_OUTPUT_TYPE |
                             WEAVE_FLAG_TRACE | WEAVE_FLAG_NO_EXECUTE_CHECK | WEAVE_FLAG_REDUCE_IN_ACCUMULATION_TYPE;
 
+// A count of the plan descriptor: 0 (automatic) up to `maximum`.
 void require_count(const char* name, int32_t value, int32_t maximum, const char* maximum_is) {
   if (value < 0) fail(WEAVE_ERROR_INVALID_VALUE, name, " = ", value, " is negative");
   if (value > maximum)
@@ -655,10 +656,6 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
                      "multiplies op(A) whole;");
       }
     }
-    if (algorithm != WEAVE_ALGORITHM_RING && algorithm != WEAVE_ALGORITHM_SEQUENTIAL &&
-        algorithm != WEAVE_ALGORITHM_DIRECT && algorithm != WEAVE_ALGORITHM_PIPELINED &&
-        algorithm != WEAVE_ALGORITHM_HIERARCHICAL)
-      fail(WEAVE_ERROR_INVALID_VALUE, "algorithm = ", algorithm, " is not a weave_algorithm_t");
     if (scaled_rows_travel && (algorithm == WEAVE_ALGORITHM_PIPELINED || algorithm == WEAVE_ALGORITHM_HIERARCHICAL))
       fail(WEAVE_ERROR_UNSUPPORTED, "the ", algorithm == WEAVE_ALGORITHM_PIPELINED ? "pipelined" : "hierarchical",
            " AG-GEMM gathers unscaled rows; ", problem.types(), problem.quantized() ? " quantized to a wire type" : "",

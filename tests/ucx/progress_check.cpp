@@ -162,7 +162,7 @@ int main(int argc, char** argv) {
     const weave::internal::MatrixDesc b = matrix(grid, k, n, WEAVE_DIST_BLOCK_COLUMN, "B");
     const weave::internal::MatrixDesc c = matrix(grid, m, n, WEAVE_DIST_BLOCK_COLUMN, "C");
     const weave::internal::Problem problem =
-        weave::internal::make_problem(weave::internal::Operation::AgGemm, WEAVE_GROUP_GRID, weave::internal::Op::N, weave::internal::Op::N, a, b, c, nullptr);
+        weave::internal::make_problem(*grid, weave::internal::Operation::AgGemm, WEAVE_GROUP_GRID, weave::internal::Op::N, weave::internal::Op::N, a, b, c, nullptr);
     weave::internal::plan::ScheduleOptions options;
     options.algorithm = weave::internal::plan::Algorithm::Ring;
     options.direction = weave::internal::plan::Direction::Forward;
