@@ -252,6 +252,12 @@ std::string check_matrix(const char* name, int number, int rows, int cols, int i
 
 bool valid_trans(char t) { return t == 'N' || t == 'T' || t == 'C'; }
 
+// TRANS in upper case; 'C' is 'T' for the real types (processes may mix them).
+char normalized_trans(char t, weave_dtype_t dtype) {
+  const char upper = static_cast<char>(std::toupper(static_cast<unsigned char>(t)));
+  return upper == 'C' && (dtype == WEAVE_FLOAT64 || dtype == WEAVE_FLOAT32) ? 'T' : upper;
+}
+
 weave_op_t op_of(char t) { return t == 'N' ? WEAVE_OP_N : t == 'T' ? WEAVE_OP_T : WEAVE_OP_C; }
 
 // The Weave grid of a BLACS grid, made (collectively over the grid) on
@@ -393,34 +399,28 @@ weave_status_t gemm(const char* name, weave_dtype_t dtype, const char* transa, c
     return WEAVE_ERROR_NULL_ARGUMENT;
   }
 
-  // The local checks, in ScaLAPACK's argument order.
+  // The local checks, in ScaLAPACK's argument order (none past a NULL).
   weave_status_t status = null_argument ? WEAVE_ERROR_NULL_ARGUMENT : WEAVE_SUCCESS;
-  char ta = 'N', tb = 'N';
-  if (!null_argument) {
-    ta = static_cast<char>(std::toupper(static_cast<unsigned char>(*transa)));
-    tb = static_cast<char>(std::toupper(static_cast<unsigned char>(*transb)));
-    if (dtype == WEAVE_FLOAT64 || dtype == WEAVE_FLOAT32) {  // 'C' is 'T' for real types (processes may mix them)
-      if (ta == 'C') ta = 'T';
-      if (tb == 'C') tb = 'T';
-    }
-  }
+  const char ta = null_argument ? 'N' : normalized_trans(*transa, dtype);
+  const char tb = null_argument ? 'N' : normalized_trans(*transb, dtype);
   const bool a_t = ta != 'N', b_t = tb != 'N';
-  if (null_argument)
-    ;
-  else if (!valid_trans(ta))
-    wrong = std::string("argument 1 (TRANSA) = '") + *transa + "' is not 'N', 'T' or 'C'";
-  else if (!valid_trans(tb))
-    wrong = std::string("argument 2 (TRANSB) = '") + *transb + "' is not 'N', 'T' or 'C'";
-  else if (*m < 0 || *n < 0 || *k < 0)
-    wrong = "M, N, K = " + std::to_string(*m) + ", " + std::to_string(*n) + ", " + std::to_string(*k) +
-            ": sizes must not be negative";
-  if (wrong.empty())
-    wrong = check_matrix("A", 10, a_t ? *k : *m, a_t ? *m : *k, *ia, *ja, desca, context, nprow, npcol, myrow, mycol);
-  if (wrong.empty())
-    wrong = check_matrix("B", 14, b_t ? *n : *k, b_t ? *k : *n, *ib, *jb, descb, context, nprow, npcol, myrow, mycol);
-  if (wrong.empty())
-    wrong = check_matrix("C", 19, *m, *n, *ic, *jc, descc, context, nprow, npcol, myrow, mycol);
-  if (!wrong.empty() && status == WEAVE_SUCCESS) status = WEAVE_ERROR_INVALID_VALUE;
+  if (!null_argument) {
+    if (!valid_trans(ta))
+      wrong = std::string("argument 1 (TRANSA) = '") + *transa + "' is not 'N', 'T' or 'C'";
+    else if (!valid_trans(tb))
+      wrong = std::string("argument 2 (TRANSB) = '") + *transb + "' is not 'N', 'T' or 'C'";
+    else if (*m < 0 || *n < 0 || *k < 0)
+      wrong = "M, N, K = " + std::to_string(*m) + ", " + std::to_string(*n) + ", " + std::to_string(*k) +
+              ": sizes must not be negative";
+    if (wrong.empty())
+      wrong = check_matrix("A", 10, a_t ? *k : *m, a_t ? *m : *k, *ia, *ja, desca, context, nprow, npcol, myrow,
+                           mycol);
+    if (wrong.empty())
+      wrong = check_matrix("B", 14, b_t ? *n : *k, b_t ? *k : *n, *ib, *jb, descb, context, nprow, npcol, myrow,
+                           mycol);
+    if (wrong.empty()) wrong = check_matrix("C", 19, *m, *n, *ic, *jc, descc, context, nprow, npcol, myrow, mycol);
+    if (!wrong.empty()) status = WEAVE_ERROR_INVALID_VALUE;
+  }
 
   // The Weave grid (collective on first use; every process of the grid
   // gets here with the same context).
@@ -453,10 +453,6 @@ weave_status_t gemm(const char* name, weave_dtype_t dtype, const char* transa, c
   PlanKey key{};
   auto cached = g_plans.end();
   if (status == WEAVE_SUCCESS) {
-    fields = {static_cast<int>(dtype), ta, tb, *m, *n, *k, *ia, *ja, *ib, *jb, *ic, *jc,
-              desca[kDtype], desca[kM], desca[kN], desca[kMb], desca[kNb], desca[kRsrc], desca[kCsrc],
-              descb[kDtype], descb[kM], descb[kN], descb[kMb], descb[kNb], descb[kRsrc], descb[kCsrc],
-              descc[kDtype], descc[kM], descc[kN], descc[kMb], descc[kNb], descc[kRsrc], descc[kCsrc]};
     key = PlanKey{g->serial,
                   dtype,
                   ta,
@@ -466,6 +462,14 @@ weave_status_t gemm(const char* name, weave_dtype_t dtype, const char* transa, c
                    descb[0], descb[1], descb[2], descb[3], descb[4], descb[5], descb[6], descb[7], descb[8],
                    descc[0], descc[1], descc[2], descc[3], descc[4], descc[5], descc[6], descc[7], descc[8]}};
     cached = std::find_if(g_plans.begin(), g_plans.end(), [&](const auto& e) { return e.first == key; });
+    // The key's arguments in kFieldNames's order, the descriptors without CTXT_ and LLD_.
+    int f = 0;
+    fields[f++] = static_cast<int>(dtype);
+    fields[f++] = ta;
+    fields[f++] = tb;
+    for (int x : std::get<4>(key)) fields[f++] = x;
+    for (int i = 0; i < 3 * kDescriptorLength; ++i)
+      if (i % kDescriptorLength != kCtxt && i % kDescriptorLength != kLld) fields[f++] = std::get<5>(key)[i];
   }
 
   // One agreement (a maximum; a minimum as the maximum of complements):
