@@ -48,6 +48,14 @@
 // for the received products, and 16-bit C is rounded once more (the received
 // sum before the own product is added, the own product itself not at all).
 //
+// Where a chunk has exactly one received product in C's type and order (two
+// ranks, products in C's type, C row-major), the own GEMM reads it as its
+// addend instead (GemmOp::has_addend): cuBLASLt's C is the received product,
+// its D C's rows, and no element-wise pass remains but the unpacks (and the
+// bias, as a step cuBLASLt takes into the GEMM where it can). C is rounded
+// once where beta is zero; a non-zero beta * C enters the received product
+// first (one more rounding of 16-bit C, as above).
+//
 // Every received product has its own workspace slot (no receive waits for a
 // reader), so the workspace holds (P-1) shards of C in C's type per phase.
 #include <algorithm>
@@ -125,6 +133,23 @@ void build_reduction_direct(ScheduleBuilder& b) {
       sources.push_back(slot);
       deps.push_back(recv);
     }
+    int scales_ready = -1;
+    // One received product in C's type and order (two ranks): the own GEMM
+    // reads it as its addend and writes C's rows, with no pass of its own
+    // (GemmOp::has_addend); the bias, if any, follows as its own step,
+    // which cuBLASLt takes into the GEMM where it can.
+    if (arrived[j].size() == 1 && wire == p.dtype &&
+        b.schedule().buffer(rows).order == b.schedule().buffer(arrived[j][0].first).order) {
+      GemmOp g = b.gemm_of_a_rows(pieces.offset(id), rows_of(id), rows, Scalar::Alpha, Scalar::Beta, &scales_ready);
+      g.has_addend = true;
+      g.addend = arrived[j][0].first;
+      own_gemm[j] = finished[j] = b.add_step(g, b.next_compute_lane(), {arrived[j][0].second, scales_ready},
+                                             label("own product added to the received one for", id));
+      if (p.has_bias)
+        own_gemm[j] = finished[j] =
+            b.add_step(b.add_bias(rows), b.step(own_gemm[j]).lane, {own_gemm[j]}, label("add bias to", id));
+      return;
+    }
     EpilogueOp first = b.finish(rows, rows);
     int received = -1;
     if (sources.empty()) {
@@ -133,7 +158,6 @@ void build_reduction_direct(ScheduleBuilder& b) {
     } else {
       received = b.add_sum(first, sources, deps, b.next_compute_lane(), label("sum received products of", id));
     }
-    int scales_ready = -1;
     const GemmOp g = b.gemm_of_a_rows(pieces.offset(id), rows_of(id), rows, Scalar::Alpha, Scalar::One, &scales_ready);
     own_gemm[j] = finished[j] =
         b.add_step(g, b.next_compute_lane(), {received, scales_ready}, label("own product added to", id));

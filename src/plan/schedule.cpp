@@ -170,6 +170,7 @@ std::string format_schedule(const Schedule& s) {
             out << format_region(s, op.c) << " = " << scalar_name(op.alpha) << "*" << format_region(s, op.a) << "^"
                 << op_name(op.op_a) << "*" << format_region(s, op.b) << "^" << op_name(op.op_b) << " + "
                 << scalar_name(op.beta) << "*C";
+            if (op.has_addend) out << " + " << format_region(s, op.addend);
             if (op.a_scale.scaled()) out << ", A scaled by " << format_region(s, op.a_scale.region);
             if (op.b_scale.scaled()) out << ", B scaled by " << format_region(s, op.b_scale.region);
           } else if constexpr (std::is_same_v<T, EpilogueOp>) {

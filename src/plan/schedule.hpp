@@ -71,8 +71,16 @@ struct ScaleOperand {
   bool scaled() const { return mode != ScaleMode::None; }
 };
 
-// c = alpha_role * op_a(a) * op_b(b) + beta_role * c, with a and b scaled
-// by their scales where they have them.
+// c = alpha_role * op_a(a) * op_b(b) + beta_role * c [+ addend], with a and
+// b scaled by their scales where they have them.
+//
+// With has_addend, `addend` (c's shape, type and order, any leading
+// dimension, in the workspace) is added in the same call: cuBLASLt reads it
+// as its C and writes c as its D, so a product is summed with one received
+// from a peer without a pass of its own (reduction_direct.cpp). The sum is
+// rounded once into c's type where beta is zero; otherwise beta * c is first
+// added into the addend (rounded there once more), which is why the addend's
+// contents are undefined after the step: it is the step's scratch.
 struct GemmOp {
   Region a;
   Op op_a = Op::N;
@@ -82,6 +90,8 @@ struct GemmOp {
   Scalar alpha = Scalar::Alpha;
   Scalar beta = Scalar::Zero;
   ScaleOperand a_scale, b_scale;
+  bool has_addend = false;
+  Region addend{};
 };
 
 // Element-wise, written once for every backend:

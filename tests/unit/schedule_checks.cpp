@@ -114,6 +114,13 @@ void check_step_shapes(const Schedule& s, int rank, int i, std::vector<std::stri
           check_region(s, op.a, at, errors);
           check_region(s, op.b, at, errors);
           check_region(s, op.c, at, errors);
+          if (op.has_addend) {
+            check_region(s, op.addend, at, errors);
+            if (op.addend.rows != op.c.rows || op.addend.cols != op.c.cols ||
+                s.buffer(op.addend).dtype != s.buffer(op.c).dtype || s.buffer(op.addend).order != s.buffer(op.c).order)
+              errors.push_back(str(at, ": the GEMM's addend ", region_text(s, op.addend), " is not laid out as its c ",
+                                   region_text(s, op.c)));
+          }
           if (op_rows(op.a, op.op_a) != op.c.rows || op_cols(op.b, op.op_b) != op.c.cols ||
               op_cols(op.a, op.op_a) != op_rows(op.b, op.op_b))
             errors.push_back(str(at, ": GEMM shapes do not fit: op(a) ", op_rows(op.a, op.op_a), " x ",

@@ -573,6 +573,12 @@ void Simulator::run_gemm(int r, int step, const GemmOp& op) {
       // BLAS does not read C when beta is zero.
       if (op.beta != Scalar::Zero && beta != 0.0) result.value += beta * c->value;
       result.tag = scaled(c->tag, op.beta) + product;
+      if (op.has_addend) {
+        const Cell* addend = cell(r, op.addend, i, j);
+        if (!addend) return;
+        result.value += addend->value;
+        result.tag = result.tag + addend->tag;
+      }
       out[static_cast<std::size_t>(i + j * m)] = result;
     }
   for (int64_t j = 0; j < n; ++j)

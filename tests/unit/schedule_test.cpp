@@ -777,7 +777,12 @@ TEST(Schedules, OwnProductAccumulatesOntoTheReceivedSum) {
       for (int chunks : {1, 2, 3}) {
         ScheduleOptions o = direct_on_two_lanes(chunks);
         o.own_product_accumulates = true;
-        for (const weave::internal::Problem& p : make_group_problems(whole_tiles(op, P, chunks))) {
+        GroupCase tiles = whole_tiles(op, P, chunks);
+        // Column-major C: two ranks too sum the received product first (a
+        // received product is row-major; OwnGemmAddsTheReceivedProduct
+        // covers row-major C).
+        tiles.order_c = weave::internal::Order::ColMajor;
+        for (const weave::internal::Problem& p : make_group_problems(tiles)) {
           const weave::internal::plan::Schedule s = weave::internal::plan::build_schedule(p, o);
           const std::string where = std::string(weave::internal::operation_name(op)) + " P=" + std::to_string(P) +
                                     " chunks=" + std::to_string(chunks) + " rank " + std::to_string(p.group_rank);
@@ -809,6 +814,60 @@ TEST(Schedules, OwnProductAccumulatesOntoTheReceivedSum) {
           EXPECT_EQ(sums, chunks) << where;
         }
       }
+}
+
+// Two ranks, C row-major, products in C's type: the own GEMM of a chunk
+// reads the one received product as its addend (cuBLASLt's C) and writes
+// C's rows, so no element-wise pass sums the chunk (GemmOp::has_addend);
+// the bias, where there is one, follows as a step of its own. Float32
+// products of a 16-bit C, three ranks, or column-major C keep the sum.
+TEST(Schedules, OwnGemmAddsTheReceivedProduct) {
+  using weave::internal::plan::EpilogueOp;
+  using weave::internal::plan::GemmOp;
+  using weave::internal::plan::RecvOp;
+  using weave::internal::plan::Scalar;
+  for (Operation op : {Operation::GemmRs, Operation::GemmAr})
+    for (int chunks : {1, 2, 3})
+      for (bool bias : {false, true})
+        for (bool float32_products : {false, true}) {
+          ScheduleOptions o = direct_on_two_lanes(chunks);
+          o.own_product_accumulates = true;
+          o.reduce_in_accumulation_type = float32_products;
+          GroupCase tiles = whole_tiles(op, 2, chunks);
+          tiles.dtype = DType::BF16;
+          tiles.order_c = weave::internal::Order::RowMajor;
+          tiles.bias = bias;
+          for (const weave::internal::Problem& p : make_group_problems(tiles)) {
+            const weave::internal::plan::Schedule s = weave::internal::plan::build_schedule(p, o);
+            const std::string where = std::string(weave::internal::operation_name(op)) + " chunks=" +
+                                      std::to_string(chunks) + " bias=" + std::to_string(bias) +
+                                      " float32 products=" + std::to_string(float32_products) + " rank " +
+                                      std::to_string(p.group_rank);
+            int own = 0, sums = 0, biases = 0;
+            for (const auto& step : s.steps) {
+              if (const auto* e = std::get_if<EpilogueOp>(&step.op)) {
+                if (e->dst.buffer == weave::internal::plan::kBufferC && e->has_src && !e->plain_copy()) ++sums;
+                if (e->dst.buffer == weave::internal::plan::kBufferC && !e->has_src && e->has_bias) ++biases;
+              }
+              const auto* g = std::get_if<GemmOp>(&step.op);
+              if (!g || g->c.buffer != weave::internal::plan::kBufferC) continue;
+              ++own;
+              EXPECT_EQ(g->has_addend, !float32_products) << where << ": " << step.label;
+              if (!g->has_addend) continue;
+              EXPECT_EQ(g->beta, Scalar::Beta) << where;
+              EXPECT_EQ(g->addend.rows, g->c.rows) << where;
+              // The addend is what a receive the GEMM waits for filled.
+              bool waits_for_it = false;
+              for (int d : step.deps)
+                if (const auto* r = std::get_if<RecvOp>(&s.steps[static_cast<std::size_t>(d)].op))
+                  waits_for_it = waits_for_it || r->dst.buffer == g->addend.buffer;
+              EXPECT_TRUE(waits_for_it) << where << ": " << step.label;
+            }
+            EXPECT_EQ(own, chunks) << where;
+            EXPECT_EQ(sums, float32_products ? chunks : 0) << where;
+            EXPECT_EQ(biases, bias && !float32_products ? chunks : 0) << where;
+          }
+        }
 }
 
 // The copies of A's scales that the GEMMs of a cut A need (a slice of the

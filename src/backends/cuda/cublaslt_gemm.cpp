@@ -1,9 +1,11 @@
 #include "backends/cuda/cublaslt_gemm.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
 #include "backends/cuda/cuda_check.hpp"
+#include "backends/cuda/epilogue_launcher.hpp"
 #include "backends/cuda/fp8_scale_pairs.hpp"
 #include "backends/cuda/scale_broadcast.hpp"
 #include "core/error.hpp"
@@ -142,10 +144,22 @@ CublasLtGemm::CublasLtGemm(cublasLtHandle_t handle, const plan::Schedule& schedu
     WEAVE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&layouts_[kRight], cuda_type(right.dtype), right_n ? k : n,
                                                   right_n ? n : k, shape_.ld_right));
     WEAVE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&layouts_[kOut], cuda_type(out), m, n, shape_.ld_out));
+    if (op.has_addend) {
+      const exec::MatrixRef addend = layout_of(schedule, op.addend);
+      if (addend.dtype != out || addend.order != c.order || addend.rows != c.rows || addend.cols != c.cols)
+        fail(WEAVE_ERROR_INTERNAL, "a GEMM's addend (", dtype_name(addend.dtype), ", ", order_name(addend.order), ", ",
+             addend.rows, " x ", addend.cols, ") does not match its C (", dtype_name(out), ", ", order_name(c.order),
+             ", ", c.rows, " x ", c.cols, ")");
+      ld_addend_ = addend.ld;
+      WEAVE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&addend_layout_, cuda_type(out), m, n, ld_addend_));
+      // Timing candidates runs them with C = D; the heuristic's first stands.
+      tune_ = false;
+    }
     description_ = str("device ", device.index, " m ", m, " n ", n, " k ", k, " ld ", shape_.ld_left, " ",
                        shape_.ld_right, " ", shape_.ld_out, " ops ", op_name(shape_.op_left), op_name(shape_.op_right),
                        " types ", dtype_name(left.dtype), " ", dtype_name(right.dtype), " ", dtype_name(out),
-                       " compute ", static_cast<int>(compute), " sms ", sm_count_target);
+                       " compute ", static_cast<int>(compute), " sms ", sm_count_target,
+                       op.has_addend ? str(" addend ld ", ld_addend_) : std::string());
     if (scaled)
       description_ += str(" scales ", scale_mode_name((swapped_ ? op.b_scale : op.a_scale).mode), " ",
                           scale_mode_name((swapped_ ? op.a_scale : op.b_scale).mode));
@@ -284,7 +298,11 @@ void CublasLtGemm::choose_algorithms(const plan::Schedule& schedule, DType in, D
   const uint64_t left_offset = offset_from_aligned_base(schedule, swapped_ ? op_.b : op_.a);
   const uint64_t right_offset = offset_from_aligned_base(schedule, swapped_ ? op_.a : op_.b);
   const uint64_t out_offset = offset_from_aligned_base(schedule, op_.c);
-  aligned_ = choose({alignment_of(left_offset), alignment_of(right_offset), alignment_of(out_offset)}, tune_);
+  // cuBLASLt's C and D take one alignment here: the lesser of c's and the addend's.
+  uint32_t out_alignment_bytes = alignment_of(out_offset);
+  if (op_.has_addend)
+    out_alignment_bytes = std::min(out_alignment_bytes, alignment_of(offset_from_aligned_base(schedule, op_.addend)));
+  aligned_ = choose({alignment_of(left_offset), alignment_of(right_offset), out_alignment_bytes}, tune_);
   if (!aligned_.found) return;
   // The fallback for pointers that are less aligned at execute: each
   // element's own size, but 16 bytes for FP8 operands (cuBLASLt's FP8
@@ -309,6 +327,10 @@ void CublasLtGemm::release() noexcept {
       cublasLtMatrixLayoutDestroy(layout);
       layout = nullptr;
     }
+  if (addend_layout_) {
+    cublasLtMatrixLayoutDestroy(addend_layout_);
+    addend_layout_ = nullptr;
+  }
   if (desc_) {
     cublasLtMatmulDescDestroy(desc_);
     desc_ = nullptr;
@@ -350,7 +372,8 @@ CublasLtGemm::Algorithm CublasLtGemm::choose(const std::array<uint32_t, kOperand
   std::vector<cublasLtMatmulHeuristicResult_t> results(tune ? kTuningCandidates : 1);
   int found = 0;
   const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
-      handle_, desc_, layouts_[kLeft], layouts_[kRight], layouts_[kOut], layouts_[kOut], preference.handle,
+      handle_, desc_, layouts_[kLeft], layouts_[kRight], addend_layout_ ? addend_layout_ : layouts_[kOut],
+      layouts_[kOut], preference.handle,
       static_cast<int>(results.size()), results.data(), &found);
   Algorithm algorithm;
   algorithm.alignment = alignment;
@@ -391,7 +414,10 @@ void CublasLtGemm::enqueue(const exec::Bindings& bindings, const exec::Scalars& 
       g.ld_right != shape_.ld_right || g.ld_out != shape_.ld_out)
     fail(WEAVE_ERROR_INTERNAL, "a GEMM's shape at execute (m=", g.m, " n=", g.n, " k=", g.k,
          ") differs from the one prepared at plan creation (m=", shape_.m, " n=", shape_.n, " k=", shape_.k, ")");
-  const std::array<uint32_t, kOperands> actual{alignment_of(g.left), alignment_of(g.right), alignment_of(g.out)};
+  const void* addend = op_.has_addend ? bindings.resolve(op_.addend).data : nullptr;
+  const std::array<uint32_t, kOperands> actual{
+      alignment_of(g.left), alignment_of(g.right),
+      addend ? std::min(alignment_of(g.out), alignment_of(addend)) : alignment_of(g.out)};
   // Whether these pointers are as aligned as `a` was chosen for.
   auto fits = [&](const Algorithm& a) {
     for (int i = 0; i < kOperands; ++i)
@@ -437,6 +463,23 @@ void CublasLtGemm::enqueue(const exec::Bindings& bindings, const exec::Scalars& 
   const float beta_f[2] = {static_cast<float>(b_value.re), static_cast<float>(b_value.im)};
   const void* alpha_ptr = double_scalars_ ? static_cast<const void*>(alpha) : static_cast<const void*>(alpha_f);
   const void* beta_ptr = double_scalars_ ? static_cast<const void*>(beta) : static_cast<const void*>(beta_f);
+  if (addend) {
+    // C = the addend, beta = 1; beta * c enters the addend first.
+    if (b_value.re != 0.0 || b_value.im != 0.0) {
+      EpilogueLaunch add = launch_between(bindings.resolve(op_.addend), c);
+      add.src_scale = b_value.re;
+      add.src_scale_imag = b_value.im;
+      add.dst_scale = 1.0;
+      launch_epilogue(add, stream);
+    }
+    const double one[2] = {1.0, 0.0};
+    const float one_f[2] = {1.0f, 0.0f};
+    const void* one_ptr = double_scalars_ ? static_cast<const void*>(one) : static_cast<const void*>(one_f);
+    WEAVE_CUBLAS_CHECK(cublasLtMatmul(handle_, desc_, alpha_ptr, g.left, layouts_[kLeft], g.right, layouts_[kRight],
+                                      one_ptr, addend, addend_layout_, g.out, layouts_[kOut], &algorithm.algo,
+                                      workspace, workspace_bytes_, stream));
+    return;
+  }
   WEAVE_CUBLAS_CHECK(cublasLtMatmul(handle_, desc_, alpha_ptr, g.left, layouts_[kLeft], g.right, layouts_[kRight],
                                     beta_ptr, g.out, layouts_[kOut], g.out, layouts_[kOut], &algorithm.algo,
                                     workspace, workspace_bytes_, stream));

@@ -13,6 +13,12 @@
 // C's columns only when C is row-major), the GEMM adds it and the
 // backend skips the separate step.
 //
+// A GEMM with an addend (GemmOp::has_addend) hands cuBLASLt the addend as
+// its C and the step's c as its D, with beta = 1: cuBLASLt takes an
+// out-of-place C of D's type, shape and order with its own leading
+// dimension. Where the execute's beta is not zero, beta * c is first added
+// into the addend by the element-wise kernel (the step's scratch).
+//
 // cuBLASLt algorithms may need aligned pointers. Regions of the workspace
 // have known alignment; the caller's pointers are only known at execute, so
 // two algorithms are prepared: one for the alignment the regions have when
@@ -110,6 +116,10 @@ class CublasLtGemm {
   bool double_scalars_ = false;     // alpha/beta are double (f64) or float
   bool swapped_ = false;            // C is row-major: cuBLASLt's A is our B
   const plan::EpilogueOp* bias_ = nullptr;  // the bias step done in the epilogue, if any
+  // GemmOp::has_addend: cuBLASLt's C is the addend (its own layout, same
+  // order as D), read with beta = 1; D is the step's c.
+  cublasLtMatrixLayout_t addend_layout_ = nullptr;
+  int64_t ld_addend_ = 0;
   std::size_t workspace_bytes_ = 0;
   cublasLtMatmulDesc_t desc_ = nullptr;
   std::array<cublasLtMatrixLayout_t, kOperands> layouts_{};

@@ -97,10 +97,12 @@ void CudaBackend::prepare_steps() {
       const auto& op = std::get<plan::GemmOp>(step.op);
       const GemmWork work = gemm_work(op);
       prepared_[&op].work = work;
-      if (work == GemmWork::ScaleOnly) {
+      // K == 0, or beta * C entering an addend: the element-wise kernel.
+      if (work == GemmWork::ScaleOnly || (work == GemmWork::Matmul && op.has_addend)) {
         const DType c = schedule_.buffer(op.c).dtype;
         kernels.insert({c, c});
-      } else if (work == GemmWork::Matmul) {
+      }
+      if (work == GemmWork::Matmul) {
         matmul_steps.emplace_back(&op, bias_step_after(i));
         lane_multiplies.at(static_cast<std::size_t>(step.lane)) = true;
       }
@@ -297,10 +299,13 @@ void CudaBackend::gemm(const plan::GemmOp& op, int lane, const exec::Bindings& b
     case GemmWork::None:
       return;  // nothing to enqueue; the executor's events still order the lane
     case GemmWork::ScaleOnly: {
-      // K == 0: the product is zero and C = beta * C (C not read when beta == 0).
+      // K == 0: the product is zero and C = beta * C [+ addend] (C not read
+      // when beta == 0).
       plan::EpilogueOp scale;
       scale.dst = op.c;
       scale.dst_scale = op.beta;
+      scale.has_src = op.has_addend;
+      scale.src = op.addend;
       epilogue(scale, lane, bindings, scalars);
       return;
     }
@@ -326,17 +331,10 @@ void CudaBackend::epilogue(const plan::EpilogueOp& op, int lane, const exec::Bin
     }
   }
   EpilogueLaunch launch;
-  launch.dst_type = dst.dtype;
-  launch.dst = dst.data;
-  launch.dst_ld = dst.ld;
-  launch.dst_row_major = dst.order == Order::RowMajor;
-  launch.src_type = dst.dtype;
+  set_destination(launch, dst);
   if (op.has_src) {
     const exec::MatrixRef src = bindings.resolve(op.src);
-    launch.src_type = src.dtype;
-    launch.src = src.data;
-    launch.src_ld = src.ld;
-    launch.src_row_major = src.order == Order::RowMajor;
+    set_source(launch, src);
     if (op.more_src.size() > static_cast<std::size_t>(kernels::kMaxMoreSources))
       fail(WEAVE_ERROR_INTERNAL, "element-wise step with ", op.more_src.size() + 1, " sources; the kernel sums at most ",
            kernels::kMaxMoreSources + 1);
@@ -353,8 +351,6 @@ void CudaBackend::epilogue(const plan::EpilogueOp& op, int lane, const exec::Bin
   launch.dst_scale = dst_scale.re;
   launch.dst_scale_imag = dst_scale.im;
   launch.conjugate_src = op.conjugate_src;
-  launch.rows = dst.rows;
-  launch.cols = dst.cols;
   if (kokkos_lanes_)
     kokkos_lanes_->launch(launch, stream(lane));
   else
@@ -394,17 +390,7 @@ void CudaBackend::rearrange(const plan::RearrangeOp& op, int lane, const exec::B
       launch_copy(kernels::copy_geometry(dst, src), stream(lane));
       return;
     }
-    EpilogueLaunch launch;
-    launch.dst_type = dst.dtype;
-    launch.dst = dst.data;
-    launch.dst_ld = dst.ld;
-    launch.dst_row_major = dst.order == Order::RowMajor;
-    launch.src_type = src.dtype;
-    launch.src = src.data;
-    launch.src_ld = src.ld;
-    launch.src_row_major = src.order == Order::RowMajor;
-    launch.rows = dst.rows;
-    launch.cols = dst.cols;
+    EpilogueLaunch launch = launch_between(dst, src);
     launch.conjugate_src = op.src_op == Op::C;
     if (kokkos_lanes_)
       kokkos_lanes_->launch(launch, stream(lane));

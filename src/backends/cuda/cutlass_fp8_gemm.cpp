@@ -40,6 +40,7 @@ std::unique_ptr<CutlassFp8Gemm> CutlassFp8Gemm::prepare(const plan::Schedule& sc
     return no(str(scale_mode_name(op.a_scale.mode), " and ", scale_mode_name(op.b_scale.mode),
                   " scales are not row-wise"));
   if (op.beta == plan::Scalar::One) return no("the GEMM accumulates into C");
+  if (op.has_addend) return no("the GEMM adds a received product (cuBLASLt reads it as its C)");
   if (bias_in_epilogue) return no("cuBLASLt adds the bias in this GEMM's epilogue");
   if (c.order != Order::RowMajor) return no("C is column-major");
   if (op.op_a == Op::C || op.op_b == Op::C) return no("a conjugate transpose");

@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include "core/dtype.hpp"
+#include "core/matrix.hpp"
 #include "kernels/copy_words.hpp"
 #include "kernels/epilogue.hpp"
 
@@ -38,6 +39,34 @@ struct EpilogueLaunch {
   bool conjugate_src = false;   // complex types: the sources' sum conjugated (a copy of op(X) with op C)
   int64_t rows = 0, cols = 0;
 };
+
+// A launch's dst and src as the matrices lie (type, leading dimension,
+// order; the extent is dst's); callers add scales, sources and the bias.
+template <class Matrix>
+void set_destination(EpilogueLaunch& launch, const Matrix& dst) {
+  launch.dst_type = dst.dtype;
+  launch.dst = dst.data;
+  launch.dst_ld = dst.ld;
+  launch.dst_row_major = dst.order == Order::RowMajor;
+  launch.src_type = dst.dtype;
+  launch.rows = dst.rows;
+  launch.cols = dst.cols;
+}
+template <class Matrix>
+void set_source(EpilogueLaunch& launch, const Matrix& src) {
+  launch.src_type = src.dtype;
+  launch.src = src.data;
+  launch.src_ld = src.ld;
+  launch.src_row_major = src.order == Order::RowMajor;
+}
+// dst = src.
+template <class Matrix>
+EpilogueLaunch launch_between(const Matrix& dst, const Matrix& src) {
+  EpilogueLaunch launch;
+  set_destination(launch, dst);
+  set_source(launch, src);
+  return launch;
+}
 
 // The element-wise functor of a launch, for the CUDA kernels and for Kokkos'
 // CUDA execution space alike.

@@ -350,8 +350,24 @@ std::string HostBackend::name() const {
          kokkos_description() + ")";
 }
 
-void HostBackend::gemm(const plan::GemmOp& op, int, const exec::Bindings& bindings, const exec::Scalars& scalars,
+void HostBackend::gemm(const plan::GemmOp& op, int lane, const exec::Bindings& bindings, const exec::Scalars& scalars,
                        const exec::ProgressHook& progress) {
+  if (op.has_addend) {
+    // c = beta * c + addend (c not read when beta is zero), rounded into c's
+    // type as the CUDA backend rounds it into the addend, then the product
+    // added onto it.
+    plan::EpilogueOp before;
+    before.dst = op.c;
+    before.has_src = true;
+    before.src = op.addend;
+    before.dst_scale = op.beta;
+    epilogue(before, lane, bindings, scalars);
+    plan::GemmOp rest = op;
+    rest.has_addend = false;
+    rest.beta = plan::Scalar::One;
+    gemm(rest, lane, bindings, scalars, progress);
+    return;
+  }
   if (!native(*bindings.schedule, op)) {
     emulated_gemm(op, bindings, scalars, progress);
     return;
