@@ -770,16 +770,40 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
       }
     }
     // Direct reductions over messages: the own product summed with the
-    // received ones in one pass, or, when WEAVE_OWN_PRODUCT asks, added by
-    // its GEMM onto their sum (ScheduleOptions::own_product_accumulates;
-    // not a default: on 2 H200s GEMM-RS was slower with it on every shape
-    // and GEMM-AR within 0.6-3.7%, doc/performance.md).
-    bool accumulates = false;
-    if (env_choice<bool>(env, "WEAVE_OWN_PRODUCT", {{"summed", false}, {"accumulates", true}}, &accumulates) &&
-        reduction && r.schedule.algorithm == Algorithm::Direct && !peer_sums && !r.schedule.all_reduce_one_shot) {
+    // received ones in one pass, or added by its GEMM onto them
+    // (ScheduleOptions::own_product_accumulates). Over two ranks with C
+    // row-major and products in C's type, the own GEMM reads the one
+    // received product as its addend and no pass sums the chunk
+    // (reduction_direct.cpp); measured on 2 H200s over the copy engines
+    // (doc/performance.md, 2026-11-28), that is faster for GEMM-AR from 32
+    // MiB product shards (bf16 8-16%, FP8 6-15%) and for GEMM-RS from 64 MiB
+    // (but 16384^3 bf16, equal), and slower below (GEMM-RS at 32 MiB by
+    // 20%, both at 8 MiB by 15-23%): the own GEMMs then wait for the
+    // received products, whose transfers are a larger part of the time. So
+    // it is the default there; WEAVE_OWN_PRODUCT chooses either way.
+    // The own GEMM reads the one received product as its addend (two ranks,
+    // C row-major, products in C's type: reduction_direct.cpp).
+    bool own_gemm_adds_received = false;
+    int64_t shard_bytes = 0;
+    if (reduction && r.schedule.algorithm == Algorithm::Direct && !peer_sums && !r.schedule.all_reduce_one_shot) {
+      shard_bytes = checked_mul(checked_mul(problem.m_split.max_count(), problem.n, "a product shard's elements"),
+                                static_cast<int64_t>(dtype_size(problem.dtype)), "a product shard's bytes");
+      bool accumulates = false;
+      if (env_choice<bool>(env, "WEAVE_OWN_PRODUCT", {{"summed", false}, {"accumulates", true}}, &accumulates)) {
+        notes += accumulates ? " own products added by their GEMMs onto the received products (WEAVE_OWN_PRODUCT);"
+                             : " own products summed with the received ones in one pass (WEAVE_OWN_PRODUCT);";
+      } else {
+        const int64_t from_bytes = problem.operation == Operation::GemmAr ? kOwnGemmAddsFromBytesAllReduce
+                                                                          : kOwnGemmAddsFromBytesReduceScatter;
+        accumulates = P == 2 && r.backend == Backend::Cuda && transport->sms == SmUse::None &&
+                      transport->progression == Progression::StreamOrdered && problem.c.order == Order::RowMajor &&
+                      !wider_products && shard_bytes >= from_bytes;
+        if (accumulates)
+          notes += str(" own products added by their GEMMs onto the received ones (", shard_bytes >> 20,
+                       " MiB product shards over two ranks, from ", from_bytes >> 20, " MiB: measured faster);");
+      }
       r.schedule.own_product_accumulates = accumulates;
-      notes += accumulates ? " own products added by their GEMMs onto the received products' sum (WEAVE_OWN_PRODUCT);"
-                           : " own products summed with the received ones in one pass (WEAVE_OWN_PRODUCT);";
+      own_gemm_adds_received = accumulates && P == 2 && problem.c.order == Order::RowMajor && !wider_products;
     }
     require_count("chunks_per_shard", desc.chunks_per_shard, kMaxChunksPerShard, "the chunks Weave cuts a shard into");
     int chunks = asked_chunks_per_shard(desc, env);
@@ -788,11 +812,24 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
     bool halves =
         r.schedule.direction == Direction::Bidirectional && reduction && r.schedule.algorithm == Algorithm::Ring;
     const bool chunks_asked_for = desc.chunks_per_shard > 0;
-    if (chunks == 0)
+    if (chunks == 0) {
       chunks = model_chunks > 0 && r.schedule.algorithm != Algorithm::Sequential
                    ? model_chunks
                    : default_chunks(problem, r.backend, r.schedule.algorithm, peer_sums,
                                     r.schedule.all_reduce_one_shot);
+      // With no pass to sum a chunk, finer chunks of large shards shorten
+      // what follows the last GEMM (its chunk's transfer, for GEMM-AR):
+      // chunks of kOwnGemmAddsChunkBytes, at most kOwnGemmAddsMaxChunks.
+      if (own_gemm_adds_received && r.backend == Backend::Cuda) {
+        const int finer =
+            static_cast<int>(std::min<int64_t>(kOwnGemmAddsMaxChunks, shard_bytes / kOwnGemmAddsChunkBytes));
+        if (finer > chunks) {
+          notes += str(" ", finer, " chunks per shard: ", shard_bytes >> 20, " MiB product shards added by the own "
+                       "GEMMs, in chunks of ", kOwnGemmAddsChunkBytes >> 20, " MiB at most (measured faster);");
+          chunks = finer;
+        }
+      }
+    }
     if (halves && chunks < 2 && direction_chosen_here) {
       // Whole shards were asked for (argument or WEAVE_CHUNKS) and the
       // direction was left to us: a forward ring honours both.

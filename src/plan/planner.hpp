@@ -175,6 +175,23 @@ constexpr double kNcclRingMinFlops = 1e12;
 // (chunks per shard 2, or 4 above it; measured: doc/performance.md).
 constexpr double kDeviceReductionChunkBytes = 128.0 * 1024 * 1024;
 
+// The direct GEMM-AR and GEMM-RS over two ranks (copy engines, C row-major,
+// products in C's type) have their own GEMMs add the received product
+// (ScheduleOptions::own_product_accumulates) from product shards of this
+// many bytes on (the largest rank's rows of C); measured on 2 H200s, bf16
+// and FP8: GEMM-AR faster from 32 MiB, GEMM-RS from 64 MiB, both slower at
+// 8 MiB and GEMM-RS at 32 MiB (doc/performance.md).
+constexpr int64_t kOwnGemmAddsFromBytesAllReduce = int64_t{32} << 20;
+constexpr int64_t kOwnGemmAddsFromBytesReduceScatter = int64_t{64} << 20;
+// Such plans cut large shards into chunks of at most this many bytes, up to
+// kOwnGemmAddsMaxChunks (never fewer than the direct chunk rule's): on 2
+// H200s 8 chunks against 4 took GEMM-AR 16384x8192x28672 (448 MiB shards)
+// from 6.215 to 5.716 ms and 16384^3 (256 MiB) from 6.650 to 6.527, GEMM-RS
+// 16384x8192x28672 from 5.905 to 5.735 (16384^3 equal), and 8192^3 (64 MiB)
+// no faster in 8 or 2 than in 4 (doc/performance.md).
+constexpr int64_t kOwnGemmAddsChunkBytes = int64_t{32} << 20;
+constexpr int kOwnGemmAddsMaxChunks = 8;
+
 // WEAVE_GEMM's default panel width (the most K indices that travel and are
 // multiplied at once; panels join blocks of one owner pair up to it,
 // summa_panels.hpp). WEAVE_PANEL_WIDTH overrides.

@@ -932,6 +932,60 @@ TEST(TransportTable, OwnProductAccumulatesOnlyWhenAsked) {
                  WEAVE_ERROR_INVALID_VALUE, "WEAVE_OWN_PRODUCT=fused");
 }
 
+// Over two ranks, C row-major, products in C's type, the copy engines: the
+// own GEMMs add the received products by default from 32 MiB product
+// shards for GEMM-AR and from 64 MiB for GEMM-RS (kOwnGemmAddsFromBytes*),
+// and describe says why; smaller shards, four ranks, column-major C,
+// float32 products and WEAVE_OWN_PRODUCT=summed keep the one summing pass.
+TEST(TransportTable, OwnGemmAddsTheReceivedProductOverTwoRanks) {
+  using weave::internal::Operation;
+  using weave::internal::Order;
+  const weave_plan_desc_t desc{};
+  const Environment copy_engine{{"WEAVE_TRANSPORT", "copy_engine"}};
+  auto row_major = [](weave::internal::Problem p) {
+    p.c.order = Order::RowMajor;
+    return p;
+  };
+  // Product shards of m / 2 x 8192 bf16: 4096 rows 32 MiB, 8192 rows 64 MiB.
+  auto adds = [&](Operation op, int64_t m, int ranks, const Environment& env = {{"WEAVE_TRANSPORT", "copy_engine"}}) {
+    const Resolved r = resolve_options(desc, row_major(device_case(op, m, ranks)), env, everything());
+    EXPECT_EQ(r.schedule.algorithm, Algorithm::Direct) << r.notes;
+    if (r.schedule.own_product_accumulates) {
+      EXPECT_NE(r.notes.find("own products added by their GEMMs"), std::string::npos) << r.notes;
+    }
+    return r.schedule.own_product_accumulates;
+  };
+  EXPECT_TRUE(adds(Operation::GemmAr, 4096, 2));
+  EXPECT_TRUE(adds(Operation::GemmAr, 8192, 2));
+  EXPECT_FALSE(adds(Operation::GemmAr, 2048, 2));
+  EXPECT_TRUE(adds(Operation::GemmRs, 8192, 2));
+  EXPECT_FALSE(adds(Operation::GemmRs, 4096, 2));
+  EXPECT_FALSE(adds(Operation::GemmAr, 16384, 4));
+  EXPECT_FALSE(adds(Operation::GemmAr, 8192, 2, {{"WEAVE_TRANSPORT", "copy_engine"}, {"WEAVE_OWN_PRODUCT", "summed"}}));
+  EXPECT_FALSE(resolve_options(desc, device_case(Operation::GemmAr, 8192, 2), copy_engine, everything())
+                   .schedule.own_product_accumulates);  // column-major C
+  // Chunks of 32 MiB at most, up to 8, never fewer than the direct rule's:
+  // 256 MiB shards (32768 rows) in 8, 64 MiB ones as the direct rule cuts
+  // them (GEMM-AR 4, GEMM-RS 2); summed, 256 MiB shards stay in 4.
+  auto chunks = [&](Operation op, int64_t m, const Environment& env) {
+    return resolve_options(desc, row_major(device_case(op, m, 2)), env, everything()).schedule.chunks_per_shard;
+  };
+  const Environment summed{{"WEAVE_TRANSPORT", "copy_engine"}, {"WEAVE_OWN_PRODUCT", "summed"}};
+  EXPECT_EQ(chunks(Operation::GemmAr, 32768, copy_engine), 8);
+  EXPECT_EQ(chunks(Operation::GemmRs, 32768, copy_engine), 8);
+  EXPECT_EQ(chunks(Operation::GemmAr, 32768, summed), 4);
+  EXPECT_EQ(chunks(Operation::GemmRs, 32768, summed), 4);
+  EXPECT_EQ(chunks(Operation::GemmAr, 8192, copy_engine), 4);
+  EXPECT_EQ(chunks(Operation::GemmRs, 8192, copy_engine), 2);
+  EXPECT_EQ(chunks(Operation::GemmAr, 16384, copy_engine), 4);
+  const Environment asked{{"WEAVE_TRANSPORT", "copy_engine"}, {"WEAVE_CHUNKS", "3"}};
+  EXPECT_EQ(chunks(Operation::GemmAr, 32768, asked), 3);
+  weave_plan_desc_t wider{};
+  wider.flags = WEAVE_FLAG_REDUCE_IN_ACCUMULATION_TYPE;
+  EXPECT_FALSE(resolve_options(wider, row_major(device_case(Operation::GemmAr, 8192, 2)), copy_engine, everything())
+                   .schedule.own_product_accumulates);
+}
+
 TEST(TransportTable, DeviceWaitsFromTheEnvironment) {
   const weave_plan_desc_t desc{};
   EXPECT_EQ(resolve_options(desc, device_problem(), {}, everything()).device_wait, DeviceWait::Bounded);
