@@ -1560,7 +1560,11 @@ void execute_arguments(weave_grid_t grid) {
     double* a_at = g_rank == last ? shared.data() + 1 : shared.data() + c.size();  // C's second element onward
     EXPECT_STATUS(weave_execute(p.h, 1.0, a_at, b.data(), 0.0, c_at, nullptr, nullptr), WEAVE_ERROR_INVALID_VALUE,
                   "c and a share memory", ("rank " + std::to_string(last)).c_str());
-    EXPECT_STATUS(weave_execute(p.h, 1.0, a.data(), b.data(), 0.0, b.data(), nullptr, nullptr),
+    // B and C from the start of one array holding either (C's extent, larger
+    // than B's, must not run past it into another buffer, as a.data() can
+    // lie right after b.data()).
+    std::vector<double> b_and_c(std::max(c.size(), b.size()), 1.0);
+    EXPECT_STATUS(weave_execute(p.h, 1.0, a.data(), b_and_c.data(), 0.0, b_and_c.data(), nullptr, nullptr),
                   WEAVE_ERROR_INVALID_VALUE, "c and b share memory");
   }
   // The plan still works after all of these.
