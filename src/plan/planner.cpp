@@ -819,13 +819,16 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
                                     r.schedule.all_reduce_one_shot);
       // With no pass to sum a chunk, finer chunks of large shards shorten
       // what follows the last GEMM (its chunk's transfer, for GEMM-AR):
-      // chunks of kOwnGemmAddsChunkBytes, at most kOwnGemmAddsMaxChunks.
+      // chunks of kOwnGemmAddsChunkBytes, at most kOwnGemmAddsMaxChunks;
+      // and two at least, so that the own GEMMs do not wait for a whole
+      // shard's transfer.
       if (own_gemm_adds_received && r.backend == Backend::Cuda) {
-        const int finer =
-            static_cast<int>(std::min<int64_t>(kOwnGemmAddsMaxChunks, shard_bytes / kOwnGemmAddsChunkBytes));
+        const int finer = static_cast<int>(std::max<int64_t>(
+            kOwnGemmAddsMinChunks, std::min<int64_t>(kOwnGemmAddsMaxChunks, shard_bytes / kOwnGemmAddsChunkBytes)));
         if (finer > chunks) {
           notes += str(" ", finer, " chunks per shard: ", shard_bytes >> 20, " MiB product shards added by the own "
-                       "GEMMs, in chunks of ", kOwnGemmAddsChunkBytes >> 20, " MiB at most (measured faster);");
+                       "GEMMs, in ", kOwnGemmAddsMinChunks, " chunks at least and of ", kOwnGemmAddsChunkBytes >> 20,
+                       " MiB at most (measured faster);");
           chunks = finer;
         }
       }

@@ -178,11 +178,15 @@ constexpr double kDeviceReductionChunkBytes = 128.0 * 1024 * 1024;
 // The direct GEMM-AR and GEMM-RS over two ranks (copy engines, C row-major,
 // products in C's type) have their own GEMMs add the received product
 // (ScheduleOptions::own_product_accumulates) from product shards of this
-// many bytes on (the largest rank's rows of C); measured on 2 H200s, bf16
-// and FP8: GEMM-AR faster from 32 MiB, GEMM-RS from 64 MiB, both slower at
-// 8 MiB and GEMM-RS at 32 MiB (doc/performance.md).
-constexpr int64_t kOwnGemmAddsFromBytesAllReduce = int64_t{32} << 20;
-constexpr int64_t kOwnGemmAddsFromBytesReduceScatter = int64_t{64} << 20;
+// many bytes on (the largest rank's rows of C), in two chunks at least.
+// Measured on 2 H200s, bf16 and FP8 (doc/performance.md): GEMM-AR faster
+// from 16 MiB in two chunks (10-12% there) and in the direct rule's four
+// from 32 MiB; GEMM-RS from 32 MiB in two chunks (5-7%) and from 64 MiB;
+// both slower at 8 MiB, and GEMM-RS at 32 MiB in one chunk (its own GEMM
+// then waits for the whole transfer).
+constexpr int64_t kOwnGemmAddsFromBytesAllReduce = int64_t{16} << 20;
+constexpr int64_t kOwnGemmAddsFromBytesReduceScatter = int64_t{32} << 20;
+constexpr int kOwnGemmAddsMinChunks = 2;
 // Such plans cut large shards into chunks of at most this many bytes, up to
 // kOwnGemmAddsMaxChunks (never fewer than the direct chunk rule's): on 2
 // H200s 8 chunks against 4 took GEMM-AR 16384x8192x28672 (448 MiB shards)

@@ -933,8 +933,8 @@ TEST(TransportTable, OwnProductAccumulatesOnlyWhenAsked) {
 }
 
 // Over two ranks, C row-major, products in C's type, the copy engines: the
-// own GEMMs add the received products by default from 32 MiB product
-// shards for GEMM-AR and from 64 MiB for GEMM-RS (kOwnGemmAddsFromBytes*),
+// own GEMMs add the received products by default from 16 MiB product
+// shards for GEMM-AR and from 32 MiB for GEMM-RS (kOwnGemmAddsFromBytes*),
 // and describe says why; smaller shards, four ranks, column-major C,
 // float32 products and WEAVE_OWN_PRODUCT=summed keep the one summing pass.
 TEST(TransportTable, OwnGemmAddsTheReceivedProductOverTwoRanks) {
@@ -946,7 +946,8 @@ TEST(TransportTable, OwnGemmAddsTheReceivedProductOverTwoRanks) {
     p.c.order = Order::RowMajor;
     return p;
   };
-  // Product shards of m / 2 x 8192 bf16: 4096 rows 32 MiB, 8192 rows 64 MiB.
+  // Product shards of m / 2 x 8192 bf16: 1024 rows 8 MiB, 2048 rows 16 MiB,
+  // 4096 rows 32 MiB, 8192 rows 64 MiB.
   auto adds = [&](Operation op, int64_t m, int ranks, const Environment& env = {{"WEAVE_TRANSPORT", "copy_engine"}}) {
     const Resolved r = resolve_options(desc, row_major(device_case(op, m, ranks)), env, everything());
     EXPECT_EQ(r.schedule.algorithm, Algorithm::Direct) << r.notes;
@@ -955,11 +956,12 @@ TEST(TransportTable, OwnGemmAddsTheReceivedProductOverTwoRanks) {
     }
     return r.schedule.own_product_accumulates;
   };
-  EXPECT_TRUE(adds(Operation::GemmAr, 4096, 2));
+  EXPECT_TRUE(adds(Operation::GemmAr, 2048, 2));
   EXPECT_TRUE(adds(Operation::GemmAr, 8192, 2));
-  EXPECT_FALSE(adds(Operation::GemmAr, 2048, 2));
+  EXPECT_FALSE(adds(Operation::GemmAr, 1024, 2));
+  EXPECT_TRUE(adds(Operation::GemmRs, 4096, 2));
   EXPECT_TRUE(adds(Operation::GemmRs, 8192, 2));
-  EXPECT_FALSE(adds(Operation::GemmRs, 4096, 2));
+  EXPECT_FALSE(adds(Operation::GemmRs, 2048, 2));
   EXPECT_FALSE(adds(Operation::GemmAr, 16384, 4));
   EXPECT_FALSE(adds(Operation::GemmAr, 8192, 2, {{"WEAVE_TRANSPORT", "copy_engine"}, {"WEAVE_OWN_PRODUCT", "summed"}}));
   EXPECT_FALSE(resolve_options(desc, device_case(Operation::GemmAr, 8192, 2), copy_engine, everything())
@@ -977,6 +979,10 @@ TEST(TransportTable, OwnGemmAddsTheReceivedProductOverTwoRanks) {
   EXPECT_EQ(chunks(Operation::GemmRs, 32768, summed), 4);
   EXPECT_EQ(chunks(Operation::GemmAr, 8192, copy_engine), 4);
   EXPECT_EQ(chunks(Operation::GemmRs, 8192, copy_engine), 2);
+  // Two at least where the direct rule gives one (shards under 64 MiB).
+  EXPECT_EQ(chunks(Operation::GemmAr, 2048, copy_engine), 2);
+  EXPECT_EQ(chunks(Operation::GemmRs, 4096, copy_engine), 2);
+  EXPECT_EQ(chunks(Operation::GemmRs, 4096, summed), 1);
   EXPECT_EQ(chunks(Operation::GemmAr, 16384, copy_engine), 4);
   const Environment asked{{"WEAVE_TRANSPORT", "copy_engine"}, {"WEAVE_CHUNKS", "3"}};
   EXPECT_EQ(chunks(Operation::GemmAr, 32768, asked), 3);
