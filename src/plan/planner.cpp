@@ -774,15 +774,11 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
     // (ScheduleOptions::own_product_accumulates). Over two ranks with C
     // row-major and products in C's type, the own GEMM reads the one
     // received product as its addend and no pass sums the chunk
-    // (reduction_direct.cpp); measured on 2 H200s over the copy engines
-    // (doc/performance.md, 2026-11-28), that is faster for GEMM-AR from 32
-    // MiB product shards (bf16 8-16%, FP8 6-15%) and for GEMM-RS from 64 MiB
-    // (but 16384^3 bf16, equal), and slower below (GEMM-RS at 32 MiB by
-    // 20%, both at 8 MiB by 15-23%): the own GEMMs then wait for the
-    // received products, whose transfers are a larger part of the time. So
-    // it is the default there; WEAVE_OWN_PRODUCT chooses either way.
-    // The own GEMM reads the one received product as its addend (two ranks,
-    // C row-major, products in C's type: reduction_direct.cpp).
+    // (reduction_direct.cpp): measured faster on 2 H200s over the copy
+    // engines from the shard sizes kOwnGemmAddsFromBytes* (planner.hpp says
+    // by how much), slower on smaller shards, where the own GEMMs would wait
+    // for transfers that are a larger part of the time. So it is the default
+    // there; WEAVE_OWN_PRODUCT chooses either way.
     bool own_gemm_adds_received = false;
     int64_t shard_bytes = 0;
     if (reduction && r.schedule.algorithm == Algorithm::Direct && !peer_sums && !r.schedule.all_reduce_one_shot) {
