@@ -782,6 +782,8 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
     bool own_gemm_adds_received = false;
     int64_t shard_bytes = 0;
     if (reduction && r.schedule.algorithm == Algorithm::Direct && !peer_sums && !r.schedule.all_reduce_one_shot) {
+      const bool can_add =
+          own_gemm_can_add_received(problem, wider_products ? accumulation_type(problem.dtype) : problem.dtype);
       shard_bytes = checked_mul(checked_mul(problem.m_split.max_count(), problem.n, "a product shard's elements"),
                                 static_cast<int64_t>(dtype_size(problem.dtype)), "a product shard's bytes");
       bool accumulates = false;
@@ -791,15 +793,14 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
       } else {
         const int64_t from_bytes = problem.operation == Operation::GemmAr ? kOwnGemmAddsFromBytesAllReduce
                                                                           : kOwnGemmAddsFromBytesReduceScatter;
-        accumulates = P == 2 && r.backend == Backend::Cuda && transport->sms == SmUse::None &&
-                      transport->progression == Progression::StreamOrdered && problem.c.order == Order::RowMajor &&
-                      !wider_products && shard_bytes >= from_bytes;
+        accumulates = can_add && r.backend == Backend::Cuda && transport->sms == SmUse::None &&
+                      transport->progression == Progression::StreamOrdered && shard_bytes >= from_bytes;
         if (accumulates)
           notes += str(" own products added by their GEMMs onto the received ones (", shard_bytes >> 20,
                        " MiB product shards over two ranks, from ", from_bytes >> 20, " MiB: measured faster);");
       }
       r.schedule.own_product_accumulates = accumulates;
-      own_gemm_adds_received = accumulates && P == 2 && problem.c.order == Order::RowMajor && !wider_products;
+      own_gemm_adds_received = accumulates && can_add;
     }
     require_count("chunks_per_shard", desc.chunks_per_shard, kMaxChunksPerShard, "the chunks Weave cuts a shard into");
     int chunks = asked_chunks_per_shard(desc, env);

@@ -138,8 +138,7 @@ void build_reduction_direct(ScheduleBuilder& b) {
     // reads it as its addend and writes C's rows, with no pass of its own
     // (GemmOp::has_addend); the bias, if any, follows as its own step,
     // which cuBLASLt takes into the GEMM where it can.
-    if (arrived[j].size() == 1 && wire == p.dtype &&
-        b.schedule().buffer(rows).order == b.schedule().buffer(arrived[j][0].first).order) {
+    if (arrived[j].size() == 1 && own_gemm_can_add_received(p, wire)) {
       GemmOp g = b.gemm_of_a_rows(pieces.offset(id), rows_of(id), rows, Scalar::Alpha, Scalar::Beta, &scales_ready);
       g.has_addend = true;
       g.addend = arrived[j][0].first;

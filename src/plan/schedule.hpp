@@ -336,6 +336,14 @@ struct ScheduleOptions {
   std::vector<int> node_of_rank;
 };
 
+// Whether the direct reduction's own GEMMs can read the received product
+// as their addend (GemmOp::has_addend) rather than have a pass sum it: one
+// received product per chunk (two ranks), in C's type (`products`: what
+// products travel in) and order (received products are row-major).
+inline bool own_gemm_can_add_received(const Problem& p, DType products) {
+  return p.group_size == 2 && products == p.dtype && p.c.order == Order::RowMajor;
+}
+
 // The most panels a SUMMA schedule cuts K into (their tags must fit every
 // transport's); the planner widens panels beyond K / kMaxSummaPanels.
 constexpr int64_t kMaxSummaPanels = int64_t{1} << 17;

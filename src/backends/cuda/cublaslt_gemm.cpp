@@ -150,8 +150,7 @@ CublasLtGemm::CublasLtGemm(cublasLtHandle_t handle, const plan::Schedule& schedu
         fail(WEAVE_ERROR_INTERNAL, "a GEMM's addend (", dtype_name(addend.dtype), ", ", order_name(addend.order), ", ",
              addend.rows, " x ", addend.cols, ") does not match its C (", dtype_name(out), ", ", order_name(c.order),
              ", ", c.rows, " x ", c.cols, ")");
-      ld_addend_ = addend.ld;
-      WEAVE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&addend_layout_, cuda_type(out), m, n, ld_addend_));
+      WEAVE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&addend_layout_, cuda_type(out), m, n, addend.ld));
       // Timing candidates runs them with C = D; the heuristic's first stands.
       tune_ = false;
     }
@@ -159,7 +158,7 @@ CublasLtGemm::CublasLtGemm(cublasLtHandle_t handle, const plan::Schedule& schedu
                        shape_.ld_right, " ", shape_.ld_out, " ops ", op_name(shape_.op_left), op_name(shape_.op_right),
                        " types ", dtype_name(left.dtype), " ", dtype_name(right.dtype), " ", dtype_name(out),
                        " compute ", static_cast<int>(compute), " sms ", sm_count_target,
-                       op.has_addend ? str(" addend ld ", ld_addend_) : std::string());
+                       op.has_addend ? str(" addend ld ", layout_of(schedule, op.addend).ld) : std::string());
     if (scaled)
       description_ += str(" scales ", scale_mode_name((swapped_ ? op.b_scale : op.a_scale).mode), " ",
                           scale_mode_name((swapped_ ? op.a_scale : op.b_scale).mode));
@@ -414,10 +413,10 @@ void CublasLtGemm::enqueue(const exec::Bindings& bindings, const exec::Scalars& 
       g.ld_right != shape_.ld_right || g.ld_out != shape_.ld_out)
     fail(WEAVE_ERROR_INTERNAL, "a GEMM's shape at execute (m=", g.m, " n=", g.n, " k=", g.k,
          ") differs from the one prepared at plan creation (m=", shape_.m, " n=", shape_.n, " k=", shape_.k, ")");
-  const void* addend = op_.has_addend ? bindings.resolve(op_.addend).data : nullptr;
+  const exec::MatrixRef addend = op_.has_addend ? bindings.resolve(op_.addend) : exec::MatrixRef{};
   const std::array<uint32_t, kOperands> actual{
       alignment_of(g.left), alignment_of(g.right),
-      addend ? std::min(alignment_of(g.out), alignment_of(addend)) : alignment_of(g.out)};
+      addend.data ? std::min(alignment_of(g.out), alignment_of(addend.data)) : alignment_of(g.out)};
   // Whether these pointers are as aligned as `a` was chosen for.
   auto fits = [&](const Algorithm& a) {
     for (int i = 0; i < kOperands; ++i)
@@ -463,10 +462,10 @@ void CublasLtGemm::enqueue(const exec::Bindings& bindings, const exec::Scalars& 
   const float beta_f[2] = {static_cast<float>(b_value.re), static_cast<float>(b_value.im)};
   const void* alpha_ptr = double_scalars_ ? static_cast<const void*>(alpha) : static_cast<const void*>(alpha_f);
   const void* beta_ptr = double_scalars_ ? static_cast<const void*>(beta) : static_cast<const void*>(beta_f);
-  if (addend) {
+  if (op_.has_addend) {
     // C = the addend, beta = 1; beta * c enters the addend first.
     if (b_value.re != 0.0 || b_value.im != 0.0) {
-      EpilogueLaunch add = launch_between(bindings.resolve(op_.addend), c);
+      EpilogueLaunch add = launch_between(addend, c);
       add.src_scale = b_value.re;
       add.src_scale_imag = b_value.im;
       add.dst_scale = 1.0;
@@ -476,7 +475,7 @@ void CublasLtGemm::enqueue(const exec::Bindings& bindings, const exec::Scalars& 
     const float one_f[2] = {1.0f, 0.0f};
     const void* one_ptr = double_scalars_ ? static_cast<const void*>(one) : static_cast<const void*>(one_f);
     WEAVE_CUBLAS_CHECK(cublasLtMatmul(handle_, desc_, alpha_ptr, g.left, layouts_[kLeft], g.right, layouts_[kRight],
-                                      one_ptr, addend, addend_layout_, g.out, layouts_[kOut], &algorithm.algo,
+                                      one_ptr, addend.data, addend_layout_, g.out, layouts_[kOut], &algorithm.algo,
                                       workspace, workspace_bytes_, stream));
     return;
   }

@@ -119,7 +119,6 @@ class CublasLtGemm {
   // GemmOp::has_addend: cuBLASLt's C is the addend (its own layout, same
   // order as D), read with beta = 1; D is the step's c.
   cublasLtMatrixLayout_t addend_layout_ = nullptr;
-  int64_t ld_addend_ = 0;
   std::size_t workspace_bytes_ = 0;
   cublasLtMatmulDesc_t desc_ = nullptr;
   std::array<cublasLtMatrixLayout_t, kOperands> layouts_{};
