@@ -56,7 +56,19 @@ DeviceWaits::DeviceWaits(std::chrono::milliseconds timeout, bool bounded) : boun
 
 DeviceWaits::~DeviceWaits() { release(); }
 
+void DeviceWaits::connect_alarms(int rank, uint32_t* own, const std::vector<uint32_t*>& peers) {
+  state_.rank = rank;
+  state_.alarm = own;
+  if (peers.empty()) return;
+  uint32_t** list = nullptr;
+  WEAVE_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&list), sizeof(uint32_t*) * peers.size()));
+  state_.peer_alarms = list;  // released with the rest, even if the copy fails
+  WEAVE_CUDA_CHECK(cudaMemcpy(list, peers.data(), sizeof(uint32_t*) * peers.size(), cudaMemcpyHostToDevice));
+  state_.peer_count = static_cast<int>(peers.size());
+}
+
 void DeviceWaits::release() noexcept {
+  if (state_.peer_alarms) cudaFree(const_cast<uint32_t**>(state_.peer_alarms));
   if (state_.claimed) cudaFree(state_.claimed);
   if (host_record_) cudaFreeHost(host_record_);
   cudaGetLastError();
@@ -94,6 +106,7 @@ std::optional<DeviceWaitFailure> DeviceWaits::failure() const {
   f.step = record->step;
   f.peer = record->peer;
   f.waited_seconds = static_cast<double>(record->waited_ns) * 1e-9;
+  f.alarm_from = static_cast<int>(record->alarm_from) - 1;
   return f;
 }
 
@@ -103,6 +116,12 @@ std::string DeviceWaits::failure_message(const plan::Schedule& schedule) const {
   std::string step = str("step ", f->step);
   if (f->step >= 0 && f->step < static_cast<int>(schedule.steps.size()))
     step += str(" (", schedule.steps[static_cast<std::size_t>(f->step)].label, ")");
+  if (f->alarm_from >= 0)
+    return str("a device-side wait of group rank ", schedule.group_rank, " of ", schedule.group_size, " stopped after ",
+               f->waited_seconds, " s: ", step, " waited for a flag of group rank ", f->peer, ", and group rank ",
+               f->alarm_from, " had given up waiting for a peer first, so what arrived since is not trusted (",
+               "that rank's own error names the step and the peer it waited for; set timeout_ms or WEAVE_TIMEOUT to ",
+               "wait longer)");
   return str("a device-side wait of group rank ", schedule.group_rank, " of ", schedule.group_size, " gave up after ",
              f->waited_seconds, " s: ", step, " waited for a flag of group rank ", f->peer,
              ", which may have failed or not called execute (set timeout_ms or WEAVE_TIMEOUT to wait longer)");

@@ -44,6 +44,7 @@ struct DeviceWaitFailure {
   int step = -1;
   int peer = -1;
   double waited_seconds = 0;
+  int alarm_from = -1;  // the group rank that had given up first (the alarm), else -1
 };
 
 class DeviceWaits {
@@ -54,6 +55,11 @@ class DeviceWaits {
   ~DeviceWaits();
   DeviceWaits(const DeviceWaits&) = delete;
   DeviceWaits& operator=(const DeviceWaits&) = delete;
+
+  // The alarm words (DeviceWaitState): `own` in this rank's flag block,
+  // `peers` every other rank's, as mapped here; `rank` this rank's group
+  // rank. Before any wait is enqueued; without it no alarm is sounded.
+  void connect_alarms(int rank, uint32_t* own, const std::vector<uint32_t*>& peers);
 
   // Work enqueued on `stream` after this starts once every flag holds its
   // value (and was reset where asked).

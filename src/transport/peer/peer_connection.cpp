@@ -26,6 +26,10 @@ PeerConnection::PeerConnection(const TransportContext& context, const char* titl
     waits_ = std::make_unique<DeviceWaits>(context.resolved.timeout,
                                            context.resolved.device_wait == plan::DeviceWait::Bounded);
     mappings_ = std::make_unique<PeerMappings>(comm_, context.workspace, flag_count);
+    std::vector<uint32_t*> peer_alarms;
+    for (int q = 0; q < size_; ++q)
+      if (q != rank_) peer_alarms.push_back(mappings_->alarm(q));
+    waits_->connect_alarms(rank_, mappings_->alarm(rank_), peer_alarms);
     const bool has_collectives =
         std::any_of(context.schedule.steps.begin(), context.schedule.steps.end(),
                     [](const plan::Step& s) { return s.kind() == plan::StepKind::Collective; });

@@ -14,9 +14,9 @@ PeerMappings::PeerMappings(MPI_Comm comm, void* workspace, int flag_count) {
   MPI_Comm_rank(comm, &rank_);
   MPI_Comm_size(comm, &size_);
   try {
-    const std::size_t flag_bytes = sizeof(uint32_t) * static_cast<std::size_t>(std::max(1, flag_count));
-    WEAVE_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&own_flags_), flag_bytes));
-    WEAVE_CUDA_CHECK(cudaMemset(own_flags_, 0, flag_bytes));
+    const std::size_t flag_bytes = sizeof(uint32_t) * static_cast<std::size_t>(kAlarmWords + std::max(0, flag_count));
+    WEAVE_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&own_block_), flag_bytes));
+    WEAVE_CUDA_CHECK(cudaMemset(own_block_, 0, flag_bytes));
     WEAVE_CUDA_CHECK(cudaDeviceSynchronize());  // zeroed before any peer can write
 
     struct Handles {
@@ -25,16 +25,16 @@ PeerMappings::PeerMappings(MPI_Comm comm, void* workspace, int flag_count) {
     } mine{};
     mine.has_workspace = workspace != nullptr;
     if (workspace) WEAVE_CUDA_CHECK(cudaIpcGetMemHandle(&mine.workspace, workspace));
-    WEAVE_CUDA_CHECK(cudaIpcGetMemHandle(&mine.flags, own_flags_));
+    WEAVE_CUDA_CHECK(cudaIpcGetMemHandle(&mine.flags, own_block_));
     std::vector<Handles> handles(static_cast<std::size_t>(size_));
     WEAVE_MPI_CHECK(
         MPI_Allgather(&mine, sizeof(Handles), MPI_BYTE, handles.data(), sizeof(Handles), MPI_BYTE, comm));
     workspaces_.assign(static_cast<std::size_t>(size_), nullptr);
-    flags_.assign(static_cast<std::size_t>(size_), nullptr);
+    blocks_.assign(static_cast<std::size_t>(size_), nullptr);
     for (int q = 0; q < size_; ++q) {
       if (q == rank_) {
         workspaces_[q] = static_cast<char*>(workspace);
-        flags_[q] = own_flags_;
+        blocks_[q] = own_block_;
         continue;
       }
       void* mapped = nullptr;
@@ -43,7 +43,7 @@ PeerMappings::PeerMappings(MPI_Comm comm, void* workspace, int flag_count) {
         workspaces_[q] = static_cast<char*>(mapped);
       }
       WEAVE_CUDA_CHECK(cudaIpcOpenMemHandle(&mapped, handles[q].flags, cudaIpcMemLazyEnablePeerAccess));
-      flags_[q] = static_cast<uint32_t*>(mapped);
+      blocks_[q] = static_cast<uint32_t*>(mapped);
     }
   } catch (...) {
     release();
@@ -54,16 +54,16 @@ PeerMappings::PeerMappings(MPI_Comm comm, void* workspace, int flag_count) {
 PeerMappings::~PeerMappings() { release(); }
 
 void PeerMappings::release() noexcept {
-  for (int q = 0; q < static_cast<int>(flags_.size()); ++q) {
+  for (int q = 0; q < static_cast<int>(blocks_.size()); ++q) {
     if (q == rank_) continue;
     if (workspaces_[q]) cudaIpcCloseMemHandle(workspaces_[q]);
-    if (flags_[q]) cudaIpcCloseMemHandle(flags_[q]);
+    if (blocks_[q]) cudaIpcCloseMemHandle(blocks_[q]);
   }
-  if (own_flags_) cudaFree(own_flags_);
+  if (own_block_) cudaFree(own_block_);
   cudaGetLastError();
-  own_flags_ = nullptr;
+  own_block_ = nullptr;
   workspaces_.clear();
-  flags_.clear();
+  blocks_.clear();
 }
 
 PeerDirectory::PeerDirectory(MPI_Comm comm, const std::vector<PeerEntry>& mine) {

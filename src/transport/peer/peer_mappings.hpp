@@ -21,7 +21,8 @@ class PeerMappings {
   // Collective over `comm`. `workspace`: the plan's device workspace
   // (cudaMalloc'd, so it can be exported; may be null when empty).
   // `flag_count`: this rank's flags, allocated and zeroed before any peer
-  // can write them.
+  // can write them, behind one more word: the rank's alarm word, which a
+  // peer whose device-side wait gave up writes (DeviceWaitState).
   PeerMappings(MPI_Comm comm, void* workspace, int flag_count);
   ~PeerMappings();
   PeerMappings(const PeerMappings&) = delete;
@@ -32,15 +33,19 @@ class PeerMappings {
   // Rank q's workspace and flags as this rank addresses them (q == rank():
   // its own).
   char* workspace(int q) const { return workspaces_.at(static_cast<std::size_t>(q)); }
-  uint32_t* flags(int q) const { return flags_.at(static_cast<std::size_t>(q)); }
+  uint32_t* flags(int q) const { return blocks_.at(static_cast<std::size_t>(q)) + kAlarmWords; }
+  // Rank q's alarm word as this rank addresses it.
+  uint32_t* alarm(int q) const { return blocks_.at(static_cast<std::size_t>(q)); }
 
  private:
   void release() noexcept;
 
+  static constexpr int kAlarmWords = 1;  // the alarm word, then the flags
+
   int rank_ = 0, size_ = 1;
-  uint32_t* own_flags_ = nullptr;
+  uint32_t* own_block_ = nullptr;
   std::vector<char*> workspaces_;
-  std::vector<uint32_t*> flags_;
+  std::vector<uint32_t*> blocks_;  // rank q's alarm word and flags, as mapped here
 };
 
 // What a rank announces about one of its steps, for the peer the step is
