@@ -144,8 +144,10 @@ CublasLtGemm::CublasLtGemm(cublasLtHandle_t handle, const plan::Schedule& schedu
     WEAVE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&layouts_[kRight], cuda_type(right.dtype), right_n ? k : n,
                                                   right_n ? n : k, shape_.ld_right));
     WEAVE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&layouts_[kOut], cuda_type(out), m, n, shape_.ld_out));
+    std::string addend_description;
     if (op.has_addend) {
       const exec::MatrixRef addend = layout_of(schedule, op.addend);
+      addend_description = str(" addend ld ", addend.ld);
       if (addend.dtype != out || addend.order != c.order || addend.rows != c.rows || addend.cols != c.cols)
         fail(WEAVE_ERROR_INTERNAL, "a GEMM's addend (", dtype_name(addend.dtype), ", ", order_name(addend.order), ", ",
              addend.rows, " x ", addend.cols, ") does not match its C (", dtype_name(out), ", ", order_name(c.order),
@@ -157,8 +159,7 @@ CublasLtGemm::CublasLtGemm(cublasLtHandle_t handle, const plan::Schedule& schedu
     description_ = str("device ", device.index, " m ", m, " n ", n, " k ", k, " ld ", shape_.ld_left, " ",
                        shape_.ld_right, " ", shape_.ld_out, " ops ", op_name(shape_.op_left), op_name(shape_.op_right),
                        " types ", dtype_name(left.dtype), " ", dtype_name(right.dtype), " ", dtype_name(out),
-                       " compute ", static_cast<int>(compute), " sms ", sm_count_target,
-                       op.has_addend ? str(" addend ld ", layout_of(schedule, op.addend).ld) : std::string());
+                       " compute ", static_cast<int>(compute), " sms ", sm_count_target, addend_description);
     if (scaled)
       description_ += str(" scales ", scale_mode_name((swapped_ ? op.b_scale : op.a_scale).mode), " ",
                           scale_mode_name((swapped_ ? op.a_scale : op.b_scale).mode));
