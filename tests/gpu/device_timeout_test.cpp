@@ -7,12 +7,12 @@
 // operation over the transports that map their peers' memory (sm,
 // copy_engine), overlapped algorithms only; and, at 3 ranks or more, a
 // rank whose peer gave up before it did (late to its execute) reports the
-// timeout too instead of taking what that peer passed on. Over NCCL (run_nccl_case) the
-// NCCL calls that wait for the absent rank are bounded by the same timeout
-// (on the host while NCCL connects, by the watchdog on the GPU), the grid's
-// NCCL communicator is aborted, and the recovery is the documented one:
-// destroy the plan, find a new plan over that grid refused, destroy the
-// grid, and a new grid's plan computes the right result.
+// timeout too instead of taking what that peer passed on. Over NCCL
+// (run_nccl_case) the NCCL calls that wait for the absent rank are bounded
+// by the same timeout (on the host while NCCL connects, by the watchdog on
+// the GPU), the grid's NCCL communicator is aborted, and the recovery is the
+// documented one: destroy the plan, find a new plan over that grid refused,
+// destroy the grid, and a new grid's plan computes the right result.
 // WEAVE_FLAG_NO_EXECUTE_CHECK lets the others enqueue without waiting for
 // the absent rank on the host. Needs 2 ranks or more, one GPU each; exits
 // with 77 (skipped) otherwise.
