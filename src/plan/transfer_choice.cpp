@@ -11,7 +11,9 @@ std::vector<SmTransferRule> default_sm_transfer_rules() {
   constexpr double kMiB = 1024.0 * 1024.0;
   // AG-GEMM: the SM ring beat the copy engines at 1024 rows over 2 GPUs
   // (8 MiB shards: 1.30 and 1.25 x the limit against 1.49 and 1.31, two
-  // runs) and lost from 4096 rows (32 MiB: 1.34 against 1.12).
+  // runs) and lost from 4096 rows (32 MiB: 1.34 against 1.12). On 4 H200s
+  // the range held: copy engines 15-25% slower at 4 MiB shards, the SM ring
+  // 5-18% slower at 16 MiB, neither ahead twice at 8 MiB (bf16 and FP8).
   return {{Operation::AgGemm, 0, 16 * kMiB}, {Operation::GemmRs, 0, 0}, {Operation::GemmAr, 0, 0}};
 }
 

@@ -47,8 +47,9 @@ struct SmTransferRule {
 // transport"): the copy engines were faster for GEMM-RS and GEMM-AR on every
 // benchmarked shape (1024 to 16384 rows), so their ranges are empty; the SM
 // ring was faster for AG-GEMM only with shards below 16 MiB (1024 rows of
-// K = 8192 in bf16 over two ranks). Elsewhere the SM transport runs where it
-// is asked for (WEAVE_TRANSPORT=sm or WEAVE_TRANSPORT_SM).
+// K = 8192 in bf16 over two ranks), and on 4 H200s that range held too.
+// Elsewhere the SM transport runs where it is asked for (WEAVE_TRANSPORT=sm
+// or WEAVE_TRANSPORT_SM).
 std::vector<SmTransferRule> default_sm_transfer_rules();
 
 // The bytes of one rank's shard as it travels: op(A)'s rows for AG-GEMM, the

@@ -5,9 +5,10 @@
 // next execute, naming the step and the peer) and then
 // WEAVE_ERROR_PLAN_FAILED, and every rank destroys the plan. For every
 // operation over the transports that map their peers' memory (sm,
-// copy_engine), overlapped algorithms only; and, at 3 ranks or more, a
-// rank whose peer gave up before it did (late to its execute) reports the
-// timeout too instead of taking what that peer passed on. Over NCCL
+// copy_engine), overlapped algorithms only; and a rank whose peer gave up
+// before it did (late to its execute: at 4 ranks or more by less than the
+// timeout, at 3 or more by more) reports the timeout too instead of taking
+// what that peer passed on. Over NCCL
 // (run_nccl_case) the NCCL calls that wait for the absent rank are bounded
 // by the same timeout (on the host while NCCL connects, by the watchdog on
 // the GPU), the grid's NCCL communicator is aborted, and the recovery is the
@@ -53,15 +54,19 @@ weave_plan_desc_t plan_desc(const PeerProblem& p, weave_algorithm_t algorithm, b
 // `late_ms` > 0: the forward ring with rank 1 late by that long. A rank that
 // gave up still runs the rest of its streams, and its later copies and
 // flags reach its peers: rank 0 gives up on the absent rank's shard, then
-// passes on what it never received, and rank 1, late by more than half the
-// timeout, would see that flag raised before its own deadline and finish
-// with wrong rows and a plan reporting success. It must report
-// WEAVE_ERROR_TIMEOUT too, naming a rank that gave up first (the alarm of
-// device_flags.hpp). Needs 3 ranks or more.
+// passes on what it never received. Over 4 ranks and more rank 1 does not
+// border the absent rank, so, late by more than half the timeout, it would
+// see that flag raised before its own deadline and finish with wrong rows
+// and a plan reporting success: it must report WEAVE_ERROR_TIMEOUT too,
+// naming a rank that gave up first (the alarm of device_flags.hpp). Over 3
+// ranks rank 1 sends to the absent rank and its own deadline may come first
+// (it started its wait about when rank 0 did); late by more than the
+// timeout, it starts after rank 0 gave up, so it must stop at the alarm at
+// once, not after its own timeout, at any number of ranks.
 void run_case(weave_grid_t grid, cudaStream_t stream, const char* transport, weave_operation_t op,
               weave_algorithm_t algorithm, int late_ms = 0) {
   const int ranks = weave_gpu_test::peer_test_size(), rank = weave_gpu_test::peer_test_rank();
-  if (late_ms > 0 && ranks < 3) return;
+  if (late_ms > 0 && ranks < (late_ms > kTimeoutMs ? 3 : 4)) return;
   setenv("WEAVE_TRANSPORT", transport, 1);
   const std::string what = std::string(transport) + (op == WEAVE_AG_GEMM   ? " AG-GEMM"
                                                      : op == WEAVE_GEMM_RS ? " GEMM-RS"
@@ -122,6 +127,12 @@ void run_case(weave_grid_t grid, cudaStream_t stream, const char* transport, wea
       why = "an execute after the timeout did not say the plan failed";
     }
     WEAVE_TEST_CUDA(cudaStreamSynchronize(stream));
+  }
+  // Started after a peer gave up: the alarm was up before its first wait.
+  if (ok && rank == 1 && late_ms > kTimeoutMs && waited > 0.5 * kTimeoutMs / 1000.0) {
+    ok = false;
+    why = "rank 1 started after rank 0 gave up and still waited " + std::to_string(waited) +
+          " s instead of stopping at the alarm";
   }
   agree(ok, what + ": waits for an absent rank end in WEAVE_ERROR_TIMEOUT within the timeout", why);
   MPI_Barrier(MPI_COMM_WORLD);  // every stream has drained before any rank unmaps
@@ -333,9 +344,11 @@ int main(int argc, char** argv) {
     const char* only = std::getenv("WEAVE_TEST_ONLY");
     if (only && std::string(only) == "capture") return;
     // WEAVE_TEST_ONLY=late: the late rank's cases alone.
-    constexpr int kLateMs = 1200;
-    for (const char* transport : {"copy_engine", "sm"})
-      run_case(grid, stream, transport, WEAVE_AG_GEMM, WEAVE_ALGORITHM_RING, kLateMs);
+    // Late by less than the timeout (the alarm comes during rank 1's wait;
+    // 4 ranks and more) and by more (it was up before; 3 ranks and more).
+    for (int late_ms : {1200, kTimeoutMs + 800})
+      for (const char* transport : {"copy_engine", "sm"})
+        run_case(grid, stream, transport, WEAVE_AG_GEMM, WEAVE_ALGORITHM_RING, late_ms);
     if (only && std::string(only) == "late") return;
     for (const char* transport : {"sm", "copy_engine"})
       for (weave_operation_t op : {WEAVE_AG_GEMM, WEAVE_GEMM_RS, WEAVE_GEMM_AR}) {
