@@ -1,22 +1,21 @@
 // A rank that never calls execute, after the others enqueued stream-ordered
 // transfers that wait on the device for its flags: their device-side waits
-// give up after the plan's timeout (2 s here), their streams drain, the
-// plan reports WEAVE_ERROR_TIMEOUT (weave_plan_get_info's status, then the
-// next execute, naming the step and the peer) and then
-// WEAVE_ERROR_PLAN_FAILED, and every rank destroys the plan. For every
-// operation over the transports that map their peers' memory (sm,
-// copy_engine), overlapped algorithms only; and a rank whose peer gave up
-// before it did (late to its execute: at 4 ranks or more by less than the
-// timeout, at 3 or more by more) reports the timeout too instead of taking
-// what that peer passed on. Over NCCL
-// (run_nccl_case) the NCCL calls that wait for the absent rank are bounded
-// by the same timeout (on the host while NCCL connects, by the watchdog on
-// the GPU), the grid's NCCL communicator is aborted, and the recovery is the
+// give up after the plan's timeout (2 s here), their streams drain, the plan
+// reports WEAVE_ERROR_TIMEOUT (weave_plan_get_info's status, then the next
+// execute, naming the step and the peer) and then WEAVE_ERROR_PLAN_FAILED,
+// and every rank destroys the plan. For every operation over the transports
+// that map their peers' memory (sm, copy_engine), overlapped algorithms only;
+// and a rank whose peer gave up before it did (late to its execute: at 4
+// ranks or more by less than the timeout, at 3 or more by more) reports the
+// timeout too instead of taking what that peer passed on. Over NCCL
+// (run_nccl_case) the NCCL calls that wait for the absent rank are bounded by
+// the same timeout (on the host while NCCL connects, by the watchdog on the
+// GPU), the grid's NCCL communicator is aborted, and the recovery is the
 // documented one: destroy the plan, find a new plan over that grid refused,
 // destroy the grid, and a new grid's plan computes the right result.
-// WEAVE_FLAG_NO_EXECUTE_CHECK lets the others enqueue without waiting for
-// the absent rank on the host. Needs 2 ranks or more, one GPU each; exits
-// with 77 (skipped) otherwise.
+// WEAVE_FLAG_NO_EXECUTE_CHECK lets the others enqueue without waiting for the
+// absent rank on the host. Needs 2 ranks or more, one GPU each; exits with 77
+// (skipped) otherwise.
 #include <mpi.h>
 
 #include <chrono>
@@ -60,7 +59,8 @@ weave_plan_desc_t plan_desc(const PeerProblem& p, weave_algorithm_t algorithm, b
 // and a plan reporting success: it must report WEAVE_ERROR_TIMEOUT too,
 // naming a rank that gave up first (the alarm of device_flags.hpp). Over 3
 // ranks rank 1 sends to the absent rank and its own deadline may come first
-// (it started its wait about when rank 0 did); late by more than the
+// (rank 0's wait for the absent rank's shard may begin only once rank 1's
+// clear to send let rank 0's first send go); late by more than the
 // timeout, it starts after rank 0 gave up, so it must stop at the alarm at
 // once, not after its own timeout, at any number of ranks.
 void run_case(weave_grid_t grid, cudaStream_t stream, const char* transport, weave_operation_t op,
