@@ -1,12 +1,15 @@
 #include "api/calibration.hpp"
 
 #include <algorithm>
+#include <array>
+#include <cstddef>
 #include <chrono>
 #include <cstring>
 #include <functional>
 
 #include "backends/cuda/cuda_entry.hpp"
 #include "backends/host/host_backend.hpp"
+#include "core/checked.hpp"
 #include "core/error.hpp"
 #include "exec/executor.hpp"
 #include "plan/calibration_schedules.hpp"
@@ -58,6 +61,9 @@ class NoTransport final : public transport::Transport {
   bool stream_ordered() const override { return false; }
 };
 
+// The caller's buffers of a schedule (A, B, C, bias, ...; null: none).
+using UserBuffers = std::array<const void*, plan::kFirstWorkspaceBuffer>;
+
 class Runner {
  public:
   Runner(GridState& grid, const GroupView& group, const plan::Resolved& resolved, const WaitBounds& bounds, bool device)
@@ -74,20 +80,21 @@ class Runner {
       transport_ = transport::transport_row(resolved_.transport).make(context);
     }
     transport::Transport& transport = over ? *over : *transport_;
-    exec::ExecutorOptions options;
-    options.bounds = bounds_;
-    options.call = "weave_plan_create (calibration)";
-    options.workspace_owner = backend;
-    exec::Executor executor(schedule, *backend, transport, options);
-    exec::Bindings bindings;
-    bindings.schedule = &schedule;
-    bindings.workspace = backend->workspace();
-    const exec::Scalars scalars{1.0, 0.0};
-    bindings.scalars = scalars;
-    return timed([&] {
-      executor.run(bindings, scalars, nullptr);
-      if (device_) cuda::synchronize(nullptr);
-    });
+    return executes_seconds(schedule, backend, transport, exec::Progress::Tiles, "weave_plan_create (calibration)",
+                            {});
+  }
+
+  // A plan's own schedule, as `resolved` says, over a transport made for it,
+  // bound to `user` (the caller's buffers: A, B, C, ...).
+  double plan_seconds(const plan::Schedule& schedule, const Problem& problem, const plan::Resolved& resolved,
+                      const UserBuffers& user) {
+    std::shared_ptr<exec::ComputeBackend> backend = make_backend(schedule, problem);
+    const transport::TransportContext context{grid_, group_, problem, schedule, resolved, backend->workspace()};
+    std::unique_ptr<transport::Transport> transport = transport::transport_row(resolved.transport).make(context);
+    const exec::Progress progress =
+        resolved.progress == plan::ProgressMode::Thread ? exec::Progress::Thread : exec::Progress::Tiles;
+    return executes_seconds(schedule, backend, *transport, progress,
+                            "weave_plan_create (timing the model's candidates)", user);
   }
 
   // Host only: the median seconds of the GEMM step of `schedule` cut into
@@ -106,6 +113,28 @@ class Runner {
   }
 
  private:
+  // The median seconds of executes of `schedule` (timed()).
+  double executes_seconds(const plan::Schedule& schedule, const std::shared_ptr<exec::ComputeBackend>& backend,
+                          transport::Transport& transport, exec::Progress progress, const char* call,
+                          const UserBuffers& user) {
+    exec::ExecutorOptions options;
+    options.progress = progress;
+    options.bounds = bounds_;
+    options.call = call;
+    options.workspace_owner = backend;
+    exec::Executor executor(schedule, *backend, transport, options);
+    exec::Bindings bindings;
+    bindings.schedule = &schedule;
+    bindings.user = user;
+    bindings.workspace = backend->workspace();
+    const exec::Scalars scalars{1.0, 0.0};
+    bindings.scalars = scalars;
+    return timed([&] {
+      executor.run(bindings, scalars, nullptr);
+      if (device_) cuda::synchronize(nullptr);
+    });
+  }
+
   std::shared_ptr<exec::ComputeBackend> make_backend(const plan::Schedule& schedule, const Problem& problem) const {
     std::shared_ptr<exec::ComputeBackend> backend;
     if (device_) {
@@ -231,7 +260,94 @@ std::shared_ptr<plan::Calibration> measure_links(Runner& runner, const GroupView
   return calibration;
 }
 
+// The bytes of a caller's buffer as `spec` lays it out (0: empty).
+int64_t buffer_bytes(const plan::BufferSpec& spec) {
+  if (spec.rows <= 0 || spec.cols <= 0) return 0;
+  const int64_t lines = spec.order == Order::ColMajor ? spec.cols : spec.rows;
+  return checked_mul(checked_mul(spec.ld, lines, "elements of the trial's ", spec.name),
+                     static_cast<int64_t>(dtype_size(spec.dtype)), "bytes of the trial's ", spec.name);
+}
+
+// Whether every rank of the group has the same candidates to time (the
+// model's inputs are the slowest rank's measurements, so they should; a
+// rank whose machine reports other cores would differ).
+bool same_candidates(const GroupView& group, const std::vector<plan::Candidate>& candidates) {
+  std::vector<double> codes(2 * (plan::kMaxTrials + 1), -1.0);
+  codes[0] = static_cast<double>(candidates.size());
+  for (std::size_t i = 0; i < candidates.size() && i < static_cast<std::size_t>(plan::kMaxTrials); ++i)
+    codes[i + 1] = static_cast<double>(static_cast<int>(candidates[i].algorithm) * 100000 + candidates[i].chunks);
+  const std::size_t half = codes.size() / 2;
+  for (std::size_t i = 0; i < half; ++i) codes[half + i] = -codes[i];
+  const std::vector<double> most = slowest(group, codes);  // max of each code and of its negation
+  for (std::size_t i = 0; i < half; ++i)
+    if (most[i] != -most[half + i]) return false;
+  return true;
+}
+
 }  // namespace
+
+std::shared_ptr<const plan::Capabilities::Trials> time_trials(GridState& grid, const GroupView& group,
+                                                              const Problem& problem, const weave_plan_desc_t& desc,
+                                                              const plan::Environment& env,
+                                                              const plan::Capabilities& caps,
+                                                              const std::vector<plan::Candidate>& candidates,
+                                                              const WaitBounds& bounds) {
+  auto trials = std::make_shared<plan::Capabilities::Trials>();
+  if (!same_candidates(group, candidates)) {
+    trials->not_timed = "the ranks' models named different candidates";
+    return trials;
+  }
+  // Each candidate as a plan asking for it would run.
+  std::vector<plan::Resolved> resolved;
+  std::vector<plan::Schedule> schedules;
+  for (const plan::Candidate& c : candidates) {
+    weave_plan_desc_t asked = desc;
+    asked.algorithm = static_cast<weave_algorithm_t>(static_cast<int>(c.algorithm));
+    asked.chunks_per_shard = c.algorithm == plan::Algorithm::Sequential ? 0 : c.chunks;
+    resolved.push_back(plan::resolve_options(asked, problem, env, caps));
+    schedules.push_back(plan::build_schedule(problem, resolved.back().schedule));
+  }
+  // The caller's buffers, as large as the plan's (the same for every
+  // candidate), filled like the calibration's workspace.
+  int64_t total = 0;
+  std::array<int64_t, plan::kFirstWorkspaceBuffer> sizes{};
+  for (int b = 0; b < plan::kFirstWorkspaceBuffer; ++b) {
+    for (const plan::Schedule& s : schedules)
+      if (b < static_cast<int>(s.buffers.size()))
+        sizes[static_cast<std::size_t>(b)] = std::max(sizes[static_cast<std::size_t>(b)], buffer_bytes(s.buffers[static_cast<std::size_t>(b)]));
+    total = checked_add(total, sizes[static_cast<std::size_t>(b)], "bytes of the trial's buffers");
+  }
+  // Over this, the trials would need more memory than a plan should take
+  // unasked at creation.
+  constexpr int64_t kTrialMaxBytes = int64_t{1} << 30;
+  std::vector<double> too_large{total > kTrialMaxBytes ? 1.0 : 0.0};
+  if (slowest(group, too_large)[0] > 0) {
+    trials->not_timed = str("their buffers would take more than ", kTrialMaxBytes >> 20, " MiB on some rank");
+    return trials;
+  }
+  std::vector<std::unique_ptr<std::byte[]>> storage;
+  UserBuffers user{};
+  for (int b = 0; b < plan::kFirstWorkspaceBuffer; ++b) {
+    const auto bytes = static_cast<std::size_t>(std::max<int64_t>(sizes[static_cast<std::size_t>(b)], 64));
+    storage.push_back(std::make_unique<std::byte[]>(bytes));
+    std::memset(storage.back().get(), kFillByte, bytes);
+    user[static_cast<std::size_t>(b)] = storage.back().get();
+  }
+  const bool device = problem.memory == Memory::Device;
+  if (device) fail(WEAVE_ERROR_INTERNAL, "device plans are not timed at plan creation");
+  std::vector<double> times;
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    Runner runner(grid, group, resolved[i], bounds, device);
+    times.push_back(runner.plan_seconds(schedules[i], problem, resolved[i], user));
+  }
+  const std::vector<double> t = slowest(group, times);
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    plan::Candidate measured = candidates[i];
+    measured.seconds = t[i];
+    trials->measured.push_back(measured);
+  }
+  return trials;
+}
 
 std::shared_ptr<const plan::Calibration> calibrate(GridState& grid, const GroupView& group, const Problem& problem,
                                                    const plan::Resolved& resolved, const NodeLayout& nodes,

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <memory>
+#include <vector>
 
 #include "core/grid.hpp"
 #include "core/nodes.hpp"
@@ -23,5 +24,21 @@ namespace weave::internal {
 std::shared_ptr<const plan::Calibration> calibrate(GridState& grid, const GroupView& group, const Problem& problem,
                                                    const plan::Resolved& resolved, const NodeLayout& nodes,
                                                    const WaitBounds& bounds);
+
+// Plan creation's trials: each of the model's close `candidates`
+// (Resolved::wants_trials) resolved as a plan asking for it would be (its
+// algorithm and chunks in `desc`), built, and run on buffers of the plan's
+// shapes filled like the calibration's workspace, timed like the
+// calibration (a warm-up, the median of three executes); every rank gets
+// the slowest rank's times. Host plans only. Not timed (and `not_timed`
+// says why) where the buffers would take more than 1 GiB on some rank or
+// the ranks' candidates differ. Collective over the group; bounded by the
+// plan's timeout like an execute.
+std::shared_ptr<const plan::Capabilities::Trials> time_trials(GridState& grid, const GroupView& group,
+                                                              const Problem& problem, const weave_plan_desc_t& desc,
+                                                              const plan::Environment& env,
+                                                              const plan::Capabilities& caps,
+                                                              const std::vector<plan::Candidate>& candidates,
+                                                              const WaitBounds& bounds);
 
 }  // namespace weave::internal

@@ -225,6 +225,15 @@ std::unique_ptr<Plan> Plan::create(const std::shared_ptr<GridState>& grid, const
     });
     agree_on_errors(grid->channel(), [&] { plan->resolved_ = plan::resolve_options(desc, plan->problem_, env, caps); });
   }
+  // Where the model's closest candidates are too close for it to tell
+  // apart, the plan times them and resolves once more.
+  if (!plan->resolved_.wants_trials.empty()) {
+    agree_on_errors(grid->channel(), [&] {
+      caps.trials = time_trials(*grid, plan->group_, plan->problem_, desc, env, caps, plan->resolved_.wants_trials,
+                                plan->bounds_);
+    });
+    agree_on_errors(grid->channel(), [&] { plan->resolved_ = plan::resolve_options(desc, plan->problem_, env, caps); });
+  }
   agree_on_errors(grid->channel(), [&] {
     plan->schedule_ = plan::build_schedule(plan->problem_, plan->resolved_.schedule);
     // WEAVE_LOG and WEAVE_TRACE time every execute: as WEAVE_FLAG_TRACE does.

@@ -34,11 +34,6 @@ std::string milliseconds(double seconds) {
   return text;
 }
 
-std::string candidate_name(const Candidate& c) {
-  if (c.algorithm == Algorithm::Sequential) return algorithm_name(c.algorithm);
-  return str(algorithm_name(c.algorithm), "/", c.chunks);
-}
-
 double max_count(const Split& s) {
   int64_t most = 0;
   for (int64_t c : s.counts()) most = std::max(most, c);
@@ -46,6 +41,18 @@ double max_count(const Split& s) {
 }
 
 }  // namespace
+
+std::string candidate_name(const Candidate& c) {
+  if (c.algorithm == Algorithm::Sequential) return algorithm_name(c.algorithm);
+  return str(algorithm_name(c.algorithm), "/", c.chunks);
+}
+
+std::string candidate_times(const std::vector<Candidate>& candidates) {
+  std::string text;
+  for (const Candidate& c : candidates)
+    text += str(text.empty() ? "" : ", ", candidate_name(c), " ", milliseconds(c.seconds));
+  return text;
+}
 
 std::string Calibration::summary() const {
   std::string text = str("GEMM ", gemm_flops_per_s / 1e9, " GFLOP/s",
@@ -161,7 +168,7 @@ double predict_seconds(const Problem& p, const ScheduleOptions& o, Algorithm alg
 
 ModelChoice choose_by_model(const Problem& p, const ScheduleOptions& o, const std::vector<Algorithm>& algorithms,
                             int chunks, int ring_chunks, const Calibration& cal, const NodeLayout& nodes,
-                            Algorithm incumbent) {
+                            Algorithm incumbent, double band) {
   ModelChoice choice;
   auto add = [&](Algorithm a, int c) {
     choice.candidates.push_back(Candidate{a, c, predict_seconds(p, o, a, c, cal, nodes)});
@@ -189,9 +196,7 @@ ModelChoice choose_by_model(const Problem& p, const ScheduleOptions& o, const st
     if (c.seconds < best->seconds) best = &c;
     if (c.algorithm == incumbent && (!incumbent_best || c.seconds < incumbent_best->seconds)) incumbent_best = &c;
   }
-  std::string predicted;
-  for (const Candidate& c : choice.candidates)
-    predicted += str(predicted.empty() ? "" : ", ", candidate_name(c), " ", milliseconds(c.seconds));
+  const std::string predicted = candidate_times(choice.candidates);
   const double keep = 1 - kModelOverlapMargin;
   // Another algorithm than the incumbent must beat it by the margin too.
   if (best != &sequential && incumbent_best && incumbent_best != &sequential &&
@@ -205,7 +210,43 @@ ModelChoice choose_by_model(const Problem& p, const ScheduleOptions& o, const st
     choice.chosen = *best;
     choice.why = str(candidate_name(*best), " chosen by the model (predicted ms: ", predicted, ")");
   }
+  // The candidates too close to tell apart: each algorithm's fastest depth
+  // within the band of the fastest prediction, the chosen one among them.
+  const double fastest = std::min_element(choice.candidates.begin(), choice.candidates.end(),
+                                          [](const Candidate& x, const Candidate& y) { return x.seconds < y.seconds; })
+                             ->seconds;
+  std::vector<Candidate> close{choice.chosen};
+  for (const Candidate& c : choice.candidates) {
+    if (c.algorithm == choice.chosen.algorithm || c.seconds > band * fastest) continue;
+    auto same = std::find_if(close.begin(), close.end(), [&](const Candidate& x) { return x.algorithm == c.algorithm; });
+    if (same == close.end())
+      close.push_back(c);
+    else if (c.seconds < same->seconds)
+      *same = c;
+  }
+  std::stable_sort(close.begin(), close.end(), [](const Candidate& x, const Candidate& y) { return x.seconds < y.seconds; });
+  if (static_cast<int>(close.size()) > kMaxTrials) {
+    // Keep the chosen one and the closest others.
+    std::vector<Candidate> kept{choice.chosen};
+    for (const Candidate& c : close)
+      if (c.algorithm != choice.chosen.algorithm && static_cast<int>(kept.size()) < kMaxTrials) kept.push_back(c);
+    std::stable_sort(kept.begin(), kept.end(), [](const Candidate& x, const Candidate& y) { return x.seconds < y.seconds; });
+    close = kept;
+  }
+  if (close.size() > 1) choice.close = close;
   return choice;
+}
+
+Candidate choose_by_trials(const std::vector<Candidate>& measured) {
+  if (measured.empty()) fail(WEAVE_ERROR_INTERNAL, "a choice among no timed candidates");
+  const Candidate* fastest = &measured.front();
+  const Candidate* sequential = nullptr;
+  for (const Candidate& c : measured) {
+    if (c.seconds < fastest->seconds) fastest = &c;
+    if (c.algorithm == Algorithm::Sequential) sequential = &c;
+  }
+  if (sequential && fastest->seconds > (1 - kTrialMargin) * sequential->seconds) return *sequential;
+  return *fastest;
 }
 
 }  // namespace weave::internal::plan

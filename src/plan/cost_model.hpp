@@ -85,8 +85,12 @@ constexpr double kModelOverlapMargin = 0.10;
 struct Candidate {
   Algorithm algorithm = Algorithm::Sequential;
   int chunks = 1;
-  double seconds = 0;  // predicted
+  double seconds = 0;  // predicted (or, for a trial, measured)
 };
+// "sequential", "ring/2", ...: how describe names a candidate.
+std::string candidate_name(const Candidate& candidate);
+// "ring/2 61.2, hierarchical/2 74.1": candidates with their times in ms.
+std::string candidate_times(const std::vector<Candidate>& candidates);
 
 // The predicted time of `algorithm` with `chunks` per shard for `problem`
 // (the slowest rank's share), moving reductions as `options` says (its
@@ -94,10 +98,40 @@ struct Candidate {
 double predict_seconds(const Problem& problem, const ScheduleOptions& options, Algorithm algorithm, int chunks,
                        const Calibration& calibration, const NodeLayout& nodes);
 
+// The model's predictions are close to the truth in shape, not in detail:
+// on the host over TCP (2 emulated nodes of 2 ranks, doc/performance.md) it
+// predicted the hierarchical reductions 0-15% faster than the ring where
+// the ring measured 12-26% faster, and its absolute times were 20-60% low.
+// Candidates predicted within this factor of the fastest are too close for
+// it to tell apart: a plan times them (plan creation's trials,
+// api/calibration.hpp) where that is affordable (kTrialMinSeconds,
+// kTrialBudgetSeconds).
+constexpr double kTrialBand = 1.5;
+// At most this many candidates are timed (the fastest predicted depth of
+// each algorithm, the closest first).
+constexpr int kMaxTrials = 3;
+// Plans whose fastest candidate is predicted below this are not timed
+// (WEAVE_CALIBRATE=time times them): what a wrong guess costs there is less
+// than the trials would.
+constexpr double kTrialMinSeconds = 2e-3;
+// Nor plans whose trials (a warm-up and three timed executes of each
+// candidate) are predicted to take longer than this in all (the model's
+// times run low: on the host over TCP they took up to twice as long).
+constexpr double kTrialBudgetSeconds = 4.0;
+constexpr int kTrialRunsPerCandidate = 4;
+// Of the timed candidates the fastest runs, but an overlapped plan only if
+// it measured at least this much faster than the sequential plan where that
+// was timed too (two timings of one plan differ by about this much).
+constexpr double kTrialMargin = 0.02;
+
 struct ModelChoice {
   Candidate chosen;
   std::vector<Candidate> candidates;  // every one predicted, sequential first
   std::string why;                    // for describe
+  // The chosen candidate and the other algorithms' fastest depths predicted
+  // within the band (kTrialBand) of the fastest, the fastest first, at most
+  // kMaxTrials: the candidates worth timing (one alone: nothing to time).
+  std::vector<Candidate> close;
 };
 
 // The choice among `algorithms` (sequential is always a candidate): the
@@ -106,9 +140,16 @@ struct ModelChoice {
 // measured rules would run) also only if it is that much faster than the
 // incumbent's best. `chunks` > 0 fixes the chunks per shard; 0 lets the
 // model pick among the usual depths (ring: `ring_chunks`).
+// `band`: what ModelChoice::close takes (kTrialBand; infinity: the
+// kMaxTrials fastest algorithms however far apart).
 ModelChoice choose_by_model(const Problem& problem, const ScheduleOptions& options,
                             const std::vector<Algorithm>& algorithms, int chunks, int ring_chunks,
                             const Calibration& calibration, const NodeLayout& nodes,
-                            Algorithm incumbent = Algorithm::Sequential);
+                            Algorithm incumbent = Algorithm::Sequential, double band = kTrialBand);
+
+// The choice among timed candidates (seconds measured): the fastest, but
+// the sequential plan where it was timed and the fastest overlapped plan is
+// not kTrialMargin faster. `measured` is not empty.
+Candidate choose_by_trials(const std::vector<Candidate>& measured);
 
 }  // namespace weave::internal::plan

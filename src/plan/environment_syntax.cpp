@@ -29,7 +29,7 @@ const std::vector<VariableSyntax>& variable_syntax() {
       {"WEAVE_ALL_GATHER_LAG", {"after_reduce", "1", "2"}},
       {"WEAVE_OWN_PRODUCT", {"summed", "accumulates"}},
       {"WEAVE_PANEL_WIDTH", {}, 1, int64_t{1} << 40},
-      {"WEAVE_CALIBRATE", {"1", "0"}},
+      {"WEAVE_CALIBRATE", {"1", "0", "model", "time"}},
       {"WEAVE_GEMM_TUNING", {"on", "off"}},
       {"WEAVE_GEMM_BANDS", {}, 0, kMaxGemmBands},
       {"WEAVE_FP8_GEMM", {"cutlass", "cublaslt"}},

@@ -6,6 +6,7 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <memory>
 
 #include "core/checked.hpp"
@@ -502,8 +503,18 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
         // chooses, from a calibration at plan creation (plan/cost_model.hpp).
         const bool model_applies = own_collectives_anywhere && !reductions_across_nodes &&
                                    (r.backend == Backend::Host || caps.nodes.nodes > 1);
+        // WEAVE_CALIBRATE: 1 (the model, timing its close candidates where
+        // affordable), model (the model alone), time (timing its fastest
+        // kMaxTrials algorithms, however far apart and however small or
+        // large the plan), 0 (neither: the measured rules).
+        enum class Trials { Affordable, Never, Always };
         bool calibrate = true;
-        env_choice<bool>(env, "WEAVE_CALIBRATE", {{"1", true}, {"0", false}}, &calibrate);
+        Trials trials = Trials::Affordable;
+        env_choice<bool>(env, "WEAVE_CALIBRATE", {{"1", true}, {"0", false}, {"model", true}, {"time", true}}, &calibrate);
+        env_choice<Trials>(env, "WEAVE_CALIBRATE",
+                           {{"1", Trials::Affordable}, {"0", Trials::Never}, {"model", Trials::Never},
+                            {"time", Trials::Always}},
+                           &trials);
         const bool too_small = r.backend == Backend::Cuda && problem.group_size > 1 && flops < min_flops &&
                                !across_nodes_rule_applies;
         const double k_per_peer = direct_all_reduce_k_per_peer(problem);  // the reductions' rules below
@@ -588,10 +599,38 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
           if (r.backend == Backend::Host && caps.cores_per_rank < 2) measured.overlap_efficiency = 0;
           const ModelChoice choice =
               choose_by_model(problem, reduce_flags, candidates, asked_chunks,
-                              default_chunks(problem, r.backend, Algorithm::Ring, false), measured, caps.nodes, incumbent);
-          algorithm = static_cast<int>(choice.chosen.algorithm);
-          model_chunks = choice.chosen.chunks;
-          notes += str(" ", choice.why, "; calibrated at plan creation: ", measured.summary(), ";");
+                              default_chunks(problem, r.backend, Algorithm::Ring, false), measured, caps.nodes, incumbent,
+                              trials == Trials::Always ? std::numeric_limits<double>::infinity() : kTrialBand);
+          Candidate chosen = choice.chosen;
+          if (caps.trials && !caps.trials->measured.empty()) {
+            chosen = choose_by_trials(caps.trials->measured);
+            notes += str(" ", candidate_name(chosen), " chosen by timing the model's closest candidates at plan "
+                         "creation (measured ms, slowest rank: ", candidate_times(caps.trials->measured),
+                         "); before timing, ", choice.why, ";");
+          } else {
+            notes += str(" ", choice.why, ";");
+            if (caps.trials) {
+              notes += str(" its close candidates not timed: ", caps.trials->not_timed, ";");
+            } else if (choice.close.size() > 1) {
+              double trial_seconds = 0;
+              for (const Candidate& c : choice.close) trial_seconds += kTrialRunsPerCandidate * c.seconds;
+              const double fastest = choice.close.front().seconds;
+              if (trials == Trials::Never)
+                notes += " its close candidates not timed (WEAVE_CALIBRATE=model);";
+              else if (r.backend != Backend::Host)
+                notes += " its close candidates not timed: device plans are not timed at plan creation;";
+              else if (trials == Trials::Affordable && fastest < kTrialMinSeconds)
+                notes += str(" its close candidates not timed: predicted below ", kTrialMinSeconds * 1e3, " ms;");
+              else if (trials == Trials::Affordable && trial_seconds > kTrialBudgetSeconds)
+                notes += str(" its close candidates not timed: their trials would take ", trial_seconds,
+                             " s, over ", kTrialBudgetSeconds, ";");
+              else
+                r.wants_trials = choice.close;
+            }
+          }
+          algorithm = static_cast<int>(chosen.algorithm);
+          model_chunks = chosen.chunks;
+          notes += str(" calibrated at plan creation: ", measured.summary(), ";");
         } else if (problem.operation == Operation::GemmAr && r.backend == Backend::Cuda && P > 2 &&
                    measured == Algorithm::Direct && k_per_peer < kDirectAllReduceMinKPerPeer &&
                    sequential_moves_no_more) {

@@ -122,6 +122,10 @@ struct Resolved {
   // The algorithm is left to the model, which needs the calibration of
   // Capabilities::calibration: the plan measures it and resolves again.
   bool wants_calibration = false;
+  // The model's candidates too close for it to tell apart (ModelChoice::
+  // close), to be timed at plan creation (Capabilities::trials), after
+  // which the plan resolves again; empty: nothing to time.
+  std::vector<Candidate> wants_trials;
 };
 
 // What this build contains and what the machine offers.
@@ -142,6 +146,14 @@ struct Capabilities {
   // What the plan's backend and transport were measured to do over its
   // group (api/calibration.hpp); null until measured.
   std::shared_ptr<const Calibration> calibration;
+  // Resolved::wants_trials timed (api/calibration.hpp): each candidate's
+  // seconds, the slowest rank's median; or, where they could not be timed,
+  // none and why not. Null until timed.
+  struct Trials {
+    std::vector<Candidate> measured;
+    std::string not_timed;  // why not, for describe
+  };
+  std::shared_ptr<const Trials> trials;
   // Where SM-driven transfers beat the copy engines on this machine.
   std::vector<SmTransferRule> sm_transfer_rules = default_sm_transfer_rules();
 };

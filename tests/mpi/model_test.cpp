@@ -1,7 +1,9 @@
 // Plans that leave the algorithm to Weave over more than one rank calibrate
 // at creation and say what the model chose and from what (weave_plan_describe),
-// with the algorithm they report in weave_plan_get_info; WEAVE_CALIBRATE=0
-// skips the calibration and says so; any other value than 0 or 1 is
+// with the algorithm they report in weave_plan_get_info; WEAVE_CALIBRATE=time
+// times the model's closest candidates however small the plan and runs the
+// fastest, WEAVE_CALIBRATE=model says it did not time them,
+// WEAVE_CALIBRATE=0 skips the calibration and says so; any other value is
 // WEAVE_ERROR_INVALID_VALUE on every rank. Public C API only.
 // Usage: mpiexec -n P weave_model_test
 #include <mpi.h>
@@ -141,6 +143,33 @@ int main(int argc, char** argv) {
   } else {
     expect(!contains(made.description, "calibrated"), "one rank calibrated: " + made.description);
   }
+
+  // The reductions' ring and direct exchange are predicted alike on the
+  // host: WEAVE_CALIBRATE=time times them and says what it measured.
+  setenv("WEAVE_CALIBRATE", "time", 1);
+  made = make(grid);
+  expect(made.status == WEAVE_SUCCESS, "plan creation with WEAVE_CALIBRATE=time: " + made.error);
+  if (g_size > 1) {
+    const std::string word = algorithm_word(made.algorithm);
+    expect(contains(made.description, "chosen by timing the model's closest candidates at plan creation (measured ms"),
+           "WEAVE_CALIBRATE=time timed nothing: " + made.description);
+    // "...; ring/2 chosen by timing ...": the name before it is info's.
+    const std::size_t at = made.description.find(" chosen by timing");
+    const std::size_t from = made.description.rfind(' ', at == std::string::npos ? 0 : at - 1);
+    const std::string named = at == std::string::npos || from == std::string::npos
+                                  ? std::string()
+                                  : made.description.substr(from + 1, at - from - 1);
+    expect(named.substr(0, named.find('/')) == word, "info says " + word + ", describe: " + made.description);
+  }
+  setenv("WEAVE_CALIBRATE", "model", 1);
+  made = make(grid);
+  expect(made.status == WEAVE_SUCCESS, "plan creation with WEAVE_CALIBRATE=model: " + made.error);
+  // (Where the model had close candidates, it says it did not time them.)
+  if (g_size > 1)
+    expect(!contains(made.description, "chosen by timing") &&
+               (!contains(made.description, "not timed") ||
+                contains(made.description, "not timed (WEAVE_CALIBRATE=model)")),
+           "WEAVE_CALIBRATE=model timed: " + made.description);
 
   setenv("WEAVE_CALIBRATE", "0", 1);
   made = make(grid);

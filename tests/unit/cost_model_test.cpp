@@ -256,6 +256,54 @@ TEST(CostModel, SharedPathFractionFromThreeTimes) {
   EXPECT_DOUBLE_EQ(shared_path_fraction(0.0, 1.0, 1.0), 0.0);  // nothing measured
 }
 
+// Candidates predicted within kTrialBand of the fastest are listed for
+// timing (each algorithm's fastest depth, the chosen one among them, the
+// fastest first, at most kMaxTrials); one that stands out lists none.
+TEST(CostModel, ListsTheCandidatesTooCloseToTell) {
+  const std::vector<Algorithm> all{Algorithm::Ring, Algorithm::Pipelined, Algorithm::Direct};
+  const auto rs = problem(Operation::GemmRs, 4, 8192, 8192, 8192);
+  // The ring and the direct exchange move the same bytes the same way:
+  // predicted alike, so both are listed, once each.
+  ModelChoice c = choose_by_model(rs, {}, all, 0, 2, machine(2000, 20, 2), one_node(4));
+  ASSERT_GE(c.close.size(), 2u) << c.why;
+  EXPECT_LE(static_cast<int>(c.close.size()), kMaxTrials);
+  bool chosen_listed = false;
+  for (std::size_t i = 0; i < c.close.size(); ++i) {
+    EXPECT_LE(c.close[i].seconds, kTrialBand * c.close.front().seconds);
+    if (i > 0) {
+      EXPECT_LE(c.close[i - 1].seconds, c.close[i].seconds);
+    }
+    for (std::size_t j = 0; j < i; ++j) EXPECT_NE(c.close[i].algorithm, c.close[j].algorithm);
+    chosen_listed |= c.close[i].algorithm == c.chosen.algorithm && c.close[i].chunks == c.chosen.chunks;
+  }
+  EXPECT_TRUE(chosen_listed);
+  // The GEMM takes all the time and every plan is predicted alike: the
+  // sequential plan chosen, the others listed beside it.
+  c = choose_by_model(rs, {}, all, 0, 2, machine(1, 100, 100), one_node(4));
+  EXPECT_EQ(c.chosen.algorithm, Algorithm::Sequential);
+  EXPECT_EQ(static_cast<int>(c.close.size()), kMaxTrials);
+  // One algorithm far ahead of every other: nothing to time.
+  c = choose_by_model(rs, {}, {Algorithm::Ring}, 0, 2, machine(2000, 50, 0.05), one_node(4));
+  EXPECT_EQ(c.chosen.algorithm, Algorithm::Ring) << c.why;
+  EXPECT_TRUE(c.close.empty()) << c.why;
+}
+
+// The fastest timed candidate runs, but an overlapped plan only if it beat
+// a timed sequential plan by kTrialMargin.
+TEST(CostModel, TrialsChooseTheFastestMeasured) {
+  const std::vector<Candidate> timed{{Algorithm::Hierarchical, 2, 0.080}, {Algorithm::Ring, 2, 0.062},
+                                     {Algorithm::Direct, 1, 0.069}};
+  Candidate c = choose_by_trials(timed);
+  EXPECT_EQ(c.algorithm, Algorithm::Ring);
+  EXPECT_EQ(c.chunks, 2);
+  EXPECT_DOUBLE_EQ(c.seconds, 0.062);
+  c = choose_by_trials({{Algorithm::Ring, 2, 0.099}, {Algorithm::Sequential, 1, 0.100}});
+  EXPECT_EQ(c.algorithm, Algorithm::Sequential);
+  c = choose_by_trials({{Algorithm::Ring, 2, 0.090}, {Algorithm::Sequential, 1, 0.100}});
+  EXPECT_EQ(c.algorithm, Algorithm::Ring);
+  EXPECT_THROW(choose_by_trials({}), weave::internal::Error);
+}
+
 // --- The planner's use of it ----------------------------------------------
 
 Capabilities host_caps() {
@@ -308,6 +356,46 @@ TEST(PlannerModel, HostPlansAskForACalibrationThenFollowTheModel) {
   EXPECT_NE(r.notes.find("a ring direction was asked for"), std::string::npos) << r.notes;
   r = resolve_options(desc, rs, {{"WEAVE_DIRECTION", "bidirectional"}}, caps);
   EXPECT_TRUE(r.schedule.algorithm == Algorithm::Ring || r.schedule.algorithm == Algorithm::Sequential) << r.notes;
+  // Candidates too close for the model to tell apart (the ring and the
+  // direct exchange on a fast point-to-point link) are timed where the
+  // plan is predicted to take long enough; then the fastest measured runs.
+  const auto mid = problem(Operation::GemmRs, 4, 1024, 1024, 1024);
+  caps.calibration = std::make_shared<Calibration>(machine(20, 20, 2));
+  r = resolve_options(desc, mid, {}, caps);
+  ASSERT_GE(r.wants_trials.size(), 2u) << r.notes;
+  Capabilities::Trials timed;
+  timed.measured = r.wants_trials;
+  for (Candidate& c : timed.measured) c.seconds = c.algorithm == Algorithm::Direct ? 0.5 : 1.0;
+  caps.trials = std::make_shared<Capabilities::Trials>(timed);
+  r = resolve_options(desc, mid, {}, caps);
+  EXPECT_TRUE(r.wants_trials.empty());
+  EXPECT_EQ(r.schedule.algorithm, Algorithm::Direct) << r.notes;
+  EXPECT_NE(r.notes.find("chosen by timing the model's closest candidates"), std::string::npos) << r.notes;
+  for (Candidate& c : timed.measured) c.seconds = c.algorithm == Algorithm::Ring ? 0.5 : 1.0;
+  caps.trials = std::make_shared<Capabilities::Trials>(timed);
+  EXPECT_EQ(resolve_options(desc, mid, {}, caps).schedule.algorithm, Algorithm::Ring);
+  // Not timed: why, and the model's choice stands.
+  caps.trials = std::make_shared<Capabilities::Trials>(Capabilities::Trials{{}, "a reason"});
+  r = resolve_options(desc, mid, {}, caps);
+  EXPECT_TRUE(r.wants_trials.empty());
+  EXPECT_NE(r.notes.find("not timed: a reason"), std::string::npos) << r.notes;
+  caps.trials = nullptr;
+  r = resolve_options(desc, mid, {{"WEAVE_CALIBRATE", "model"}}, caps);
+  EXPECT_TRUE(r.wants_trials.empty());
+  EXPECT_NE(r.notes.find("not timed (WEAVE_CALIBRATE=model)"), std::string::npos) << r.notes;
+  // Too small to be worth timing, unless WEAVE_CALIBRATE=time.
+  const auto small = problem(Operation::GemmRs, 4, 64, 64, 64);
+  r = resolve_options(desc, small, {}, caps);
+  EXPECT_TRUE(r.wants_trials.empty());
+  EXPECT_NE(r.notes.find("not timed: predicted below"), std::string::npos) << r.notes;
+  EXPECT_GE(resolve_options(desc, small, {{"WEAVE_CALIBRATE", "time"}}, caps).wants_trials.size(), 2u);
+  // Too large: the trials would take longer than their budget.
+  caps.calibration = std::make_shared<Calibration>(machine(0.02, 20, 2));
+  r = resolve_options(desc, mid, {}, caps);
+  EXPECT_TRUE(r.wants_trials.empty());
+  EXPECT_NE(r.notes.find("their trials would take"), std::string::npos) << r.notes;
+  EXPECT_GE(resolve_options(desc, mid, {{"WEAVE_CALIBRATE", "time"}}, caps).wants_trials.size(), 2u);
+  caps.calibration = std::make_shared<Calibration>(machine(2000, 2, 20));
   // WEAVE_CALIBRATE=0: no calibration, the measured rule (the ring).
   caps.calibration = nullptr;
   r = resolve_options(desc, rs, {{"WEAVE_CALIBRATE", "0"}}, caps);
