@@ -153,6 +153,8 @@
 #                    nodes with the ring, pipelined and hierarchical plans as variants
 #                    (host-tcp.*). Runs whether or not GPU_BENCH does.
 #   HOST_BENCH_ARGS  extra weave-bench arguments of both (e.g. "--iterations 5")
+#   HOST_BENCH_PARTS which of the two run (default "gemm tcp"; "tcp": the host
+#                    preset over TCP alone)
 #   EMULATE_NODES    network, host-staged or both: also run as 2 emulated nodes
 #                    (scripts/emulate-nodes.sh; 1 GPU each on 2 GPUs, 2 each
 #                    where 4 GPUs or more exist): the gpu-emulated tests (the
@@ -589,17 +591,21 @@ run_host_bench() {
   local ranks=${HOST_RANKS:-4} threads=${HOST_BLAS_THREADS:-4} dtype
   local launcher=(mpirun -np "$ranks" --allow-run-as-root --oversubscribe --bind-to none -x LD_LIBRARY_PATH
     -x OPENBLAS_NUM_THREADS)
+  # WEAVE_LOG set: every plan's description (the model's choice) in the output.
+  if [ -n "${WEAVE_LOG:-}" ]; then launcher+=(-x WEAVE_LOG); fi
   export OPENBLAS_NUM_THREADS=$threads
   grep -q "WEAVE_BENCH_SCALAPACK=1" "$BUILD_DIR/build.ninja" 2>/dev/null ||
     say "HOST_BENCH: the benchmark has no ScaLAPACK (libscalapack-openmpi debs not in .deps/debs): no pdgemm column"
+  local parts=" ${HOST_BENCH_PARTS:-gemm tcp} "
   for dtype in f64 c128; do
+    [[ "$parts" == *" gemm "* ]] || break
     say "host WEAVE_GEMM, $dtype, $ranks ranks x $threads BLAS threads (budget ${BENCH_TIMEOUT:-300} s)"
     # shellcheck disable=SC2086
     timeout "${BENCH_TIMEOUT:-300}" "${launcher[@]}" "$BUILD_DIR/bench/weave-bench" --backend host --ops gemm \
       --dtype "$dtype" --grids 2x2 --blocks 64,256 --json "$OUT/host-gemm2d-$dtype.json" ${HOST_BENCH_ARGS:-} 2>&1 |
       tee "$OUT/host-gemm2d-$dtype.txt" || say "host weave-bench --ops gemm ($dtype) failed or ran out of time"
   done
-  if [ $((ranks % 2)) -eq 0 ]; then
+  if [ $((ranks % 2)) -eq 0 ] && [[ "$parts" == *" tcp "* ]]; then
     say "host preset over TCP, 2 emulated nodes of $((ranks / 2)) rank(s)"
     # shellcheck disable=SC2086
     WEAVE_EMULATED_NODES=2 timeout "${BENCH_TIMEOUT:-300}" "${launcher[@]}" -x WEAVE_EMULATED_NODES \
