@@ -155,6 +155,7 @@
 #   HOST_BENCH_ARGS  extra weave-bench arguments of both (e.g. "--iterations 5")
 #   HOST_BENCH_PARTS which of the two run (default "gemm tcp"; "tcp": the host
 #                    preset over TCP alone)
+#   HOST_BENCH_LOG   WEAVE_LOG for those runs (e.g. info: every plan's description)
 #   EMULATE_NODES    network, host-staged or both: also run as 2 emulated nodes
 #                    (scripts/emulate-nodes.sh; 1 GPU each on 2 GPUs, 2 each
 #                    where 4 GPUs or more exist): the gpu-emulated tests (the
@@ -591,8 +592,8 @@ run_host_bench() {
   local ranks=${HOST_RANKS:-4} threads=${HOST_BLAS_THREADS:-4} dtype
   local launcher=(mpirun -np "$ranks" --allow-run-as-root --oversubscribe --bind-to none -x LD_LIBRARY_PATH
     -x OPENBLAS_NUM_THREADS)
-  # WEAVE_LOG set: every plan's description (the model's choice) in the output.
-  if [ -n "${WEAVE_LOG:-}" ]; then launcher+=(-x WEAVE_LOG); fi
+  # HOST_BENCH_LOG=info: every plan's description (the model's choice) in the output.
+  if [ -n "${HOST_BENCH_LOG:-}" ]; then launcher+=(-x "WEAVE_LOG=$HOST_BENCH_LOG"); fi
   export OPENBLAS_NUM_THREADS=$threads
   grep -q "WEAVE_BENCH_SCALAPACK=1" "$BUILD_DIR/build.ninja" 2>/dev/null ||
     say "HOST_BENCH: the benchmark has no ScaLAPACK (libscalapack-openmpi debs not in .deps/debs): no pdgemm column"
