@@ -171,6 +171,7 @@
 #   EMULATED_BENCH   0 to skip the emulated benchmark (default 1)
 #   EMULATED_BENCH_ARGS  its weave-bench arguments (default
 #                    "--preset tp --iterations 5 --warmup 2")
+#   EMULATED_BENCH_LOG   WEAVE_LOG for that benchmark (e.g. info: every plan's description)
 #   EMULATED_VARIANTS    its variants (default nccl/auto/0/ring,nccl/auto/0/pipelined,
 #                    and nccl/auto/0/hierarchical on 2 x 2)
 #   EMULATED_DTYPES  element types of the emulated benchmark, each one run
@@ -678,6 +679,7 @@ emulated $network: $(grep -E "tests passed|tests failed" "$log" | tail -n 1) (lo
     if [ -z "${EMULATED_VARIANTS:-}" ] && [ "$ranks" -ge 4 ]; then variants="$variants,nccl/auto/0/hierarchical"; fi
     local launcher=(mpirun -np "$ranks" --allow-run-as-root --oversubscribe --bind-to none)
     for variable in "${FORWARDED[@]}" WEAVE_EMULATED_NODES WEAVE_EMULATED_NETWORK; do launcher+=(-x "$variable"); done
+    if [ -n "${EMULATED_BENCH_LOG:-}" ]; then launcher+=(-x "WEAVE_LOG=$EMULATED_BENCH_LOG"); fi
     local dtype
     for dtype in ${EMULATED_DTYPES:-bf16}; do
       local name="bench-${ranks}gpu-emulated-$network" type_args=(--dtype "$dtype")

@@ -317,24 +317,31 @@ std::shared_ptr<const plan::Capabilities::Trials> time_trials(GridState& grid, c
         sizes[static_cast<std::size_t>(b)] = std::max(sizes[static_cast<std::size_t>(b)], buffer_bytes(s.buffers[static_cast<std::size_t>(b)]));
     total = checked_add(total, sizes[static_cast<std::size_t>(b)], "bytes of the trial's buffers");
   }
-  // Over this, the trials would need more memory than a plan should take
-  // unasked at creation.
-  constexpr int64_t kTrialMaxBytes = int64_t{1} << 30;
-  std::vector<double> too_large{total > kTrialMaxBytes ? 1.0 : 0.0};
+  // Over this (and, on a GPU, over a quarter of its free memory) the trials
+  // would need more memory than a plan should take unasked at creation.
+  const bool device = problem.memory == Memory::Device;
+  constexpr int64_t kTrialMaxBytes = int64_t{2} << 30;
+  int64_t limit = kTrialMaxBytes;
+  if (device) limit = std::min<int64_t>(limit, static_cast<int64_t>(cuda::free_device_bytes() / 4));
+  std::vector<double> too_large{total > limit ? 1.0 : 0.0};
   if (slowest(group, too_large)[0] > 0) {
-    trials->not_timed = str("their buffers would take more than ", kTrialMaxBytes >> 20, " MiB on some rank");
+    trials->not_timed = str("their buffers would take more than ", kTrialMaxBytes >> 20, " MiB",
+                            device ? " or a quarter of the GPU's free memory" : "", " on some rank");
     return trials;
   }
-  std::vector<std::unique_ptr<std::byte[]>> storage;
+  std::vector<std::shared_ptr<void>> storage;
   UserBuffers user{};
   for (int b = 0; b < plan::kFirstWorkspaceBuffer; ++b) {
-    const auto bytes = static_cast<std::size_t>(std::max<int64_t>(sizes[static_cast<std::size_t>(b)], 64));
-    storage.push_back(std::make_unique<std::byte[]>(bytes));
-    std::memset(storage.back().get(), kFillByte, bytes);
+    const auto bytes = static_cast<std::size_t>(std::max<int64_t>(sizes[static_cast<std::size_t>(b)], 256));
+    if (device) {
+      storage.push_back(cuda::allocate_device_bytes(bytes));
+      cuda::fill_device_bytes(storage.back().get(), kFillByte, bytes);
+    } else {
+      storage.push_back(std::shared_ptr<void>(new std::byte[bytes], std::default_delete<std::byte[]>()));
+      std::memset(storage.back().get(), kFillByte, bytes);
+    }
     user[static_cast<std::size_t>(b)] = storage.back().get();
   }
-  const bool device = problem.memory == Memory::Device;
-  if (device) fail(WEAVE_ERROR_INTERNAL, "device plans are not timed at plan creation");
   std::vector<double> times;
   for (std::size_t i = 0; i < candidates.size(); ++i) {
     Runner runner(grid, group, resolved[i], bounds, device);

@@ -30,9 +30,10 @@ std::shared_ptr<const plan::Calibration> calibrate(GridState& grid, const GroupV
 // algorithm and chunks in `desc`), built, and run on buffers of the plan's
 // shapes filled like the calibration's workspace, timed like the
 // calibration (a warm-up, the median of three executes); every rank gets
-// the slowest rank's times. Host plans only. Not timed (and `not_timed`
-// says why) where the buffers would take more than 1 GiB on some rank or
-// the ranks' candidates differ. Collective over the group; bounded by the
+// the slowest rank's times. Host or device memory, as the plan's. Not
+// timed (and `not_timed` says why) where the buffers would take more than
+// 2 GiB (on a GPU, or a quarter of its free memory) on some rank, or the
+// ranks' candidates differ. Collective over the group; bounded by the
 // plan's timeout like an execute.
 std::shared_ptr<const plan::Capabilities::Trials> time_trials(GridState& grid, const GroupView& group,
                                                               const Problem& problem, const weave_plan_desc_t& desc,

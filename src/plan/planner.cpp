@@ -515,6 +515,39 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
                            {{"1", Trials::Affordable}, {"0", Trials::Never}, {"model", Trials::Never},
                             {"time", Trials::Always}},
                            &trials);
+        // The candidate to run where the model chose: the fastest timed one
+        // once `what` (choice.close) was timed at plan creation; else the
+        // model's, asking for that timing where it is affordable
+        // (Resolved::wants_trials) and saying why not where it is not.
+        // With `model_chose` false a measured rule chose, and the model only
+        // lists what to time: its choice and why are not the plan's.
+        auto take_timed_or = [&](const ModelChoice& choice, const char* what, bool model_chose = true) {
+          if (caps.trials && !caps.trials->measured.empty()) {
+            const Candidate timed = choose_by_trials(caps.trials->measured);
+            notes += str(" ", candidate_name(timed), " chosen by timing ", what, " at plan creation (measured ms, "
+                         "slowest rank: ", candidate_times(caps.trials->measured), ")",
+                         model_chose ? str("; before timing, ", choice.why) : std::string(), ";");
+            return timed;
+          }
+          if (model_chose) notes += str(" ", choice.why, ";");
+          if (caps.trials) {
+            notes += str(" ", what, " not timed: ", caps.trials->not_timed, ";");
+          } else if (choice.close.size() > 1) {
+            double trial_seconds = 0;
+            for (const Candidate& c : choice.close) trial_seconds += kTrialRunsPerCandidate * c.seconds;
+            const double fastest = choice.close.front().seconds;
+            if (trials == Trials::Never)
+              notes += str(" ", what, " not timed (WEAVE_CALIBRATE=model);");
+            else if (trials == Trials::Affordable && fastest < kTrialMinSeconds)
+              notes += str(" ", what, " not timed: predicted below ", kTrialMinSeconds * 1e3, " ms;");
+            else if (trials == Trials::Affordable && trial_seconds > kTrialBudgetSeconds)
+              notes += str(" ", what, " not timed: their trials would take ", trial_seconds, " s, over ",
+                           kTrialBudgetSeconds, ";");
+            else
+              r.wants_trials = choice.close;
+          }
+          return choice.chosen;
+        };
         const bool too_small = r.backend == Backend::Cuda && problem.group_size > 1 && flops < min_flops &&
                                !across_nodes_rule_applies;
         const double k_per_peer = direct_all_reduce_k_per_peer(problem);  // the reductions' rules below
@@ -601,33 +634,7 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
               choose_by_model(problem, reduce_flags, candidates, asked_chunks,
                               default_chunks(problem, r.backend, Algorithm::Ring, false), measured, caps.nodes, incumbent,
                               trials == Trials::Always ? std::numeric_limits<double>::infinity() : kTrialBand);
-          Candidate chosen = choice.chosen;
-          if (caps.trials && !caps.trials->measured.empty()) {
-            chosen = choose_by_trials(caps.trials->measured);
-            notes += str(" ", candidate_name(chosen), " chosen by timing the model's closest candidates at plan "
-                         "creation (measured ms, slowest rank: ", candidate_times(caps.trials->measured),
-                         "); before timing, ", choice.why, ";");
-          } else {
-            notes += str(" ", choice.why, ";");
-            if (caps.trials) {
-              notes += str(" its close candidates not timed: ", caps.trials->not_timed, ";");
-            } else if (choice.close.size() > 1) {
-              double trial_seconds = 0;
-              for (const Candidate& c : choice.close) trial_seconds += kTrialRunsPerCandidate * c.seconds;
-              const double fastest = choice.close.front().seconds;
-              if (trials == Trials::Never)
-                notes += " its close candidates not timed (WEAVE_CALIBRATE=model);";
-              else if (r.backend != Backend::Host)
-                notes += " its close candidates not timed: device plans are not timed at plan creation;";
-              else if (trials == Trials::Affordable && fastest < kTrialMinSeconds)
-                notes += str(" its close candidates not timed: predicted below ", kTrialMinSeconds * 1e3, " ms;");
-              else if (trials == Trials::Affordable && trial_seconds > kTrialBudgetSeconds)
-                notes += str(" its close candidates not timed: their trials would take ", trial_seconds,
-                             " s, over ", kTrialBudgetSeconds, ";");
-              else
-                r.wants_trials = choice.close;
-            }
-          }
+          const Candidate chosen = take_timed_or(choice, "the model's closest candidates");
           algorithm = static_cast<int>(chosen.algorithm);
           model_chunks = chosen.chunks;
           notes += str(" calibrated at plan creation: ", measured.summary(), ";");
@@ -661,6 +668,27 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
                              : str(" sequential chosen: over ", transport->title, " the ring paid only from ",
                                    transport->ag_gemm_ring_min_flops / 1e9, " GFLOP per rank, this is ", flops / 1e9,
                                    " (WEAVE_ALGORITHM=ring overrides);");
+        }
+        // The reductions across nodes: the rule above chose from one
+        // calibrated rate, which cannot tell machines apart whose plans
+        // move different bytes (doc/performance.md: the pipelined plan beat
+        // the sequential one on every reduction of one 2-GPU machine and
+        // lost on four of six of a 4-GPU one, both calibrated at 50 GB/s).
+        // So the sequential, pipelined and (nodes of several ranks)
+        // hierarchical plans are timed at plan creation where affordable,
+        // each at the depth the model predicts fastest, and the fastest runs.
+        if (reductions_across_nodes && calibrate && caps.calibration && !too_small) {
+          std::vector<Algorithm> timed{Algorithm::Pipelined};
+          if (several_per_node) timed.push_back(Algorithm::Hierarchical);
+          const ModelChoice choice = choose_by_model(problem, reduce_flags, timed, asked_chunks_per_shard(desc, env),
+                                                     default_chunks(problem, r.backend, Algorithm::Ring, false),
+                                                     *caps.calibration, caps.nodes, static_cast<Algorithm>(algorithm),
+                                                     std::numeric_limits<double>::infinity());
+          const Candidate fastest = take_timed_or(choice, "the reductions' plans across nodes", false);
+          if (caps.trials && !caps.trials->measured.empty()) {
+            algorithm = static_cast<int>(fastest.algorithm);
+            model_chunks = fastest.chunks;
+          }
         }
         // A plan whose collective would sum 16-bit partial sums (asked for
         // with WEAVE_FLAG_REDUCE_IN_OUTPUT_TYPE) over a library that cannot

@@ -524,6 +524,36 @@ TEST(Planner, DeviceReductionsAcrossNodesFollowTheCalibratedLink) {
     const Resolved one_each = resolve_options(desc, device_case(op), {}, single);
     EXPECT_EQ(one_each.schedule.algorithm, Algorithm::Sequential);
     EXPECT_NE(one_each.notes.find("one rank per node"), std::string::npos) << one_each.notes;
+    // The rule's choice from one rate cannot tell machines apart: the
+    // sequential and pipelined plans (and with several ranks per node the
+    // hierarchical one) are timed at plan creation, and the fastest runs.
+    const Resolved to_time = resolve_options(desc, device_case(op), {{"WEAVE_CALIBRATE", "time"}}, single);
+    ASSERT_GE(to_time.wants_trials.size(), 2u) << to_time.notes;
+    bool sequential_listed = false, pipelined_listed = false;
+    for (const auto& c : to_time.wants_trials) {
+      sequential_listed |= c.algorithm == Algorithm::Sequential;
+      pipelined_listed |= c.algorithm == Algorithm::Pipelined;
+      EXPECT_NE(c.algorithm, Algorithm::Hierarchical) << "no node holds two ranks";
+    }
+    EXPECT_TRUE(sequential_listed && pipelined_listed) << to_time.notes;
+    Capabilities timed = single;
+    Capabilities::Trials measured;
+    measured.measured = to_time.wants_trials;
+    for (auto& c : measured.measured) c.seconds = c.algorithm == Algorithm::Pipelined ? 1e-3 : 2e-3;
+    timed.trials = std::make_shared<Capabilities::Trials>(measured);
+    const Resolved piped_by_time = resolve_options(desc, device_case(op), {}, timed);
+    EXPECT_TRUE(piped_by_time.wants_trials.empty());
+    EXPECT_EQ(piped_by_time.schedule.algorithm, Algorithm::Pipelined) << piped_by_time.notes;
+    EXPECT_NE(piped_by_time.notes.find("chosen by timing the reductions' plans across nodes"), std::string::npos)
+        << piped_by_time.notes;
+    for (auto& c : measured.measured) c.seconds = c.algorithm == Algorithm::Sequential ? 1e-3 : 2e-3;
+    timed.trials = std::make_shared<Capabilities::Trials>(measured);
+    EXPECT_EQ(resolve_options(desc, device_case(op), {}, timed).schedule.algorithm, Algorithm::Sequential);
+    // Nodes of two ranks: the hierarchical plan is timed too.
+    const Resolved two_each = resolve_options(desc, device_case(op), {{"WEAVE_CALIBRATE", "time"}}, slow);
+    bool hierarchical_listed = false;
+    for (const auto& c : two_each.wants_trials) hierarchical_listed |= c.algorithm == Algorithm::Hierarchical;
+    EXPECT_TRUE(hierarchical_listed) << two_each.notes;
     EXPECT_EQ(resolve_options(desc, device_case(op), {}, [&] {
                 Capabilities slow_single = single;
                 slow_single.calibration = link(7.8e9);

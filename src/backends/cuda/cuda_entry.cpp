@@ -51,6 +51,18 @@ void fill_device_bytes(void* pointer, int value, std::size_t bytes) {
   WEAVE_CUDA_CHECK(cudaMemset(pointer, value, bytes));
 }
 
+std::shared_ptr<void> allocate_device_bytes(std::size_t bytes) {
+  void* pointer = nullptr;
+  WEAVE_CUDA_CHECK(cudaMalloc(&pointer, bytes));
+  return std::shared_ptr<void>(pointer, [](void* p) { cudaFree(p); });
+}
+
+std::size_t free_device_bytes() {
+  std::size_t free = 0, total = 0;
+  WEAVE_CUDA_CHECK(cudaMemGetInfo(&free, &total));
+  return free;
+}
+
 bool process_uses_cuda() {
   // The driver library is loaded only once something in the process has used
   // CUDA; RTLD_NOLOAD finds it without loading it, and cuCtxGetCurrent then

@@ -50,4 +50,11 @@ void synchronize(void* stream);
 // Sets `bytes` bytes of device memory at `pointer` to `value`, synchronously.
 void fill_device_bytes(void* pointer, int value, std::size_t bytes);
 
+// `bytes` of device memory on the current device, freed when the last
+// owner lets go (plan creation's trials run on such scratch buffers).
+std::shared_ptr<void> allocate_device_bytes(std::size_t bytes);
+
+// The current device's free memory in bytes (cudaMemGetInfo).
+std::size_t free_device_bytes();
+
 }  // namespace weave::internal::cuda

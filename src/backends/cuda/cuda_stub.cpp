@@ -23,4 +23,10 @@ void fill_device_bytes(void*, int, std::size_t) {
   fail(WEAVE_ERROR_NOT_COMPILED, "the CUDA backend is not compiled into this Weave; rebuild with -DWEAVE_ENABLE_CUDA=ON");
 }
 
+std::shared_ptr<void> allocate_device_bytes(std::size_t) {
+  fail(WEAVE_ERROR_NOT_COMPILED, "the CUDA backend is not compiled into this Weave; rebuild with -DWEAVE_ENABLE_CUDA=ON");
+}
+
+std::size_t free_device_bytes() { return 0; }
+
 }  // namespace weave::internal::cuda
