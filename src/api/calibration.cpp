@@ -286,6 +286,16 @@ bool same_candidates(const GroupView& group, const std::vector<plan::Candidate>&
 
 }  // namespace
 
+bool any_rank_of_grid(GridState& grid, bool mine) {
+  auto flag = std::make_shared<int>(mine ? 1 : 0);
+  grid.channel().collective(
+      [&](MPI_Request* request) {
+        return MPI_Iallreduce(MPI_IN_PLACE, flag.get(), 1, MPI_INT, MPI_MAX, grid.channel().comm(), request);
+      },
+      flag, "whether any rank times candidates");
+  return *flag != 0;
+}
+
 std::shared_ptr<const plan::Capabilities::Trials> time_trials(GridState& grid, const GroupView& group,
                                                               const Problem& problem, const weave_plan_desc_t& desc,
                                                               const plan::Environment& env,
@@ -293,10 +303,13 @@ std::shared_ptr<const plan::Capabilities::Trials> time_trials(GridState& grid, c
                                                               const std::vector<plan::Candidate>& candidates,
                                                               const WaitBounds& bounds) {
   auto trials = std::make_shared<plan::Capabilities::Trials>();
+  // Every rank of the group comes here (a rank with nothing to time too):
+  // the group agrees first on what it times.
   if (!same_candidates(group, candidates)) {
     trials->not_timed = "the ranks' models named different candidates";
     return trials;
   }
+  if (candidates.empty()) return nullptr;
   // Each candidate as a plan asking for it would run.
   std::vector<plan::Resolved> resolved;
   std::vector<plan::Schedule> schedules;

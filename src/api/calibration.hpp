@@ -25,6 +25,11 @@ std::shared_ptr<const plan::Calibration> calibrate(GridState& grid, const GroupV
                                                    const plan::Resolved& resolved, const NodeLayout& nodes,
                                                    const WaitBounds& bounds);
 
+// Whether `mine` holds on any rank of the grid (bounded like every
+// collective of the grid's channel): the groups of a 2-D grid plan apart,
+// and a step one group takes every rank of the grid must take.
+bool any_rank_of_grid(GridState& grid, bool mine);
+
 // Plan creation's trials: each of the model's close `candidates`
 // (Resolved::wants_trials) resolved as a plan asking for it would be (its
 // algorithm and chunks in `desc`), built, and run on buffers of the plan's
@@ -33,8 +38,9 @@ std::shared_ptr<const plan::Calibration> calibrate(GridState& grid, const GroupV
 // the slowest rank's times. Host or device memory, as the plan's. Not
 // timed (and `not_timed` says why) where the buffers would take more than
 // 2 GiB (on a GPU, or a quarter of its free memory) on some rank, or the
-// ranks' candidates differ. Collective over the group; bounded by the
-// plan's timeout like an execute.
+// ranks' candidates differ; null where no rank of the group has any.
+// Every rank of the group calls it, with or without candidates: collective
+// over the group; bounded by the plan's timeout like an execute.
 std::shared_ptr<const plan::Capabilities::Trials> time_trials(GridState& grid, const GroupView& group,
                                                               const Problem& problem, const weave_plan_desc_t& desc,
                                                               const plan::Environment& env,

@@ -226,13 +226,20 @@ std::unique_ptr<Plan> Plan::create(const std::shared_ptr<GridState>& grid, const
     agree_on_errors(grid->channel(), [&] { plan->resolved_ = plan::resolve_options(desc, plan->problem_, env, caps); });
   }
   // Where the model's closest candidates are too close for it to tell
-  // apart, the plan times them and resolves once more.
-  if (!plan->resolved_.wants_trials.empty()) {
+  // apart, the plan times them and resolves once more. The groups of a 2-D
+  // grid decide apart, so every rank of the grid takes part in these steps
+  // when any rank times (a group with nothing to time passes through).
+  bool any_trials = false;
+  agree_on_errors(grid->channel(),
+                  [&] { any_trials = any_rank_of_grid(*grid, !plan->resolved_.wants_trials.empty()); });
+  if (any_trials) {
     agree_on_errors(grid->channel(), [&] {
       caps.trials = time_trials(*grid, plan->group_, plan->problem_, desc, env, caps, plan->resolved_.wants_trials,
                                 plan->bounds_);
     });
-    agree_on_errors(grid->channel(), [&] { plan->resolved_ = plan::resolve_options(desc, plan->problem_, env, caps); });
+    agree_on_errors(grid->channel(), [&] {
+      if (caps.trials) plan->resolved_ = plan::resolve_options(desc, plan->problem_, env, caps);
+    });
   }
   agree_on_errors(grid->channel(), [&] {
     plan->schedule_ = plan::build_schedule(plan->problem_, plan->resolved_.schedule);
