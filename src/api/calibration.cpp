@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstring>
 #include <functional>
+#include <optional>
 
 #include "backends/cuda/cuda_entry.hpp"
 #include "backends/host/host_backend.hpp"
@@ -268,6 +269,19 @@ int64_t buffer_bytes(const plan::BufferSpec& spec) {
                      static_cast<int64_t>(dtype_size(spec.dtype)), "bytes of the trial's ", spec.name);
 }
 
+// What a candidate resolved to, as numbers every rank must share for its
+// trial to run (the fields a plan's creation checks alike on every rank).
+constexpr std::size_t kResolvedFields = 10;
+constexpr double kUnbuildable = 1e300;
+std::array<double, kResolvedFields> resolved_fields(const plan::Resolved& r) {
+  const plan::ScheduleOptions& o = r.schedule;
+  return {static_cast<double>(o.algorithm),      static_cast<double>(r.backend),
+          static_cast<double>(r.transport),      static_cast<double>(o.direction),
+          static_cast<double>(o.chunks_per_shard), static_cast<double>(o.compute_lanes),
+          o.peer_sums ? 1.0 : 0.0,               o.all_reduce_one_shot ? 1.0 : 0.0,
+          static_cast<double>(o.gemm_bands),     static_cast<double>(o.panel_width)};
+}
+
 // Whether every rank of the group has the same candidates to time (the
 // model's inputs are the slowest rank's measurements, so they should; a
 // rank whose machine reports other cores would differ).
@@ -310,15 +324,52 @@ std::shared_ptr<const plan::Capabilities::Trials> time_trials(GridState& grid, c
     return trials;
   }
   if (candidates.empty()) return nullptr;
-  // Each candidate as a plan asking for it would run.
-  std::vector<plan::Resolved> resolved;
-  std::vector<plan::Schedule> schedules;
-  for (const plan::Candidate& c : candidates) {
+  // Each candidate as a plan asking for it would run, resolved and built
+  // alike on every rank, or left out on every rank: the model may predict
+  // a candidate no plan can run (chunks that cut FP8 blocks of scales), or
+  // one that resolves differently on some rank (which a plan's creation
+  // refuses).
+  const std::size_t n = candidates.size();
+  std::vector<std::optional<plan::Resolved>> resolved_of(n);
+  std::vector<std::optional<plan::Schedule>> schedule_of(n);
+  std::vector<double> codes(2 * n * kResolvedFields, 0.0);
+  for (std::size_t i = 0; i < n; ++i) {
+    const plan::Candidate& c = candidates[i];
     weave_plan_desc_t asked = desc;
     asked.algorithm = static_cast<weave_algorithm_t>(static_cast<int>(c.algorithm));
     asked.chunks_per_shard = c.algorithm == plan::Algorithm::Sequential ? 0 : c.chunks;
-    resolved.push_back(plan::resolve_options(asked, problem, env, caps));
-    schedules.push_back(plan::build_schedule(problem, resolved.back().schedule));
+    std::array<double, kResolvedFields> fields{};
+    try {
+      resolved_of[i] = plan::resolve_options(asked, problem, env, caps);
+      schedule_of[i] = plan::build_schedule(problem, resolved_of[i]->schedule);
+      plan::require_one_call_gemms(*schedule_of[i]);
+      fields = resolved_fields(*resolved_of[i]);
+    } catch (const Error&) {
+      fields.fill(kUnbuildable);  // differs from every rank's codes below
+      resolved_of[i].reset();
+      schedule_of[i].reset();
+    }
+    for (std::size_t k = 0; k < kResolvedFields; ++k) {
+      codes[i * kResolvedFields + k] = fields[k];
+      codes[(n + i) * kResolvedFields + k] = fields[k] == kUnbuildable ? kUnbuildable : -fields[k];
+    }
+  }
+  const std::vector<double> most = slowest(group, codes);  // max of each field and of its negation
+  std::vector<plan::Candidate> runnable;
+  std::vector<plan::Resolved> resolved;
+  std::vector<plan::Schedule> schedules;
+  for (std::size_t i = 0; i < n; ++i) {
+    bool alike = true;
+    for (std::size_t k = 0; k < kResolvedFields; ++k)
+      alike = alike && most[i * kResolvedFields + k] == -most[(n + i) * kResolvedFields + k];
+    if (!alike) continue;
+    runnable.push_back(candidates[i]);
+    resolved.push_back(*resolved_of[i]);
+    schedules.push_back(*schedule_of[i]);
+  }
+  if (runnable.size() < 2) {
+    trials->not_timed = "fewer than two of them can be built alike on every rank";
+    return trials;
   }
   // The caller's buffers, as large as the plan's (the same for every
   // candidate), filled like the calibration's workspace.
@@ -356,13 +407,13 @@ std::shared_ptr<const plan::Capabilities::Trials> time_trials(GridState& grid, c
     user[static_cast<std::size_t>(b)] = storage.back().get();
   }
   std::vector<double> times;
-  for (std::size_t i = 0; i < candidates.size(); ++i) {
+  for (std::size_t i = 0; i < runnable.size(); ++i) {
     Runner runner(grid, group, resolved[i], bounds, device);
     times.push_back(runner.plan_seconds(schedules[i], problem, resolved[i], user));
   }
   const std::vector<double> t = slowest(group, times);
-  for (std::size_t i = 0; i < candidates.size(); ++i) {
-    plan::Candidate measured = candidates[i];
+  for (std::size_t i = 0; i < runnable.size(); ++i) {
+    plan::Candidate measured = runnable[i];
     measured.seconds = t[i];
     trials->measured.push_back(measured);
   }
