@@ -28,6 +28,7 @@ const std::vector<VariableSyntax>& variable_syntax() {
       {"WEAVE_ALL_REDUCE", {"one_shot", "two_shot"}},
       {"WEAVE_ALL_GATHER_LAG", {"after_reduce", "1", "2"}},
       {"WEAVE_OWN_PRODUCT", {"summed", "accumulates"}},
+      {"WEAVE_TAIL_BANDS", {}, 1, kMaxTailBands},
       {"WEAVE_PANEL_WIDTH", {}, 1, int64_t{1} << 40},
       {"WEAVE_CALIBRATE", {"1", "0", "model", "time"}},
       {"WEAVE_GEMM_TUNING", {"on", "off"}},

@@ -868,6 +868,14 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
       }
       r.schedule.own_product_accumulates = accumulates;
       own_gemm_adds_received = accumulates && can_add;
+      // GEMM-AR's last chunk in bands (ScheduleOptions::tail_bands):
+      // WEAVE_TAIL_BANDS, else kTailBands.
+      if (own_gemm_adds_received && problem.operation == Operation::GemmAr) {
+        r.schedule.tail_bands = static_cast<int>(env_integer(env, "WEAVE_TAIL_BANDS", kTailBands, 1, kMaxTailBands));
+        if (r.schedule.tail_bands > 1)
+          notes += str(" the last chunk's own GEMM and finished rows in ", r.schedule.tail_bands, " bands",
+                       env.count("WEAVE_TAIL_BANDS") ? " (WEAVE_TAIL_BANDS)" : "", ";");
+      }
     }
     require_count("chunks_per_shard", desc.chunks_per_shard, kMaxChunksPerShard, "the chunks Weave cuts a shard into");
     int chunks = asked_chunks_per_shard(desc, env);

@@ -206,6 +206,10 @@ constexpr int kOwnGemmAddsMinChunks = 2;
 // 16384x8192x28672 from 5.905 to 5.735 (16384^3 equal), and 8192^3 (64 MiB)
 // no faster in 8 or 2 than in 4 (doc/performance.md).
 constexpr int64_t kOwnGemmAddsChunkBytes = int64_t{32} << 20;
+// GEMM-AR whose own GEMMs add the received products: the last chunk's own
+// GEMM and finished rows in this many bands (ScheduleOptions::tail_bands;
+// WEAVE_TAIL_BANDS), not yet measured: 1.
+constexpr int kTailBands = 1;
 constexpr int kOwnGemmAddsMaxChunks = 8;
 
 // WEAVE_GEMM's default panel width (the most K indices that travel and are

@@ -102,6 +102,20 @@ void build_reduction_direct(ScheduleBuilder& b) {
   std::vector<int> own_gemm(static_cast<std::size_t>(c), -1);
   std::vector<std::vector<std::pair<Region, int>>> arrived(static_cast<std::size_t>(c));
   std::vector<int> finished(static_cast<std::size_t>(c), -1);
+  // GEMM-AR's finished rows of chunk j as they leave: one part (the chunk),
+  // or for the last chunk with ScheduleOptions::tail_bands, one per band of
+  // rows. Every rank cuts a chunk of the same rows the same way, so a
+  // receiver knows the parts of the rows it receives.
+  const bool banded_tail = all_reduce && o.tail_bands > 1 && o.own_product_accumulates && P == 2 &&
+                           own_gemm_can_add_received(p, wire) && o.all_gather_lag == kGatherAfterReduce;
+  auto parts_of = [&](int j, int64_t rows) {
+    return Split::balanced(rows, banded_tail && j == c - 1 ? o.tail_bands : 1, p.chunk_unit);
+  };
+  struct Part {
+    Region rows;  // of C
+    int ready;    // the step that finished them
+  };
+  std::vector<std::vector<Part>> finished_parts(static_cast<std::size_t>(c));
 
   // C's rows of chunk j = sum of the products + beta * C + bias, summed in the
   // accumulation type (ScheduleBuilder::add_sum).
@@ -139,14 +153,30 @@ void build_reduction_direct(ScheduleBuilder& b) {
     // (GemmOp::has_addend); the bias, if any, follows as its own step,
     // which cuBLASLt takes into the GEMM where it can.
     if (arrived[j].size() == 1 && own_gemm_can_add_received(p, wire)) {
-      GemmOp g = b.gemm_of_a_rows(pieces.offset(id), rows_of(id), rows, Scalar::Alpha, Scalar::Beta, &scales_ready);
-      g.has_addend = true;
-      g.addend = arrived[j][0].first;
-      own_gemm[j] = finished[j] = b.add_step(g, b.next_compute_lane(), {arrived[j][0].second, scales_ready},
-                                             label("own product added to the received one for", id));
-      if (p.has_bias)
-        own_gemm[j] = finished[j] =
-            b.add_step(b.add_bias(rows), b.step(own_gemm[j]).lane, {own_gemm[j]}, label("add bias to", id));
+      // In bands of rows for the last chunk of a banded tail (one band
+      // otherwise), one after another on one lane, each band's rows ready
+      // to leave when its GEMM (and bias) is done.
+      const Split bands = parts_of(j, rows_of(id));
+      const int lane = b.next_compute_lane();
+      for (int k = 0; k < bands.parts(); ++k) {
+        const int64_t first = bands.offset(k), count = bands.count(k);
+        const Region band{rows.buffer, rows.row0 + first, rows.col0, count, rows.cols};
+        if (count == 0) {  // kept in place, so that part k is band k on both sides
+          finished_parts[j].push_back(Part{band, -1});
+          continue;
+        }
+        const Region& received = arrived[j][0].first;
+        GemmOp g = b.gemm_of_a_rows(pieces.offset(id) + first, count, band, Scalar::Alpha, Scalar::Beta,
+                                    &scales_ready);
+        g.has_addend = true;
+        g.addend = Region{received.buffer, received.row0 + first, received.col0, count, received.cols};
+        const std::string what = bands.parts() > 1 ? str(" band ", k) : std::string();
+        int step = b.add_step(g, lane, {arrived[j][0].second, scales_ready},
+                              label("own product added to the received one" + what + " for", id));
+        if (p.has_bias) step = b.add_step(b.add_bias(band), lane, {step}, label("add bias" + what + " to", id));
+        finished_parts[j].push_back(Part{band, step});
+        own_gemm[j] = finished[j] = step;
+      }
       return;
     }
     EpilogueOp first = b.finish(rows, rows);
@@ -184,44 +214,57 @@ void build_reduction_direct(ScheduleBuilder& b) {
   const int tag_base = P * c;
   struct Gathered {
     Region slot;
-    int recv;   // the receive step
-    int piece;  // whose rows
+    int recv;          // the receive step
+    int piece;         // whose rows
+    int64_t first = 0;  // from which of the piece's rows (a band's)
   };
   std::vector<std::vector<Gathered>> gathered(static_cast<std::size_t>(c));
   auto emit_gather = [&](int j) {
     const int id = piece_id(r, j);
-    Region mine{}, outgoing{};
-    int ready = finished[j];
-    if (rows_of(id) > 0) {
-      mine = c_rows_of(id);
-      outgoing = mine;
-      if (!b.same_bytes_as_tight(mine, Order::RowMajor)) {
-        outgoing =
-            Region{b.add_workspace("finished chunk " + std::to_string(j), rows_of(id), p.n, p.dtype, Order::RowMajor),
-                   0, 0, rows_of(id), p.n};
-        ready = b.add_step(b.copy(outgoing, mine), b.next_compute_lane(), {finished[j]}, label("pack finished", id));
-      }
+    // My finished rows of chunk j, part by part (the whole chunk unless its
+    // own GEMM ran in bands), each packed where its rows are not one block.
+    std::vector<Part> mine = finished_parts[j];
+    if (mine.empty()) mine.push_back(Part{c_rows_of(id), finished[j]});
+    for (std::size_t k = 0; k < mine.size(); ++k) {
+      if (mine[k].rows.rows == 0 || b.same_bytes_as_tight(mine[k].rows, Order::RowMajor)) continue;
+      const Region packed{b.add_workspace(str("finished chunk ", j, mine.size() > 1 ? str(" band ", k) : ""),
+                                          mine[k].rows.rows, p.n, p.dtype, Order::RowMajor),
+                          0, 0, mine[k].rows.rows, p.n};
+      mine[k].ready = b.add_step(b.copy(packed, mine[k].rows), b.next_compute_lane(), {mine[k].ready},
+                                 label("pack finished", id));
+      mine[k].rows = packed;
     }
+    // A part's tag: the piece's own for the first, then a range per band.
+    auto tag_of = [&](int piece, int k) { return tag_base + k * P * c + piece; };
     // A batch per peer: one batch sending to every peer at once measured
     // slower on 4 H200s (GEMM-AR 8192^3 1.08 against 0.92 ms).
     for (int s = 1; s < P; ++s) {
       const int to = b.mod(r + s), from = b.mod(r - s);
       const int in_id = piece_id(from, j);
-      const int batch = b.next_batch();
-      if (rows_of(id) > 0)
-        b.add_step(SendOp{outgoing, to, tag_base + id}, kCommLane, {ready}, label("send finished", id), batch);
-      if (rows_of(in_id) == 0) continue;
-      const Region slot{b.add_workspace("received finished " + std::to_string(s) + " chunk " + std::to_string(j),
-                                        rows_of(in_id), p.n, p.dtype, Order::RowMajor),
-                        0, 0, rows_of(in_id), p.n};
-      const int recv =
-          b.add_step(RecvOp{slot, from, tag_base + in_id}, kCommLane, {}, label("receive finished", in_id), batch);
-      gathered[j].push_back(Gathered{slot, recv, in_id});
+      // The sender's parts of its rows: cut as mine are.
+      const Split in_parts = parts_of(j, rows_of(in_id));
+      const int parts = std::max<int>(static_cast<int>(mine.size()), in_parts.parts());
+      for (int k = 0; k < parts; ++k) {
+        const int batch = b.next_batch();
+        if (k < static_cast<int>(mine.size()) && mine[static_cast<std::size_t>(k)].rows.rows > 0)
+          b.add_step(SendOp{mine[static_cast<std::size_t>(k)].rows, to, tag_of(id, k)}, kCommLane,
+                     {mine[static_cast<std::size_t>(k)].ready}, label("send finished", id), batch);
+        if (k >= in_parts.parts() || in_parts.count(k) == 0) continue;
+        const Region slot{b.add_workspace(str("received finished ", s, " chunk ", j, in_parts.parts() > 1 ? str(" band ", k) : ""),
+                                          in_parts.count(k), p.n, p.dtype, Order::RowMajor),
+                          0, 0, in_parts.count(k), p.n};
+        const int recv = b.add_step(RecvOp{slot, from, tag_of(in_id, k)}, kCommLane, {},
+                                    label("receive finished", in_id), batch);
+        gathered[j].push_back(Gathered{slot, recv, in_id, in_parts.offset(k)});
+      }
     }
   };
   auto emit_unpacks = [&](int j) {
-    for (const Gathered& g : gathered[j])
-      b.add_step(b.copy(c_rows_of(g.piece), g.slot), b.next_compute_lane(), {g.recv}, label("unpack finished", g.piece));
+    for (const Gathered& g : gathered[j]) {
+      const Region all = c_rows_of(g.piece);
+      const Region rows{all.buffer, all.row0 + g.first, all.col0, g.slot.rows, all.cols};
+      b.add_step(b.copy(rows, g.slot), b.next_compute_lane(), {g.recv}, label("unpack finished", g.piece));
+    }
   };
   // GEMM-AR's all-gather pipelined behind its reduce-scatter (see
   // ScheduleOptions::all_gather_lag).

@@ -282,6 +282,9 @@ enum class Direction : int {
 const char* algorithm_name(Algorithm a);
 const char* direction_name(Direction d);
 
+// The most bands ScheduleOptions::tail_bands cuts the last chunk into.
+constexpr int kMaxTailBands = 16;
+
 // Everything the schedule builders need besides the Problem.
 // ScheduleOptions::all_gather_lag: GEMM-AR's all-gather after its whole
 // reduce-scatter.
@@ -323,6 +326,12 @@ struct ScheduleOptions {
   // the received sum is rounded before the own product is added, and the
   // own product not rounded before the sum (reduction_direct.cpp).
   bool own_product_accumulates = false;
+  // Direct GEMM-AR over two ranks whose own GEMMs read the received product
+  // as their addend (own_gemm_can_add_received): the last chunk's own GEMM
+  // and its finished rows in this many bands of rows, each band leaving as
+  // soon as its GEMM ends, so that less than a chunk travels after the last
+  // GEMM (1: the chunk whole).
+  int tail_bands = 1;
   // WEAVE_GEMM: the widest panel of K that travels and is multiplied at
   // once, and how many panels of each operand may be in flight (slots).
   int64_t panel_width = 256;

@@ -40,6 +40,7 @@ struct ScheduleCase {
         << " gathered=" << options.gathered_output << " reduce_in_output=" << options.reduce_in_output_type
         << " reduce_in_accumulation=" << options.reduce_in_accumulation_type << " peer_sums=" << options.peer_sums << " one_shot=" << options.all_reduce_one_shot
         << " gather_lag=" << options.all_gather_lag << " own_accumulates=" << options.own_product_accumulates
+        << " tail_bands=" << options.tail_bands
         << " alpha=" << alpha << " beta=" << beta;
     return out.str();
   }
@@ -239,11 +240,56 @@ std::vector<ScheduleCase> sweep_cases(bool fp8 = false) {
             c.options.all_gather_lag = counter % 3 == 0 ? kGatherAfterReduce : counter % 3;
             // The direct reductions' own GEMMs adding onto the received sum.
             c.options.own_product_accumulates = counter % 4 >= 2;
+            // GEMM-AR over two ranks whose own GEMMs add the received
+            // product: the last chunk in 1, 2 or 3 bands.
+            c.options.tail_bands = 1 + (counter / 4) % 3;
             ++counter;
             cases.push_back(c);
           }
       }
   return cases;
+}
+
+// GEMM-AR over two ranks, the own GEMMs adding the received products, C
+// row-major: the last chunk's own GEMM runs in bands, each band's finished
+// rows leaving after its own GEMM alone, every band received and unpacked
+// (the simulation checks the values, in every order the models allow).
+TEST(Schedules, GemmArTailBands) {
+  std::vector<ScheduleCase> cases;
+  int counter = 0;
+  for (int bands : {2, 3, 5})
+    for (int chunks : {1, 2, 4})
+      for (Shards s : {Shards::Balanced, Shards::Uneven, Shards::WithEmpty}) {
+        ScheduleCase c = varied_case(Operation::GemmAr, Algorithm::Direct, 2, s, chunks, counter++);
+        c.group.order_c = Order::RowMajor;
+        c.options.own_product_accumulates = true;
+        c.options.reduce_in_output_type = false;
+        c.options.reduce_in_accumulation_type = false;
+        c.options.all_gather_lag = kGatherAfterReduce;
+        c.options.tail_bands = bands;
+        cases.push_back(c);
+        // What the schedule of rank 0 holds: one send per band of its last
+        // chunk's rows (when they are not empty), each after its own GEMM.
+        const auto problems = make_group_problems(c.group);
+        const weave::internal::plan::Schedule schedule = weave::internal::plan::build_schedule(problems[0], c.options);
+        const int64_t last_rows = problems[0].m_split.refine(chunks, problems[0].chunk_unit).count(chunks - 1);
+        int band_sends = 0;
+        for (const auto& step : schedule.steps) {
+          if (!std::holds_alternative<weave::internal::plan::SendOp>(step.op)) continue;
+          if (step.label.find("send finished chunk " + std::to_string(chunks - 1)) != 0) continue;
+          ++band_sends;
+          ASSERT_EQ(step.deps.size(), 1u) << step.label;
+          const auto* dep = &schedule.steps.at(static_cast<std::size_t>(step.deps[0]));
+          if (dep->label.rfind("pack finished", 0) == 0) {  // rows that are not one block: packed first
+            ASSERT_EQ(dep->deps.size(), 1u) << dep->label;
+            dep = &schedule.steps.at(static_cast<std::size_t>(dep->deps[0]));
+          }
+          EXPECT_NE(dep->label.find(" band "), std::string::npos) << c.name() << ": " << dep->label;
+        }
+        if (last_rows >= bands) EXPECT_EQ(band_sends, bands) << c.name();
+        if (last_rows > 0) EXPECT_GE(band_sends, 1) << c.name();
+      }
+  run_cases(cases, {Model::DepsOnly, Model::Host, Model::StreamOrdered}, 4, 27);
 }
 
 TEST(Schedules, SweepDependencyOrder) {
