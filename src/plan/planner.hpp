@@ -208,8 +208,13 @@ constexpr int kOwnGemmAddsMinChunks = 2;
 constexpr int64_t kOwnGemmAddsChunkBytes = int64_t{32} << 20;
 // GEMM-AR whose own GEMMs add the received products: the last chunk's own
 // GEMM and finished rows in this many bands (ScheduleOptions::tail_bands;
-// WEAVE_TAIL_BANDS), not yet measured: 1.
-constexpr int kTailBands = 1;
+// WEAVE_TAIL_BANDS). Measured on 2 H200s (doc/performance.md): two bands
+// took bf16 GEMM-AR 0.5-4.0% less time on all five shapes that use them,
+// four bands no better than one; FP8 GEMM-AR, whose transfers outlast its
+// GEMMs, 2.2% less to 4.7% more with two. So two where A is wider than one
+// byte, one for FP8 A.
+constexpr int kTailBands = 2;
+constexpr int kTailBandsFp8 = 1;
 constexpr int kOwnGemmAddsMaxChunks = 8;
 
 // WEAVE_GEMM's default panel width (the most K indices that travel and are

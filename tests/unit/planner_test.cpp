@@ -996,6 +996,20 @@ TEST(TransportTable, OwnGemmAddsTheReceivedProductOverTwoRanks) {
   EXPECT_FALSE(adds(Operation::GemmAr, 8192, 2, {{"WEAVE_TRANSPORT", "copy_engine"}, {"WEAVE_OWN_PRODUCT", "summed"}}));
   EXPECT_FALSE(resolve_options(desc, device_case(Operation::GemmAr, 8192, 2), copy_engine, everything())
                    .schedule.own_product_accumulates);  // column-major C
+  // GEMM-AR's last chunk in two bands where the own GEMMs add (measured
+  // for 16-bit A), one for FP8 A, WEAVE_TAIL_BANDS either way; GEMM-RS and
+  // plans that sum keep one.
+  const auto bands = [&](Operation op, int64_t m, const Environment& env, bool fp8 = false) {
+    auto p = row_major(device_case(op, m, 2));
+    if (fp8) p.a_type = p.b_type = weave::internal::DType::E4M3;
+    return resolve_options(desc, p, env, everything()).schedule.tail_bands;
+  };
+  EXPECT_EQ(bands(Operation::GemmAr, 8192, copy_engine), 2);
+  EXPECT_EQ(bands(Operation::GemmAr, 8192, copy_engine, true), 1);
+  EXPECT_EQ(bands(Operation::GemmAr, 8192, {{"WEAVE_TRANSPORT", "copy_engine"}, {"WEAVE_TAIL_BANDS", "4"}}), 4);
+  EXPECT_EQ(bands(Operation::GemmAr, 8192, {{"WEAVE_TRANSPORT", "copy_engine"}, {"WEAVE_TAIL_BANDS", "1"}}), 1);
+  EXPECT_EQ(bands(Operation::GemmRs, 8192, copy_engine), 1);
+  EXPECT_EQ(bands(Operation::GemmAr, 1024, copy_engine), 1);  // the summing pass
   // Chunks of 32 MiB at most, up to 8, never fewer than the direct rule's:
   // 256 MiB shards (32768 rows) in 8, 64 MiB ones as the direct rule cuts
   // them (GEMM-AR 4, GEMM-RS 2); summed, 256 MiB shards stay in 4.
