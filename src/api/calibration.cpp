@@ -269,33 +269,45 @@ int64_t buffer_bytes(const plan::BufferSpec& spec) {
                      static_cast<int64_t>(dtype_size(spec.dtype)), "bytes of the trial's ", spec.name);
 }
 
+// Which of `values` are the same on every rank of the group: one
+// collective, the maximum of each value and of its negation.
+std::vector<bool> same_on_every_rank(const GroupView& group, const std::vector<double>& values) {
+  const std::size_t n = values.size();
+  std::vector<double> both(2 * n);
+  for (std::size_t i = 0; i < n; ++i) {
+    both[i] = values[i];
+    both[n + i] = -values[i];
+  }
+  const std::vector<double> most = slowest(group, both);
+  std::vector<bool> same(n);
+  for (std::size_t i = 0; i < n; ++i) same[i] = most[i] == -most[n + i];
+  return same;
+}
+
 // What a candidate resolved to, as numbers every rank must share for its
-// trial to run (the fields a plan's creation checks alike on every rank).
-constexpr std::size_t kResolvedFields = 10;
-constexpr double kUnbuildable = 1e300;
+// trial to run (the fields a plan's creation checks alike on every rank),
+// the first saying whether it could be built at all.
+constexpr std::size_t kResolvedFields = 11;
 std::array<double, kResolvedFields> resolved_fields(const plan::Resolved& r) {
   const plan::ScheduleOptions& o = r.schedule;
-  return {static_cast<double>(o.algorithm),      static_cast<double>(r.backend),
-          static_cast<double>(r.transport),      static_cast<double>(o.direction),
+  return {1.0,
+          static_cast<double>(o.algorithm),        static_cast<double>(r.backend),
+          static_cast<double>(r.transport),        static_cast<double>(o.direction),
           static_cast<double>(o.chunks_per_shard), static_cast<double>(o.compute_lanes),
-          o.peer_sums ? 1.0 : 0.0,               o.all_reduce_one_shot ? 1.0 : 0.0,
-          static_cast<double>(o.gemm_bands),     static_cast<double>(o.panel_width)};
+          o.peer_sums ? 1.0 : 0.0,                 o.all_reduce_one_shot ? 1.0 : 0.0,
+          static_cast<double>(o.gemm_bands),       static_cast<double>(o.panel_width)};
 }
 
 // Whether every rank of the group has the same candidates to time (the
 // model's inputs are the slowest rank's measurements, so they should; a
 // rank whose machine reports other cores would differ).
 bool same_candidates(const GroupView& group, const std::vector<plan::Candidate>& candidates) {
-  std::vector<double> codes(2 * (plan::kMaxTrials + 1), -1.0);
+  std::vector<double> codes(plan::kMaxTrials + 1, -1.0);
   codes[0] = static_cast<double>(candidates.size());
   for (std::size_t i = 0; i < candidates.size() && i < static_cast<std::size_t>(plan::kMaxTrials); ++i)
     codes[i + 1] = static_cast<double>(static_cast<int>(candidates[i].algorithm) * 100000 + candidates[i].chunks);
-  const std::size_t half = codes.size() / 2;
-  for (std::size_t i = 0; i < half; ++i) codes[half + i] = -codes[i];
-  const std::vector<double> most = slowest(group, codes);  // max of each code and of its negation
-  for (std::size_t i = 0; i < half; ++i)
-    if (most[i] != -most[half + i]) return false;
-  return true;
+  const std::vector<bool> same = same_on_every_rank(group, codes);
+  return std::all_of(same.begin(), same.end(), [](bool b) { return b; });
 }
 
 }  // namespace
@@ -332,37 +344,31 @@ std::shared_ptr<const plan::Capabilities::Trials> time_trials(GridState& grid, c
   const std::size_t n = candidates.size();
   std::vector<std::optional<plan::Resolved>> resolved_of(n);
   std::vector<std::optional<plan::Schedule>> schedule_of(n);
-  std::vector<double> codes(2 * n * kResolvedFields, 0.0);
+  std::vector<double> codes(n * kResolvedFields, 0.0);  // a candidate not built: all zero
   for (std::size_t i = 0; i < n; ++i) {
     const plan::Candidate& c = candidates[i];
     weave_plan_desc_t asked = desc;
     asked.algorithm = static_cast<weave_algorithm_t>(static_cast<int>(c.algorithm));
     asked.chunks_per_shard = c.algorithm == plan::Algorithm::Sequential ? 0 : c.chunks;
-    std::array<double, kResolvedFields> fields{};
     try {
       resolved_of[i] = plan::resolve_options(asked, problem, env, caps);
       schedule_of[i] = plan::build_schedule(problem, resolved_of[i]->schedule);
       plan::require_one_call_gemms(*schedule_of[i]);
-      fields = resolved_fields(*resolved_of[i]);
+      const std::array<double, kResolvedFields> fields = resolved_fields(*resolved_of[i]);
+      std::copy(fields.begin(), fields.end(), codes.begin() + static_cast<std::ptrdiff_t>(i * kResolvedFields));
     } catch (const Error&) {
-      fields.fill(kUnbuildable);  // differs from every rank's codes below
       resolved_of[i].reset();
       schedule_of[i].reset();
     }
-    for (std::size_t k = 0; k < kResolvedFields; ++k) {
-      codes[i * kResolvedFields + k] = fields[k];
-      codes[(n + i) * kResolvedFields + k] = fields[k] == kUnbuildable ? kUnbuildable : -fields[k];
-    }
   }
-  const std::vector<double> most = slowest(group, codes);  // max of each field and of its negation
+  const std::vector<bool> same = same_on_every_rank(group, codes);
   std::vector<plan::Candidate> runnable;
   std::vector<plan::Resolved> resolved;
   std::vector<plan::Schedule> schedules;
   for (std::size_t i = 0; i < n; ++i) {
-    bool alike = true;
-    for (std::size_t k = 0; k < kResolvedFields; ++k)
-      alike = alike && most[i * kResolvedFields + k] == -most[(n + i) * kResolvedFields + k];
-    if (!alike) continue;
+    // Built here, and every field alike everywhere (so built everywhere).
+    const auto first = same.begin() + static_cast<std::ptrdiff_t>(i * kResolvedFields);
+    if (!resolved_of[i] || !std::all_of(first, first + kResolvedFields, [](bool b) { return b; })) continue;
     runnable.push_back(candidates[i]);
     resolved.push_back(*resolved_of[i]);
     schedules.push_back(*schedule_of[i]);

@@ -215,24 +215,22 @@ ModelChoice choose_by_model(const Problem& p, const ScheduleOptions& o, const st
   const double fastest = std::min_element(choice.candidates.begin(), choice.candidates.end(),
                                           [](const Candidate& x, const Candidate& y) { return x.seconds < y.seconds; })
                              ->seconds;
-  std::vector<Candidate> close{choice.chosen};
+  std::vector<Candidate> others;  // each other algorithm's fastest depth in the band
   for (const Candidate& c : choice.candidates) {
     if (c.algorithm == choice.chosen.algorithm || c.seconds > band * fastest) continue;
-    auto same = std::find_if(close.begin(), close.end(), [&](const Candidate& x) { return x.algorithm == c.algorithm; });
-    if (same == close.end())
-      close.push_back(c);
+    auto same = std::find_if(others.begin(), others.end(), [&](const Candidate& x) { return x.algorithm == c.algorithm; });
+    if (same == others.end())
+      others.push_back(c);
     else if (c.seconds < same->seconds)
       *same = c;
   }
-  std::stable_sort(close.begin(), close.end(), [](const Candidate& x, const Candidate& y) { return x.seconds < y.seconds; });
-  if (static_cast<int>(close.size()) > kMaxTrials) {
-    // Keep the chosen one and the closest others.
-    std::vector<Candidate> kept{choice.chosen};
-    for (const Candidate& c : close)
-      if (c.algorithm != choice.chosen.algorithm && static_cast<int>(kept.size()) < kMaxTrials) kept.push_back(c);
-    std::stable_sort(kept.begin(), kept.end(), [](const Candidate& x, const Candidate& y) { return x.seconds < y.seconds; });
-    close = kept;
-  }
+  auto by_time = [](const Candidate& x, const Candidate& y) { return x.seconds < y.seconds; };
+  std::stable_sort(others.begin(), others.end(), by_time);
+  // The chosen one and the closest others, kMaxTrials in all.
+  if (static_cast<int>(others.size()) > kMaxTrials - 1) others.resize(static_cast<std::size_t>(kMaxTrials - 1));
+  std::vector<Candidate> close{choice.chosen};
+  close.insert(close.end(), others.begin(), others.end());
+  std::stable_sort(close.begin(), close.end(), by_time);
   if (close.size() > 1) choice.close = close;
   return choice;
 }

@@ -507,14 +507,13 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
         // affordable), model (the model alone), time (timing its fastest
         // kMaxTrials algorithms, however far apart and however small or
         // large the plan), 0 (neither: the measured rules).
-        enum class Trials { Affordable, Never, Always };
-        bool calibrate = true;
-        Trials trials = Trials::Affordable;
-        env_choice<bool>(env, "WEAVE_CALIBRATE", {{"1", true}, {"0", false}, {"model", true}, {"time", true}}, &calibrate);
-        env_choice<Trials>(env, "WEAVE_CALIBRATE",
-                           {{"1", Trials::Affordable}, {"0", Trials::Never}, {"model", Trials::Never},
-                            {"time", Trials::Always}},
-                           &trials);
+        enum class Calibrate { Off, ModelOnly, Affordable, Always };
+        Calibrate mode = Calibrate::Affordable;
+        env_choice<Calibrate>(env, "WEAVE_CALIBRATE",
+                              {{"1", Calibrate::Affordable}, {"0", Calibrate::Off}, {"model", Calibrate::ModelOnly},
+                               {"time", Calibrate::Always}},
+                              &mode);
+        const bool calibrate = mode != Calibrate::Off;
         // The candidate to run where the model chose: the fastest timed one
         // once `what` (choice.close) was timed at plan creation; else the
         // model's, asking for that timing where it is affordable
@@ -536,11 +535,11 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
             double trial_seconds = 0;
             for (const Candidate& c : choice.close) trial_seconds += kTrialRunsPerCandidate * c.seconds;
             const double fastest = choice.close.front().seconds;
-            if (trials == Trials::Never)
+            if (mode == Calibrate::ModelOnly)
               notes += str(" ", what, " not timed (WEAVE_CALIBRATE=model);");
-            else if (trials == Trials::Affordable && fastest < kTrialMinSeconds)
+            else if (mode == Calibrate::Affordable && fastest < kTrialMinSeconds)
               notes += str(" ", what, " not timed: predicted below ", kTrialMinSeconds * 1e3, " ms;");
-            else if (trials == Trials::Affordable && trial_seconds > kTrialBudgetSeconds)
+            else if (mode == Calibrate::Affordable && trial_seconds > kTrialBudgetSeconds)
               notes += str(" ", what, " not timed: their trials would take ", trial_seconds, " s, over ",
                            kTrialBudgetSeconds, ";");
             else
@@ -633,7 +632,7 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
           const ModelChoice choice =
               choose_by_model(problem, reduce_flags, candidates, asked_chunks,
                               default_chunks(problem, r.backend, Algorithm::Ring, false), measured, caps.nodes, incumbent,
-                              trials == Trials::Always ? std::numeric_limits<double>::infinity() : kTrialBand);
+                              mode == Calibrate::Always ? std::numeric_limits<double>::infinity() : kTrialBand);
           const Candidate chosen = take_timed_or(choice, "the model's closest candidates");
           algorithm = static_cast<int>(chosen.algorithm);
           model_chunks = chosen.chunks;

@@ -160,16 +160,15 @@ void build_reduction_direct(ScheduleBuilder& b) {
       const int lane = b.next_compute_lane();
       for (int k = 0; k < bands.parts(); ++k) {
         const int64_t first = bands.offset(k), count = bands.count(k);
-        const Region band{rows.buffer, rows.row0 + first, rows.col0, count, rows.cols};
+        const Region band = rows.row_range(first, count);
         if (count == 0) {  // kept in place, so that part k is band k on both sides
           finished_parts[j].push_back(Part{band, -1});
           continue;
         }
-        const Region& received = arrived[j][0].first;
         GemmOp g = b.gemm_of_a_rows(pieces.offset(id) + first, count, band, Scalar::Alpha, Scalar::Beta,
                                     &scales_ready);
         g.has_addend = true;
-        g.addend = Region{received.buffer, received.row0 + first, received.col0, count, received.cols};
+        g.addend = arrived[j][0].first.row_range(first, count);
         const std::string what = bands.parts() > 1 ? str(" band ", k) : std::string();
         int step = b.add_step(g, lane, {arrived[j][0].second, scales_ready},
                               label("own product added to the received one" + what + " for", id));
@@ -261,9 +260,7 @@ void build_reduction_direct(ScheduleBuilder& b) {
   };
   auto emit_unpacks = [&](int j) {
     for (const Gathered& g : gathered[j]) {
-      const Region all = c_rows_of(g.piece);
-      const Region rows{all.buffer, all.row0 + g.first, all.col0, g.slot.rows, all.cols};
-      b.add_step(b.copy(rows, g.slot), b.next_compute_lane(), {g.recv}, label("unpack finished", g.piece));
+      b.add_step(b.copy(c_rows_of(g.piece).row_range(g.first, g.slot.rows), g.slot), b.next_compute_lane(), {g.recv}, label("unpack finished", g.piece));
     }
   };
   // GEMM-AR's all-gather pipelined behind its reduce-scatter (see

@@ -50,6 +50,8 @@ struct Region {
   int64_t row0 = 0, col0 = 0, rows = 0, cols = 0;
   int64_t elements() const { return checked_mul(rows, cols, "the elements of a ", rows, " x ", cols, " region"); }
   bool empty() const { return rows == 0 || cols == 0; }
+  // Rows [first, first + count) of this region, all its columns.
+  Region row_range(int64_t first, int64_t count) const { return Region{buffer, row0 + first, col0, count, cols}; }
   // Index of the first element in a buffer of leading dimension `ld`.
   int64_t first_element(int64_t ld, Order order) const {
     return order == Order::ColMajor ? checked_mul_add(col0, ld, row0, "the first element of a region")

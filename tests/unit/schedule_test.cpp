@@ -286,8 +286,12 @@ TEST(Schedules, GemmArTailBands) {
           }
           EXPECT_NE(dep->label.find(" band "), std::string::npos) << c.name() << ": " << dep->label;
         }
-        if (last_rows >= bands) EXPECT_EQ(band_sends, bands) << c.name();
-        if (last_rows > 0) EXPECT_GE(band_sends, 1) << c.name();
+        if (last_rows >= bands) {
+          EXPECT_EQ(band_sends, bands) << c.name();
+        }
+        if (last_rows > 0) {
+          EXPECT_GE(band_sends, 1) << c.name();
+        }
       }
   run_cases(cases, {Model::DepsOnly, Model::Host, Model::StreamOrdered}, 4, 27);
 }
