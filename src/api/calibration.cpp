@@ -87,15 +87,16 @@ class Runner {
 
   // A plan's own schedule, as `resolved` says, over a transport made for it,
   // bound to `user` (the caller's buffers: A, B, C, ...).
+  // Timed `repeats` times after a warm-up.
   double plan_seconds(const plan::Schedule& schedule, const Problem& problem, const plan::Resolved& resolved,
-                      const UserBuffers& user) {
+                      const UserBuffers& user, int repeats) {
     std::shared_ptr<exec::ComputeBackend> backend = make_backend(schedule, problem);
     const transport::TransportContext context{grid_, group_, problem, schedule, resolved, backend->workspace()};
     std::unique_ptr<transport::Transport> transport = transport::transport_row(resolved.transport).make(context);
     const exec::Progress progress =
         resolved.progress == plan::ProgressMode::Thread ? exec::Progress::Thread : exec::Progress::Tiles;
     return executes_seconds(schedule, backend, *transport, progress,
-                            "weave_plan_create (timing the model's candidates)", user);
+                            "weave_plan_create (timing the model's candidates)", user, repeats);
   }
 
   // Host only: the median seconds of the GEMM step of `schedule` cut into
@@ -117,7 +118,7 @@ class Runner {
   // The median seconds of executes of `schedule` (timed()).
   double executes_seconds(const plan::Schedule& schedule, const std::shared_ptr<exec::ComputeBackend>& backend,
                           transport::Transport& transport, exec::Progress progress, const char* call,
-                          const UserBuffers& user) {
+                          const UserBuffers& user, int repeats = kRepeats) {
     exec::ExecutorOptions options;
     options.progress = progress;
     options.bounds = bounds_;
@@ -130,10 +131,12 @@ class Runner {
     bindings.workspace = backend->workspace();
     const exec::Scalars scalars{1.0, 0.0};
     bindings.scalars = scalars;
-    return timed([&] {
-      executor.run(bindings, scalars, nullptr);
-      if (device_) cuda::synchronize(nullptr);
-    });
+    return timed(
+        [&] {
+          executor.run(bindings, scalars, nullptr);
+          if (device_) cuda::synchronize(nullptr);
+        },
+        repeats);
   }
 
   std::shared_ptr<exec::ComputeBackend> make_backend(const plan::Schedule& schedule, const Problem& problem) const {
@@ -150,11 +153,11 @@ class Runner {
     return backend;
   }
 
-  // One warm-up run, then the median of kRepeats.
-  static double timed(const std::function<void()>& run) {
+  // One warm-up run, then the median of `repeats`.
+  static double timed(const std::function<void()>& run, int repeats = kRepeats) {
     run();
     std::vector<double> times;
-    for (int repeat = 0; repeat < kRepeats; ++repeat) {
+    for (int repeat = 0; repeat < repeats; ++repeat) {
       const auto start = std::chrono::steady_clock::now();
       run();
       times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
@@ -412,10 +415,15 @@ std::shared_ptr<const plan::Capabilities::Trials> time_trials(GridState& grid, c
     }
     user[static_cast<std::size_t>(b)] = storage.back().get();
   }
+  // How often each candidate runs, from its prediction, alike on every rank
+  // (each run is collective): the slowest rank's prediction decides.
+  std::vector<double> predicted;
+  for (const plan::Candidate& c : runnable) predicted.push_back(c.seconds);
+  predicted = slowest(group, predicted);
   std::vector<double> times;
   for (std::size_t i = 0; i < runnable.size(); ++i) {
     Runner runner(grid, group, resolved[i], bounds, device);
-    times.push_back(runner.plan_seconds(schedules[i], problem, resolved[i], user));
+    times.push_back(runner.plan_seconds(schedules[i], problem, resolved[i], user, plan::trial_repeats(predicted[i])));
   }
   const std::vector<double> t = slowest(group, times);
   for (std::size_t i = 0; i < runnable.size(); ++i) {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <initializer_list>
+#include <limits>
 #include <numeric>
 
 #include "core/error.hpp"
@@ -233,6 +234,23 @@ ModelChoice choose_by_model(const Problem& p, const ScheduleOptions& o, const st
   std::stable_sort(close.begin(), close.end(), by_time);
   if (close.size() > 1) choice.close = close;
   return choice;
+}
+
+int trial_repeats(double predicted_seconds) {
+  return predicted_seconds >= kTrialLongSeconds ? 1 : kTrialRepeats;
+}
+
+double trial_seconds(const std::vector<Candidate>& candidates) {
+  double seconds = 0;
+  for (const Candidate& c : candidates) seconds += (1 + trial_repeats(c.seconds)) * c.seconds;
+  return seconds;
+}
+
+double trial_budget_seconds(const std::vector<Candidate>& candidates) {
+  double fastest = std::numeric_limits<double>::infinity();
+  for (const Candidate& c : candidates) fastest = std::min(fastest, c.seconds);
+  if (candidates.empty()) return kTrialBudgetSeconds;
+  return std::min(kTrialMaxBudgetSeconds, std::max(kTrialBudgetSeconds, kTrialBudgetPlanRuns * fastest));
 }
 
 Candidate choose_by_trials(const std::vector<Candidate>& measured) {

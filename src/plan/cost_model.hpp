@@ -114,11 +114,28 @@ constexpr int kMaxTrials = 3;
 // (WEAVE_CALIBRATE=time times them): the choice there matters less than
 // the noise of timing it.
 constexpr double kTrialMinSeconds = 2e-4;
-// Nor plans whose trials (a warm-up and three timed executes of each
-// candidate) are predicted to take longer than this in all (the model's
-// times run low: on the host over TCP they took up to twice as long).
+// Each candidate runs once to warm up, then kTrialRepeats times, the median
+// counting; a candidate predicted to take kTrialLongSeconds or more runs
+// once after its warm-up: its run-to-run spread is a smaller share of its
+// time, and three more runs of it would put the trials over their budget
+// where the choice matters most (over sockets, GEMM-AR 16384x8192x28672's
+// trials were predicted at 4.9 s with three repeats and were not run; the
+// pipelined plan then measured 0.61 x the sequential plan that ran).
+constexpr int kTrialRepeats = 3;
+constexpr double kTrialLongSeconds = 0.1;
+int trial_repeats(double predicted_seconds);
+// Plans whose trials are predicted to take longer than their budget are not
+// timed (the model's times run low: on the host over TCP they took up to
+// twice as long): kTrialBudgetSeconds, or kTrialBudgetPlanRuns runs of the
+// fastest candidate where that is more (a plan is made to run many times),
+// but never more than kTrialMaxBudgetSeconds.
 constexpr double kTrialBudgetSeconds = 4.0;
-constexpr int kTrialRunsPerCandidate = 4;
+constexpr double kTrialBudgetPlanRuns = 8.0;
+constexpr double kTrialMaxBudgetSeconds = 20.0;
+// The predicted seconds of timing `candidates` (warm-ups included), and the
+// budget they must fit (`candidates` is the close list, the fastest first).
+double trial_seconds(const std::vector<Candidate>& candidates);
+double trial_budget_seconds(const std::vector<Candidate>& candidates);
 // Of the timed candidates the fastest runs, but an overlapped plan only if
 // it measured at least this much faster than the sequential plan where that
 // was timed too (two timings of one plan differ by about this much).

@@ -532,16 +532,16 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
           if (caps.trials) {
             notes += str(" ", what, " not timed: ", caps.trials->not_timed, ";");
           } else if (choice.close.size() > 1) {
-            double trial_seconds = 0;
-            for (const Candidate& c : choice.close) trial_seconds += kTrialRunsPerCandidate * c.seconds;
+            const double trials = trial_seconds(choice.close), budget = trial_budget_seconds(choice.close);
             const double fastest = choice.close.front().seconds;
             if (mode == Calibrate::ModelOnly)
               notes += str(" ", what, " not timed (WEAVE_CALIBRATE=model);");
             else if (mode == Calibrate::Affordable && fastest < kTrialMinSeconds)
               notes += str(" ", what, " not timed: predicted below ", kTrialMinSeconds * 1e3, " ms;");
-            else if (mode == Calibrate::Affordable && trial_seconds > kTrialBudgetSeconds)
-              notes += str(" ", what, " not timed: their trials would take ", trial_seconds, " s, over ",
-                           kTrialBudgetSeconds, ";");
+            else if (mode == Calibrate::Affordable && trials > budget)
+              notes += str(" ", what, " not timed: their trials would take ", trials, " s, over their budget of ",
+                           budget, " s (", kTrialBudgetPlanRuns, " runs of the fastest, at least ", kTrialBudgetSeconds,
+                           " s, at most ", kTrialMaxBudgetSeconds, ");");
             else
               r.wants_trials = choice.close;
           }

@@ -314,6 +314,21 @@ Capabilities host_caps() {
   return caps;
 }
 
+TEST(CostModel, TrialsOfLongPlansRunOnceAfterTheirWarmUp) {
+  EXPECT_EQ(trial_repeats(0.01), kTrialRepeats);
+  EXPECT_EQ(trial_repeats(kTrialLongSeconds), 1);
+  Candidate quick{Algorithm::Ring, 2, 0.01}, slow{Algorithm::Sequential, 0, 0.5};
+  EXPECT_DOUBLE_EQ(trial_seconds({quick}), (1 + kTrialRepeats) * 0.01);
+  EXPECT_DOUBLE_EQ(trial_seconds({quick, slow}), (1 + kTrialRepeats) * 0.01 + 2 * 0.5);
+  // The budget: at least kTrialBudgetSeconds, else eight runs of the
+  // fastest candidate, at most kTrialMaxBudgetSeconds.
+  EXPECT_DOUBLE_EQ(trial_budget_seconds({quick, slow}), kTrialBudgetSeconds);
+  EXPECT_DOUBLE_EQ(trial_budget_seconds({Candidate{Algorithm::Ring, 2, 1.0}, slow}), kTrialBudgetPlanRuns * 0.5);
+  Candidate one_second{Algorithm::Pipelined, 4, 1.0}, two_seconds{Algorithm::Sequential, 0, 2.0};
+  EXPECT_DOUBLE_EQ(trial_budget_seconds({one_second, two_seconds}), kTrialBudgetPlanRuns * 1.0);
+  EXPECT_DOUBLE_EQ(trial_budget_seconds({Candidate{Algorithm::Ring, 2, 10.0}}), kTrialMaxBudgetSeconds);
+}
+
 TEST(PlannerModel, HostPlansAskForACalibrationThenFollowTheModel) {
   const weave_plan_desc_t desc{};
   const auto rs = problem(Operation::GemmRs, 4, 8192, 8192, 8192);
@@ -389,6 +404,15 @@ TEST(PlannerModel, HostPlansAskForACalibrationThenFollowTheModel) {
   EXPECT_TRUE(r.wants_trials.empty());
   EXPECT_NE(r.notes.find("not timed: predicted below"), std::string::npos) << r.notes;
   EXPECT_GE(resolve_options(desc, small, {{"WEAVE_CALIBRATE", "time"}}, caps).wants_trials.size(), 2u);
+  // Long plans: each candidate once after its warm-up, within a budget of
+  // eight runs of the fastest (four warm-up-and-three-runs of three
+  // candidates of about 1 s would take 12 s; two runs each, about 6).
+  caps.calibration = std::make_shared<Calibration>(machine(0.5, 20, 2));
+  r = resolve_options(desc, mid, {}, caps);
+  ASSERT_GE(r.wants_trials.size(), 2u) << r.notes;
+  double three_repeats_each = 0;  // what the trials would take timed as short plans are
+  for (const Candidate& c : r.wants_trials) three_repeats_each += (1 + kTrialRepeats) * c.seconds;
+  EXPECT_GT(three_repeats_each, trial_budget_seconds(r.wants_trials)) << r.notes;
   // Too large: the trials would take longer than their budget.
   caps.calibration = std::make_shared<Calibration>(machine(0.02, 20, 2));
   r = resolve_options(desc, mid, {}, caps);
