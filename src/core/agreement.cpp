@@ -17,18 +17,25 @@ using Start = std::function<int(MPI_Request*)>;
 
 namespace {
 
-// Runs the check and captures its failure as (status, message).
-std::pair<weave_status_t, std::string> run_local_check(const std::function<void()>& local_check) {
+// A check's failure: its status, its message, and whether the message
+// names the rank it happened on already (an inner agreement's error).
+struct LocalFailure {
+  weave_status_t status = WEAVE_SUCCESS;
+  std::string message;
+  bool names_its_rank = false;
+};
+
+LocalFailure run_local_check(const std::function<void()>& local_check) {
   try {
     local_check();
   } catch (const Error& e) {
-    return {e.status(), e.what()};
+    return {e.status(), e.what(), e.names_its_rank()};
   } catch (const std::bad_alloc&) {
     return {WEAVE_ERROR_OUT_OF_MEMORY, "out of host memory"};
   } catch (const std::exception& e) {
     return {WEAVE_ERROR_INTERNAL, e.what()};
   }
-  return {WEAVE_SUCCESS, std::string()};
+  return {};
 }
 
 // Waits for `request`; on a timeout it goes to the abandoned work with
@@ -53,35 +60,43 @@ void complete(MPI_Request request, BoundedWait& wait, KeepAlive keep_alive, cons
 // function's stack.
 template <class Run>
 void agree(MPI_Comm comm, const std::function<void()>& local_check, Run&& run) {
-  const auto [status, message] = run_local_check(local_check);
+  const LocalFailure failure = run_local_check(local_check);
+  const weave_status_t status = failure.status;
+  const std::string& message = failure.message;
   struct State {
     int mine = 0, first_failing = 0;
-    int header[2] = {0, 0};
+    int header[3] = {0, 0, 0};
     std::vector<char> text;
   };
   auto state = std::make_shared<State>();
   int rank = 0, size = 1;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
-  state->mine = status == WEAVE_SUCCESS ? size : rank;
+  // The error every rank throws: the lowest rank's that failed for another
+  // reason than a timeout, else the lowest rank's that timed out. A timeout
+  // is most often what another rank's failure left behind (its peers waited
+  // for a rank that had left), so the cause wins over its consequences.
+  state->mine = status == WEAVE_SUCCESS ? 2 * size : status == WEAVE_ERROR_TIMEOUT ? size + rank : rank;
   State* s = state.get();
   run([=](MPI_Request* r) { return MPI_Iallreduce(&s->mine, &s->first_failing, 1, MPI_INT, MPI_MIN, comm, r); },
       state);
-  const int first_failing = s->first_failing;
-  if (first_failing == size) return;
+  if (s->first_failing == 2 * size) return;
+  const int first_failing = s->first_failing % size;
   if (rank == first_failing) {
     s->header[0] = static_cast<int>(status);
     s->header[1] = static_cast<int>(std::min<std::size_t>(message.size(), INT_MAX));
+    s->header[2] = failure.names_its_rank ? 1 : 0;
   }
-  run([=](MPI_Request* r) { return MPI_Ibcast(s->header, 2, MPI_INT, first_failing, comm, r); }, state);
+  run([=](MPI_Request* r) { return MPI_Ibcast(s->header, 3, MPI_INT, first_failing, comm, r); }, state);
   s->text.assign(static_cast<std::size_t>(s->header[1]), '\0');
   if (rank == first_failing) std::memcpy(s->text.data(), message.data(), s->text.size());
   if (!s->text.empty())
     run([=](MPI_Request* r) {
       return MPI_Ibcast(s->text.data(), static_cast<int>(s->text.size()), MPI_CHAR, first_failing, comm, r);
     }, state);
-  throw Error(static_cast<weave_status_t>(s->header[0]),
-              str("rank ", first_failing, ": ", std::string(s->text.begin(), s->text.end())));
+  const std::string text(s->text.begin(), s->text.end());
+  throw Error(static_cast<weave_status_t>(s->header[0]), s->header[2] ? text : str("rank ", first_failing, ": ", text),
+              true);
 }
 
 // A value as messages show it.

@@ -68,8 +68,9 @@ class AgreementChannel {
 };
 
 // Runs `local_check` on every rank and makes them agree: if it threw on any
-// rank, every rank throws the error of the lowest failing rank, with
-// "rank R: " in front of its message. `stage` says what the ranks agree on,
+// rank, every rank throws the error of the lowest failing rank (the lowest
+// whose error is not a timeout, where there is one: the cause rather than
+// the peers' timeouts it caused), with "rank R: " in front of its message. `stage` says what the ranks agree on,
 // for timeout messages.
 void agree_on_errors(AgreementChannel& channel, const std::function<void()>& local_check,
                      const std::string& stage = "the agreement on errors");

@@ -13,12 +13,16 @@ namespace weave::internal {
 
 class Error : public std::runtime_error {
  public:
-  Error(weave_status_t status, std::string message)
-      : std::runtime_error(std::move(message)), status_(status) {}
+  // `names_its_rank`: the message starts with the rank it happened on (an
+  // agreement's error), so an agreement around it adds no second one.
+  Error(weave_status_t status, std::string message, bool names_its_rank = false)
+      : std::runtime_error(std::move(message)), status_(status), names_its_rank_(names_its_rank) {}
   weave_status_t status() const noexcept { return status_; }
+  bool names_its_rank() const noexcept { return names_its_rank_; }
 
  private:
   weave_status_t status_;
+  bool names_its_rank_;
 };
 
 // Concatenate anything streamable into one string: str("m=", m, " < 0").

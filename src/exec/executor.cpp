@@ -362,6 +362,17 @@ void Executor::run(const Bindings& bindings, const Scalars& scalars, void* calle
   } catch (...) {
     stop();
     transport_.abandon_outstanding(options_.workspace_owner);
+    // Whatever ended this rank's part (its own failure, a timeout, a peer
+    // that left), its peers hear that it left this call and fail at once
+    // rather than wait for it until their timeout (once per call: a
+    // timeout has said so already).
+    if (options_.notices) {
+      try {
+        options_.notices->announce_give_up();
+      } catch (...) {
+        // The notice is a courtesy; the error that ended the call goes on.
+      }
+    }
     throw;
   }
   stop();
