@@ -10,6 +10,8 @@
 
 #include "backends/cuda/cuda_entry.hpp"
 #include "backends/host/host_backend.hpp"
+#include "core/agreement.hpp"
+#include "core/arrival_notices.hpp"
 #include "core/checked.hpp"
 #include "core/error.hpp"
 #include "exec/executor.hpp"
@@ -67,8 +69,12 @@ using UserBuffers = std::array<const void*, plan::kFirstWorkspaceBuffer>;
 
 class Runner {
  public:
-  Runner(GridState& grid, const GroupView& group, const plan::Resolved& resolved, const WaitBounds& bounds, bool device)
-      : grid_(grid), group_(group), resolved_(resolved), bounds_(bounds), device_(device) {}
+  // `notices` (on a communicator of the group's own): each execute is a
+  // call of it, so a rank whose execute fails tells the others, which then
+  // fail at once instead of waiting for it until their timeout.
+  Runner(GridState& grid, const GroupView& group, const plan::Resolved& resolved, const WaitBounds& bounds, bool device,
+         ArrivalNotices* notices)
+      : grid_(grid), group_(group), resolved_(resolved), bounds_(bounds), device_(device), notices_(notices) {}
 
   // Seconds of the median of kRepeats runs of `schedule` on this rank,
   // over `over` (null: the plan's transport, made on first use).
@@ -88,15 +94,31 @@ class Runner {
   // A plan's own schedule, as `resolved` says, over a transport made for it,
   // bound to `user` (the caller's buffers: A, B, C, ...).
   // Timed `repeats` times after a warm-up.
-  double plan_seconds(const plan::Schedule& schedule, const Problem& problem, const plan::Resolved& resolved,
-                      const UserBuffers& user, int repeats) {
-    std::shared_ptr<exec::ComputeBackend> backend = make_backend(schedule, problem);
-    const transport::TransportContext context{grid_, group_, problem, schedule, resolved, backend->workspace()};
-    std::unique_ptr<transport::Transport> transport = transport::transport_row(resolved.transport).make(context);
+  double plan_seconds(const plan::Schedule& schedule, const plan::Resolved& resolved, const UserBuffers& user,
+                      const std::shared_ptr<exec::ComputeBackend>& backend, transport::Transport& transport,
+                      int repeats) {
     const exec::Progress progress =
         resolved.progress == plan::ProgressMode::Thread ? exec::Progress::Thread : exec::Progress::Tiles;
-    return executes_seconds(schedule, backend, *transport, progress,
+    return executes_seconds(schedule, backend, transport, progress,
                             "weave_plan_create (timing the model's candidates)", user, repeats);
+  }
+
+  // The transport a plan asking for `resolved` would make, made on every
+  // rank or on none (as make_backend): a transport refuses at creation
+  // what it cannot move (MPI: sums of 16-bit partial sums), which building
+  // the candidate's schedule does not see.
+  std::unique_ptr<transport::Transport> make_transport(const plan::Schedule& schedule, const Problem& problem,
+                                                       const plan::Resolved& resolved,
+                                                       const std::shared_ptr<exec::ComputeBackend>& backend) {
+    std::unique_ptr<transport::Transport> transport;
+    agree_on_errors(
+        *group_.channel,
+        [&] {
+          const transport::TransportContext context{grid_, group_, problem, schedule, resolved, backend->workspace()};
+          transport = transport::transport_row(resolved.transport).make(context);
+        },
+        "the agreement on the trials' transports");
+    return transport;
   }
 
   // Host only: the median seconds of the GEMM step of `schedule` cut into
@@ -122,6 +144,7 @@ class Runner {
     exec::ExecutorOptions options;
     options.progress = progress;
     options.bounds = bounds_;
+    options.notices = notices_;
     options.call = call;
     options.workspace_owner = backend;
     exec::Executor executor(schedule, *backend, transport, options);
@@ -133,13 +156,28 @@ class Runner {
     bindings.scalars = scalars;
     return timed(
         [&] {
+          if (notices_) notices_->enter(notices_->call() + 1);
           executor.run(bindings, scalars, nullptr);
           if (device_) cuda::synchronize(nullptr);
         },
         repeats);
   }
 
+ public:
+  // The backend and its workspace for `schedule`, made on every rank of the
+  // group or on none: a rank whose allocation failed alone would leave the
+  // others waiting in the first transfer until the timeout. Where it failed
+  // on some rank, every rank throws that rank's error.
   std::shared_ptr<exec::ComputeBackend> make_backend(const plan::Schedule& schedule, const Problem& problem) const {
+    std::shared_ptr<exec::ComputeBackend> backend;
+    agree_on_errors(*group_.channel, [&] { backend = make_local_backend(schedule, problem); },
+                    "the agreement on the calibration's buffers");
+    return backend;
+  }
+
+ private:
+  std::shared_ptr<exec::ComputeBackend> make_local_backend(const plan::Schedule& schedule,
+                                                           const Problem& problem) const {
     std::shared_ptr<exec::ComputeBackend> backend;
     if (device_) {
       backend = cuda::make_cuda_backend(schedule, problem, cuda::CudaBackendOptions{});
@@ -170,6 +208,7 @@ class Runner {
   const plan::Resolved& resolved_;
   WaitBounds bounds_;
   bool device_;
+  ArrivalNotices* notices_;
   std::unique_ptr<transport::Transport> transport_;
 };
 
@@ -402,32 +441,76 @@ std::shared_ptr<const plan::Capabilities::Trials> time_trials(GridState& grid, c
                             device ? " or a quarter of the GPU's free memory" : "", " on some rank");
     return trials;
   }
+  // Allocated on every rank or timed on none: a rank whose allocation
+  // failed alone would leave the others waiting in the trials' transfers.
   std::vector<std::shared_ptr<void>> storage;
   UserBuffers user{};
-  for (int b = 0; b < plan::kFirstWorkspaceBuffer; ++b) {
-    const auto bytes = static_cast<std::size_t>(std::max<int64_t>(sizes[static_cast<std::size_t>(b)], 256));
-    if (device) {
-      storage.push_back(cuda::allocate_device_bytes(bytes));
-      cuda::fill_device_bytes(storage.back().get(), kFillByte, bytes);
-    } else {
-      storage.push_back(std::shared_ptr<void>(new std::byte[bytes], std::default_delete<std::byte[]>()));
-      std::memset(storage.back().get(), kFillByte, bytes);
-    }
-    user[static_cast<std::size_t>(b)] = storage.back().get();
+  try {
+    agree_on_errors(
+        *group.channel,
+        [&] {
+          for (int b = 0; b < plan::kFirstWorkspaceBuffer; ++b) {
+            const auto bytes = static_cast<std::size_t>(std::max<int64_t>(sizes[static_cast<std::size_t>(b)], 256));
+            if (device) {
+              storage.push_back(cuda::allocate_device_bytes(bytes));
+              cuda::fill_device_bytes(storage.back().get(), kFillByte, bytes);
+            } else {
+              storage.push_back(std::shared_ptr<void>(new std::byte[bytes], std::default_delete<std::byte[]>()));
+              std::memset(storage.back().get(), kFillByte, bytes);
+            }
+            user[static_cast<std::size_t>(b)] = storage.back().get();
+          }
+        },
+        "the agreement on the trials' buffers");
+  } catch (const Error& e) {
+    if (e.status() == WEAVE_ERROR_TIMEOUT) throw;
+    trials->not_timed = str("their scratch buffers could not be allocated (", e.what(), ")");
+    return trials;
   }
   // How often each candidate runs, from its prediction, alike on every rank
   // (each run is collective): the slowest rank's prediction decides.
   std::vector<double> predicted;
   for (const plan::Candidate& c : runnable) predicted.push_back(c.seconds);
   predicted = slowest(group, predicted);
+  ArrivalNotices notices(duplicate(*group.channel));
+  // A candidate whose workspace cannot be allocated beside the scratch
+  // buffers on some rank is left out on every rank (the allocation is
+  // agreed on); the others are timed.
   std::vector<double> times;
+  std::vector<plan::Candidate> timed;
   for (std::size_t i = 0; i < runnable.size(); ++i) {
-    Runner runner(grid, group, resolved[i], bounds, device);
-    times.push_back(runner.plan_seconds(schedules[i], problem, resolved[i], user, plan::trial_repeats(predicted[i])));
+    Runner runner(grid, group, resolved[i], bounds, device, &notices);
+    std::shared_ptr<exec::ComputeBackend> backend;
+    std::unique_ptr<transport::Transport> transport;
+    try {  // each thrown on every rank or on none
+      backend = runner.make_backend(schedules[i], problem);
+    } catch (const Error& e) {
+      if (e.status() == WEAVE_ERROR_TIMEOUT) throw;
+      trials->left_out += str(trials->left_out.empty() ? "" : "; ", plan::candidate_name(runnable[i]),
+                              " not timed: its workspace could not be allocated beside the trials' buffers (", e.what(),
+                              ")");
+      continue;
+    }
+    try {
+      transport = runner.make_transport(schedules[i], problem, resolved[i], backend);
+    } catch (const Error& e) {
+      if (e.status() == WEAVE_ERROR_TIMEOUT) throw;
+      trials->left_out += str(trials->left_out.empty() ? "" : "; ", plan::candidate_name(runnable[i]),
+                              " not timed: its transport refused it (", e.what(), ")");
+      continue;
+    }
+    times.push_back(runner.plan_seconds(schedules[i], resolved[i], user, backend, *transport,
+                                        plan::trial_repeats(predicted[i])));
+    timed.push_back(runnable[i]);
+  }
+  if (timed.size() < 2) {
+    trials->not_timed = trials->left_out.empty() ? "fewer than two of them could be timed" : trials->left_out;
+    trials->left_out.clear();
+    return trials;
   }
   const std::vector<double> t = slowest(group, times);
-  for (std::size_t i = 0; i < runnable.size(); ++i) {
-    plan::Candidate measured = runnable[i];
+  for (std::size_t i = 0; i < timed.size(); ++i) {
+    plan::Candidate measured = timed[i];
     measured.seconds = t[i];
     trials->measured.push_back(measured);
   }
@@ -440,7 +523,8 @@ std::shared_ptr<const plan::Calibration> calibrate(GridState& grid, const GroupV
   const bool device = resolved.backend == plan::Backend::Cuda;
   const Problem p = plan::calibration_problem(group.size, group.rank, problem.dtype,
                                               device ? Memory::Device : Memory::Host);
-  Runner runner(grid, group, resolved, bounds, device);
+  ArrivalNotices notices(duplicate(*group.channel));
+  Runner runner(grid, group, resolved, bounds, device, &notices);
   const std::string what = str("group ", static_cast<int>(group.kind), " over ", static_cast<int>(resolved.transport),
                                " on ", plan::backend_name(resolved.backend), " in ", dtype_name(problem.dtype));
   // The links once per grid, group, transport, backend, type and size

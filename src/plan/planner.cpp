@@ -525,6 +525,7 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
             const Candidate timed = choose_by_trials(caps.trials->measured);
             notes += str(" ", candidate_name(timed), " chosen by timing ", what, " at plan creation (measured ms, "
                          "slowest rank: ", candidate_times(caps.trials->measured), ")",
+                         caps.trials->left_out.empty() ? std::string() : str(" (", caps.trials->left_out, ")"),
                          model_chose ? str("; before timing, ", choice.why) : std::string(), ";");
             return timed;
           }

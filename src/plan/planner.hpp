@@ -152,6 +152,7 @@ struct Capabilities {
   struct Trials {
     std::vector<Candidate> measured;
     std::string not_timed;  // why not, for describe
+    std::string left_out;   // candidates not timed while others were, and why
   };
   std::shared_ptr<const Trials> trials;
   // Where SM-driven transfers beat the copy engines on this machine.

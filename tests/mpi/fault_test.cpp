@@ -17,12 +17,15 @@
 //                    every rank is healthy: every rank succeeds
 //   absent-creation  a peer never comes to grid, matrix or plan creation
 //   warning          the one-line warning while a rank waits for a peer
+//   plan-memory      a rank runs out of memory while plan creation times
+//                    the plan's candidates: the same status everywhere, soon
 //   killed           a rank is killed mid-execute (run with mpirun's
 //                    --enable-recovery); the survivors report alone
 //
 // Prints PASS or FAIL per check and "N passed, N failed"; exit code 1 if
 // any check failed. A watchdog ends a run that hangs with exit code 3.
 #include <mpi.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -395,6 +398,101 @@ void absent_creation() {
   recover_and_execute(g.h, "after the creation timeouts");
 }
 
+// The address space this process has mapped, in bytes (0: unknown).
+long long mapped_bytes() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind("VmSize:", 0) == 0) return std::atoll(line.c_str() + 7) * 1024;
+  return 0;
+}
+
+// The last rank runs out of memory during plan creation: its address space
+// is capped a little above what it maps, at several heights, so that an
+// allocation fails there and nowhere else — in the calibration, in the
+// scratch buffers or workspaces of the candidates that WEAVE_CALIBRATE=time
+// times (C alone, M x N doubles, is 128 MiB), in the plan's own workspace,
+// or nowhere. Every rank must return from plan creation within a few
+// seconds (not after the 60 s timeout, not hang) with the same status, the
+// capped rank's (out of memory), not a timeout;
+// where that is success, the plan must compute C exactly. Then the cap is
+// lifted and a new plan works.
+void plan_memory() {
+  setenv("WEAVE_CALIBRATE", "time", 1);
+  const int64_t m = 4096, n = 4096;
+  const int capped = g_size - 1;
+  struct rlimit before{};
+  getrlimit(RLIMIT_AS, &before);
+  // First the same plan with no cap, so that BLAS has its buffers: OpenBLAS
+  // retries a failed allocation of its own forever, a hang no timeout of
+  // Weave's can end (what the caps below test is Weave's allocations).
+  {
+    Grid g;
+    if (!require_ok(weave_grid_create(MPI_COMM_WORLD, g_size, 1, &g.h), "weave_grid_create")) return;
+    Operands o;
+    if (!make_gemm_ar(g.h, m, n, balanced(4), &o)) return;
+    const weave_plan_desc_t d = gemm_ar_desc(o, 60000, WEAVE_ALGORITHM_AUTO, 0);
+    Plan p;
+    if (!require_ok(weave_plan_create(g.h, &d, &p.h), "weave_plan_create with no cap")) return;
+    Buffers x = ones(o);
+    if (require_ok(execute(p.h, x), "execute with no cap")) c_is(x, static_cast<double>(o.k), "execute with no cap");
+  }
+  for (const long long headroom_mib : {48LL, 240LL, 336LL, 400LL, 560LL}) {
+    Grid g;  // a grid of its own: nothing calibrated yet
+    if (!require_ok(weave_grid_create(MPI_COMM_WORLD, g_size, 1, &g.h), "weave_grid_create")) return;
+    Operands o;
+    if (!make_gemm_ar(g.h, m, n, balanced(4), &o)) return;
+    const weave_plan_desc_t d = gemm_ar_desc(o, 60000, WEAVE_ALGORITHM_AUTO, 0);
+    Plan p;
+    bool capped_now = false;
+    if (g_rank == capped) {
+      const long long now = mapped_bytes();
+      if (now <= 0) {
+        fail_here("cannot read VmSize from /proc/self/status");
+      } else {
+        struct rlimit cap = before;
+        cap.rlim_cur = static_cast<rlim_t>(now + (headroom_mib << 20));
+        capped_now = setrlimit(RLIMIT_AS, &cap) == 0;
+        if (!capped_now) fail_here("setrlimit(RLIMIT_AS) failed");
+      }
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    const auto start = std::chrono::steady_clock::now();
+    const weave_status_t s = weave_plan_create(g.h, &d, &p.h);
+    const double took = seconds_since(start);
+    const std::string message = weave_last_error();
+    if (capped_now) setrlimit(RLIMIT_AS, &before);
+    int codes[2] = {static_cast<int>(s), -static_cast<int>(s)}, most[2] = {0, 0};
+    MPI_Allreduce(codes, most, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    const std::string when = "headroom " + std::to_string(headroom_mib) + " MiB";
+    if (most[0] != -most[1]) fail_here(when + ": plan creation returned different statuses on different ranks");
+    if (took > 20) fail_here(when + ": plan creation took " + std::to_string(took) + " s with one rank out of memory");
+    // Out of memory in Weave's allocations, or in MPI's own (MPI_ERR_INTERN
+    // from a collective that could not allocate): the cause, not a timeout.
+    if (s != WEAVE_SUCCESS && s != WEAVE_ERROR_OUT_OF_MEMORY && s != WEAVE_ERROR_MPI)
+      fail_here(when + ": plan creation returned " + weave_status_string(s) + ": " + message);
+    if (g_rank == capped)
+      std::printf("     %s on rank %d: plan creation %s after %.2f s%s%s\n", when.c_str(), g_rank,
+                  weave_status_string(s), took, s == WEAVE_SUCCESS ? "" : ": ", s == WEAVE_SUCCESS ? "" : message.c_str());
+    if (s == WEAVE_SUCCESS) {
+      std::string what;
+      if (g_rank == capped) {
+        const char* text = nullptr;
+        if (weave_plan_describe(p.h, &text) == WEAVE_SUCCESS && text) what = text;
+        const auto at = what.find("not timed");
+        std::printf("     %s\n", at == std::string::npos ? "(timed)" : what.substr(at, what.find(';', at) - at).c_str());
+      }
+      Buffers x = ones(o);
+      if (require_ok(execute(p.h, x), (when + ": execute").c_str())) c_is(x, static_cast<double>(o.k), when + ": execute");
+    }
+    std::fflush(stdout);
+  }
+  unsetenv("WEAVE_CALIBRATE");
+  Grid g;
+  if (!require_ok(weave_grid_create(MPI_COMM_WORLD, g_size, 1, &g.h), "weave_grid_create after the cap")) return;
+  recover_and_execute(g.h, "after one rank ran out of memory");
+}
+
 // Reads what this process writes to stderr while `body` runs.
 std::string capture_stderr(const std::function<void()>& body) {
   char path[] = "/tmp/weave_fault_test_stderr_XXXXXX";
@@ -548,6 +646,8 @@ int main(int argc, char** argv) {
       absent_creation();
     else if (scenario == "warning")
       warning(grid.h);
+    else if (scenario == "plan-memory")
+      plan_memory();
     else
       fail_here("unknown scenario \"" + scenario + "\"");
   }
