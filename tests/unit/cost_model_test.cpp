@@ -390,7 +390,7 @@ TEST(PlannerModel, HostPlansAskForACalibrationThenFollowTheModel) {
   caps.trials = std::make_shared<Capabilities::Trials>(timed);
   EXPECT_EQ(resolve_options(desc, mid, {}, caps).schedule.algorithm, Algorithm::Ring);
   // Not timed: why, and the model's choice stands.
-  caps.trials = std::make_shared<Capabilities::Trials>(Capabilities::Trials{{}, "a reason"});
+  caps.trials = std::make_shared<Capabilities::Trials>(Capabilities::Trials{{}, "a reason", {}});
   r = resolve_options(desc, mid, {}, caps);
   EXPECT_TRUE(r.wants_trials.empty());
   EXPECT_NE(r.notes.find("not timed: a reason"), std::string::npos) << r.notes;
