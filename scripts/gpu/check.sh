@@ -144,7 +144,9 @@
 #
 #   HOST_BENCH       1 to measure the host backend on this machine's cores (default 0),
 #                    HOST_RANKS ranks (default 4) with HOST_BLAS_THREADS BLAS threads
-#                    each (default 4) and cores to spare (progress thread automatic):
+#                    each (default 4, fewer where that would leave a rank no core
+#                    beside BLAS's: cores / ranks - 1, at least 1) and cores to
+#                    spare (progress thread automatic):
 #                    WEAVE_GEMM (weave-bench --ops gemm, the gemm-host preset, f64 and
 #                    c128, a 2 x 2 grid, blocks 64 and 256) against ScaLAPACK's pdgemm
 #                    where .deps/debs holds libscalapack-openmpi2.2 and
@@ -590,7 +592,13 @@ run_gemm2d_bench() {
 # Ranks with BLAS threads and cores to spare, as on a cluster node: WEAVE_GEMM
 # against ScaLAPACK's pdgemm, then the host preset over TCP as 2 emulated nodes.
 run_host_bench() {
-  local ranks=${HOST_RANKS:-4} threads=${HOST_BLAS_THREADS:-4} dtype
+  local ranks=${HOST_RANKS:-4} dtype
+  # A core beside BLAS's for each rank's progress thread: on a 16-core host
+  # 4 ranks of 4 BLAS threads took every core, and the same plan then timed
+  # up to 45% apart from one minute to the next (doc/performance.md, 2026-11-29).
+  local spare=$(( $(nproc) / ranks - 1 ))
+  [ "$spare" -ge 1 ] || spare=1
+  local threads=${HOST_BLAS_THREADS:-$(( spare < 4 ? spare : 4 ))}
   local launcher=(mpirun -np "$ranks" --allow-run-as-root --oversubscribe --bind-to none -x LD_LIBRARY_PATH
     -x OPENBLAS_NUM_THREADS)
   # HOST_BENCH_LOG=info: every plan's description (the model's choice) in the output.
