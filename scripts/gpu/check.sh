@@ -599,6 +599,7 @@ run_host_bench() {
   local spare=$(( $(nproc) / ranks - 1 ))
   [ "$spare" -ge 1 ] || spare=1
   local threads=${HOST_BLAS_THREADS:-$(( spare < 4 ? spare : 4 ))}
+  say "HOST_BENCH: $ranks ranks of $threads BLAS threads each on $(nproc) cores"
   local launcher=(mpirun -np "$ranks" --allow-run-as-root --oversubscribe --bind-to none -x LD_LIBRARY_PATH
     -x OPENBLAS_NUM_THREADS)
   # HOST_BENCH_LOG=info: every plan's description (the model's choice) in the output.
