@@ -91,9 +91,10 @@ class Runner {
                             {});
   }
 
-  // A plan's own schedule, as `resolved` says, over a transport made for it,
-  // bound to `user` (the caller's buffers: A, B, C, ...).
-  // Timed `repeats` times after a warm-up.
+  // A plan's own schedule, as `resolved` says, on `backend` over
+  // `transport` (make_backend, make_transport), bound to `user` (the
+  // caller's buffers: A, B, C, ...): the median of `repeats` executes after
+  // a warm-up.
   double plan_seconds(const plan::Schedule& schedule, const plan::Resolved& resolved, const UserBuffers& user,
                       const std::shared_ptr<exec::ComputeBackend>& backend, transport::Transport& transport,
                       int repeats) {
@@ -101,6 +102,17 @@ class Runner {
         resolved.progress == plan::ProgressMode::Thread ? exec::Progress::Thread : exec::Progress::Tiles;
     return executes_seconds(schedule, backend, transport, progress,
                             "weave_plan_create (timing the model's candidates)", user, repeats);
+  }
+
+  // The backend and its workspace for `schedule`, made on every rank of the
+  // group or on none: a rank whose allocation failed alone would leave the
+  // others waiting in the first transfer until the timeout. Where it failed
+  // on some rank, every rank throws that rank's error.
+  std::shared_ptr<exec::ComputeBackend> make_backend(const plan::Schedule& schedule, const Problem& problem) const {
+    std::shared_ptr<exec::ComputeBackend> backend;
+    agree_on_errors(*group_.channel, [&] { backend = make_local_backend(schedule, problem); },
+                    "the agreement on the calibration's buffers");
+    return backend;
   }
 
   // The transport a plan asking for `resolved` would make, made on every
@@ -163,19 +175,6 @@ class Runner {
         repeats);
   }
 
- public:
-  // The backend and its workspace for `schedule`, made on every rank of the
-  // group or on none: a rank whose allocation failed alone would leave the
-  // others waiting in the first transfer until the timeout. Where it failed
-  // on some rank, every rank throws that rank's error.
-  std::shared_ptr<exec::ComputeBackend> make_backend(const plan::Schedule& schedule, const Problem& problem) const {
-    std::shared_ptr<exec::ComputeBackend> backend;
-    agree_on_errors(*group_.channel, [&] { backend = make_local_backend(schedule, problem); },
-                    "the agreement on the calibration's buffers");
-    return backend;
-  }
-
- private:
   std::shared_ptr<exec::ComputeBackend> make_local_backend(const plan::Schedule& schedule,
                                                            const Problem& problem) const {
     std::shared_ptr<exec::ComputeBackend> backend;
@@ -326,6 +325,19 @@ std::vector<bool> same_on_every_rank(const GroupView& group, const std::vector<d
   return same;
 }
 
+// Runs `step`, whose failures are agreed on by the group (thrown on every
+// rank or on none), and returns its error's message, or nothing where it
+// succeeded. A timeout is not a step that failed alike everywhere: it goes on.
+std::optional<std::string> agreed_failure(const std::function<void()>& step) {
+  try {
+    step();
+  } catch (const Error& e) {
+    if (e.status() == WEAVE_ERROR_TIMEOUT) throw;
+    return std::string(e.what());
+  }
+  return std::nullopt;
+}
+
 // What a candidate resolved to, as numbers every rank must share for its
 // trial to run (the fields a plan's creation checks alike on every rank),
 // the first saying whether it could be built at all.
@@ -445,7 +457,7 @@ std::shared_ptr<const plan::Capabilities::Trials> time_trials(GridState& grid, c
   // failed alone would leave the others waiting in the trials' transfers.
   std::vector<std::shared_ptr<void>> storage;
   UserBuffers user{};
-  try {
+  const std::optional<std::string> no_buffers = agreed_failure([&] {
     agree_on_errors(
         *group.channel,
         [&] {
@@ -462,9 +474,9 @@ std::shared_ptr<const plan::Capabilities::Trials> time_trials(GridState& grid, c
           }
         },
         "the agreement on the trials' buffers");
-  } catch (const Error& e) {
-    if (e.status() == WEAVE_ERROR_TIMEOUT) throw;
-    trials->not_timed = str("their scratch buffers could not be allocated (", e.what(), ")");
+  });
+  if (no_buffers) {
+    trials->not_timed = str("their scratch buffers could not be allocated (", *no_buffers, ")");
     return trials;
   }
   // How often each candidate runs, from its prediction, alike on every rank
@@ -482,21 +494,15 @@ std::shared_ptr<const plan::Capabilities::Trials> time_trials(GridState& grid, c
     Runner runner(grid, group, resolved[i], bounds, device, &notices);
     std::shared_ptr<exec::ComputeBackend> backend;
     std::unique_ptr<transport::Transport> transport;
-    try {  // each thrown on every rank or on none
-      backend = runner.make_backend(schedules[i], problem);
-    } catch (const Error& e) {
-      if (e.status() == WEAVE_ERROR_TIMEOUT) throw;
-      trials->left_out += str(trials->left_out.empty() ? "" : "; ", plan::candidate_name(runnable[i]),
-                              " not timed: its workspace could not be allocated beside the trials' buffers (", e.what(),
-                              ")");
-      continue;
+    const char* why = "its workspace could not be allocated beside the trials' buffers";
+    std::optional<std::string> failed = agreed_failure([&] { backend = runner.make_backend(schedules[i], problem); });
+    if (!failed) {
+      why = "its transport refused it";
+      failed = agreed_failure([&] { transport = runner.make_transport(schedules[i], problem, resolved[i], backend); });
     }
-    try {
-      transport = runner.make_transport(schedules[i], problem, resolved[i], backend);
-    } catch (const Error& e) {
-      if (e.status() == WEAVE_ERROR_TIMEOUT) throw;
-      trials->left_out += str(trials->left_out.empty() ? "" : "; ", plan::candidate_name(runnable[i]),
-                              " not timed: its transport refused it (", e.what(), ")");
+    if (failed) {
+      trials->left_out += str(trials->left_out.empty() ? "" : "; ", plan::candidate_name(runnable[i]), " not timed: ",
+                              why, " (", *failed, ")");
       continue;
     }
     times.push_back(runner.plan_seconds(schedules[i], resolved[i], user, backend, *transport,

@@ -70,8 +70,8 @@ class AgreementChannel {
 // Runs `local_check` on every rank and makes them agree: if it threw on any
 // rank, every rank throws the error of the lowest failing rank (the lowest
 // whose error is not a timeout, where there is one: the cause rather than
-// the peers' timeouts it caused), with "rank R: " in front of its message. `stage` says what the ranks agree on,
-// for timeout messages.
+// the peers' timeouts it caused), with "rank R: " in front of its message.
+// `stage` says what the ranks agree on, for timeout messages.
 void agree_on_errors(AgreementChannel& channel, const std::function<void()>& local_check,
                      const std::string& stage = "the agreement on errors");
 // The same over a raw communicator, unbounded (blocking): for creation

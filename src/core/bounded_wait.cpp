@@ -38,7 +38,8 @@ void BoundedWait::give_up(const std::string& waiting_for, int gave_up) {
   if (notices_) notices_->announce_give_up();
   const std::string self =
       notices_ ? str(noun_, " ", notices_->rank(), " of ", notices_->size()) : std::string("this rank");
-  const std::string peer_left = gave_up >= 0 ? str("; ", noun_, " ", gave_up, " left this call (it failed or gave up waiting)") : "";
+  const std::string peer_left =
+      gave_up >= 0 ? str("; ", noun_, " ", gave_up, " left this call (it failed or gave up waiting)") : "";
   fail(WEAVE_ERROR_TIMEOUT, self, " waited ", seconds(std::chrono::steady_clock::now() - last_progress_), " s in ",
        call_, " for ", whom(waiting_for, false), peer_left,
        "; a peer may have failed or not made the call (set timeout_ms or WEAVE_TIMEOUT to wait longer)");

@@ -247,9 +247,9 @@ double trial_seconds(const std::vector<Candidate>& candidates) {
 }
 
 double trial_budget_seconds(const std::vector<Candidate>& candidates) {
+  if (candidates.empty()) return kTrialBudgetSeconds;
   double fastest = std::numeric_limits<double>::infinity();
   for (const Candidate& c : candidates) fastest = std::min(fastest, c.seconds);
-  if (candidates.empty()) return kTrialBudgetSeconds;
   return std::min(kTrialMaxBudgetSeconds, std::max(kTrialBudgetSeconds, kTrialBudgetPlanRuns * fastest));
 }
 

@@ -1420,9 +1420,6 @@ void sums_mpi_cannot_take(weave_grid_t grid) {
       Plan q;
       EXPECT_OK(weave_plan_create(grid, &pd, &q.h));
       if (q.h) EXPECT_OK(weave_execute(q.h, 1.0, a.data(), b.data(), 0.0, c.data(), nullptr, nullptr));
-      const char* text = nullptr;
-      if (q.h && weave_plan_describe(q.h, &text) == WEAVE_SUCCESS && g_rank == 0 && std::getenv("WEAVE_TEST_SHOW"))
-        std::printf("%s\n", text);
     }
   }
 }
