@@ -168,7 +168,9 @@
 #                    over sockets between the nodes; "host-staged":
 #                    NCCL_P2P_DISABLE=1. Outputs ctest-emulated-<flavour>.log,
 #                    bench-<N>gpu-emulated-<flavour>.{txt,json}. GPU_TESTS=0
-#                    GPU_BENCH=0 leave only this.
+#                    GPU_BENCH=0 leave only this. On one GPU the network
+#                    flavour's 2 ranks share it (WEAVE_TEST_SHARE_GPUS=1):
+#                    the tests only, no benchmark; host-staged needs 2 GPUs.
 #   EMULATED_TESTS   0 to skip the gpu-emulated tests (default 1)
 #   EMULATED_BENCH   0 to skip the emulated benchmark (default 1)
 #   EMULATED_BENCH_ARGS  its weave-bench arguments (default
@@ -667,10 +669,18 @@ if [ "${HOST_BENCH:-0}" = 1 ]; then run_host_bench; fi
 EMULATED_RC=0
 EMULATED_SUMMARY=""
 run_emulated() {
-  local network=$1 ranks=2
+  local network=$1 ranks=2 bench=${EMULATED_BENCH:-1}
   if [ "$GPUS" -lt 2 ]; then
-    say "EMULATE_NODES: 2 emulated nodes need 2 GPUs, $GPUS present"
-    return
+    # One GPU: the two ranks of the network flavour share it (NCCL takes
+    # them for two hosts; their kernels take turns), for the tests alone.
+    # NCCL refuses two ranks of one host on one GPU (host-staged).
+    if [ "$network" != network ]; then
+      say "EMULATE_NODES: 2 emulated nodes host-staged need 2 GPUs, $GPUS present"
+      return
+    fi
+    say "EMULATE_NODES: one GPU, shared by the 2 emulated nodes: the tests alone (timings would mean nothing)"
+    export WEAVE_TEST_SHARE_GPUS=1
+    bench=0
   fi
   if [ "$GPUS" -ge 4 ]; then ranks=4; fi
   export WEAVE_EMULATED_NODES=2 WEAVE_EMULATED_NETWORK=$network
@@ -683,7 +693,7 @@ run_emulated() {
     EMULATED_SUMMARY="$EMULATED_SUMMARY
 emulated $network: $(grep -E "tests passed|tests failed" "$log" | tail -n 1) (log: $log)"
   fi
-  if [ "${EMULATED_BENCH:-1}" = 1 ]; then
+  if [ "$bench" = 1 ]; then
     local variants=${EMULATED_VARIANTS:-nccl/auto/0/ring,nccl/auto/0/pipelined}
     if [ -z "${EMULATED_VARIANTS:-}" ] && [ "$ranks" -ge 4 ]; then variants="$variants,nccl/auto/0/hierarchical"; fi
     local launcher=(mpirun -np "$ranks" --allow-run-as-root --oversubscribe --bind-to none)
@@ -710,7 +720,7 @@ emulated $network $dtype benchmark: $(tail -n 1 "$OUT/$name-targets.txt") ($OUT/
       fi
     done
   fi
-  unset WEAVE_EMULATED_NODES WEAVE_EMULATED_NETWORK
+  unset WEAVE_EMULATED_NODES WEAVE_EMULATED_NETWORK WEAVE_TEST_SHARE_GPUS
 }
 case "${EMULATE_NODES:-}" in
   "") ;;

@@ -19,8 +19,9 @@
 //     enter) is emitted after chunk j + 1's GEMMs, so a host thread never
 //     waits for a reduction while a GEMM could run. What travels follows
 //     plan/wire.hpp: partial sums reduced by the library's reduce-scatter or
-//     all-reduce (f32, f64, or a type asked for), or 16-bit products in C's
-//     type exchanged in one batch per chunk and summed by their owner in
+//     all-reduce (f32, f64, or a type asked for; over two ranks also 16-bit
+//     products, where the library sums 16-bit types), or 16-bit products in
+//     C's type exchanged in one batch per chunk and summed by their owner in
 //     float32 (the all-reduce then all-gathers the finished rows in C's
 //     type).
 #include <string>
@@ -149,7 +150,7 @@ void pipelined_reduction(ScheduleBuilder& b) {
   std::vector<std::vector<int>> gemm_of(static_cast<std::size_t>(c), std::vector<int>(static_cast<std::size_t>(P), -1));
   for (int j = 0; j < c; ++j)
     made[static_cast<std::size_t>(j)] =
-        b.add_workspace((wire.products ? "products " : "partial sums ") + chunk_name(j), chunks.rows(j), p.n,
+        b.add_workspace((wire.products || wire.collective_sums_products ? "products " : "partial sums ") + chunk_name(j), chunks.rows(j), p.n,
                         wire.type, Order::RowMajor);
   auto piece = [&](int q, int j) {
     return Region{made[static_cast<std::size_t>(j)], chunks.within(q, j), 0, chunks.count(q, j), p.n};

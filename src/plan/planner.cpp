@@ -54,10 +54,14 @@ namespace {
 // The 16-bit floating-point types (bf16, f16).
 bool sixteen_bit(DType t) { return t == DType::BF16 || t == DType::F16; }
 
-// What the plan's flags say a reduction moves (plan/wire.hpp reads these).
-void set_reduction_flags(int32_t flags, ScheduleOptions& o) {
+// What the plan's flags and its transport's collectives say a reduction
+// moves (plan/wire.hpp reads these). Only a transport whose own collectives
+// sum 16-bit types counts: one that delegates its collectives to NCCL (copy
+// engines, SMs) keeps its pipelined products on its own transfers.
+void set_reduction_wire_options(int32_t flags, const TransportDescription& transport, ScheduleOptions& o) {
   o.reduce_in_output_type = (flags & WEAVE_FLAG_REDUCE_IN_OUTPUT_TYPE) != 0;
   o.reduce_in_accumulation_type = (flags & WEAVE_FLAG_REDUCE_IN_ACCUMULATION_TYPE) != 0;
+  o.collectives_sum_16_bit = transport.collectives == Collectives::Own && transport.own_collectives_sum_16_bit;
 }
 
 // Value of an environment variable chosen from `names` (index = enum value).
@@ -554,7 +558,7 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
         // The wire the flags ask for, as the schedule reads them (for those
         // rules, the model and the 16-bit check below).
         ScheduleOptions reduce_flags;
-        set_reduction_flags(desc.flags, reduce_flags);
+        set_reduction_wire_options(desc.flags, *transport, reduce_flags);
         // Those rules trade the direct algorithm for the sequential plan only
         // where the sequential plan moves no more bytes: by default it moves
         // float32 partial sums (one rounding) where the direct algorithm
@@ -1055,7 +1059,7 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
   }
 
   r.schedule.gathered_output = (desc.flags & WEAVE_FLAG_GATHERED_OUTPUT) != 0;
-  set_reduction_flags(desc.flags, r.schedule);
+  set_reduction_wire_options(desc.flags, *transport, r.schedule);
 
   // Host progress.
   int progress = enum_value(desc.progress);

@@ -302,6 +302,12 @@ struct ScheduleOptions {
   // 16-bit reductions of the algorithms that move products in C's type
   // (direct, pipelined, hierarchical) move them in the accumulation type.
   bool reduce_in_accumulation_type = false;
+  // The transport's own collectives sum 16-bit types (NCCL's; MPI has no
+  // datatype for them). Over two ranks the pipelined reductions of 16-bit C
+  // then hand the products, rounded once to C's type, to the library's
+  // reduce-scatter or all-reduce, whose one sum of the two is the sum the
+  // owner would have made (plan/wire.hpp).
+  bool collectives_sum_16_bit = false;
   int slot_window = 3;        // reused partial-sum slots per chunk chain
   // Direct algorithm over a transport that reads peers' memory: each owner
   // sums the products where they were made (PeerSum steps) instead of

@@ -22,6 +22,9 @@ struct ReductionWire {
   bool summed_by_collective = false;
   DType type = DType::F64;  // what travels
   DType summed_in = DType::F64;  // what the sums accumulate in
+  // Summed by the collective, and what it sums are the two ranks' products
+  // in C's type (each rounded once), not partial sums passed along a ring.
+  bool collective_sums_products = false;
 };
 
 // The rule for `algorithm` (not AG-GEMM):
@@ -31,7 +34,12 @@ struct ReductionWire {
 //     with reduce_in_accumulation_type;
 //   pipelined: the collective library's reduce-scatter / all-reduce of
 //     partial sums where those are in C's type anyway (f32, f64) or where a
-//     type was asked for (either flag); else (16-bit C) products in C's type.
+//     type was asked for (either flag); else (16-bit C) products in C's
+//     type: over two ranks whose collectives sum 16-bit types
+//     (ScheduleOptions::collectives_sum_16_bit) handed to the library's
+//     collective, which adds the two once (the owner's float32 sum of two
+//     rounded products, rounded once), otherwise point to point, summed by
+//     their owner.
 ReductionWire reduction_wire(const Problem& p, const ScheduleOptions& o, Algorithm algorithm);
 
 // For describe: "products travel as bf16, summed in f32 by their owner".

@@ -206,6 +206,33 @@ inline std::vector<Case> sweep_cases(const CaseListOptions& options, std::mt1993
         c.gathered = op == WEAVE_AG_GEMM && variant == 1;
         cases.push_back(c);
       }
+  // Pipelined reductions of each 16-bit type asked for, beta and bias on
+  // and off, uneven and empty shards (kept by --quick: what groups across
+  // nodes run automatically). Over two ranks whose transport's collectives
+  // sum 16-bit types (NCCL) each chunk's products go to the library's
+  // reduce-scatter or all-reduce, beta * C and the bias entering once, in
+  // the pass that finishes the chunk; elsewhere they travel point to point.
+  for (weave_operation_t op : {WEAVE_GEMM_RS, WEAVE_GEMM_AR})
+    for (weave_dtype_t t : options.types) {
+      if (t != WEAVE_FLOAT16 && t != WEAVE_BFLOAT16) continue;
+      for (int variant = 0; variant < 3; ++variant) {
+        Case c;
+        c.operation = op;
+        c.dtype = t;
+        c.m = 40 + 3 * variant;
+        c.n = 24 + variant;
+        c.k = 32;
+        c.order_c = variant == 1 ? WEAVE_ORDER_COLUMN_MAJOR : WEAVE_ORDER_ROW_MAJOR;
+        c.shards = variant == 0 ? Shards::Balanced : variant == 1 ? Shards::Uneven : Shards::WithEmpty;
+        c.bias = variant != 0;
+        set_bias_layout(c, variant);
+        c.beta = variant == 2 ? -0.75 : 0.0;
+        c.alpha = variant == 1 ? 1.5 : 1.0;
+        c.chunks = 1 + variant;
+        c.algorithm = WEAVE_ALGORITHM_PIPELINED;
+        cases.push_back(c);
+      }
+    }
   // Device float32 with TF32 tensor cores allowed (looser tolerance).
   const bool f32 = std::find(options.types.begin(), options.types.end(), WEAVE_FLOAT32) != options.types.end();
   if (options.memory == WEAVE_MEMORY_DEVICE && f32)

@@ -13,6 +13,7 @@
 #include "group_problem.hpp"
 #include "plan/environment_syntax.hpp"
 #include "plan/planner.hpp"
+#include "plan/wire.hpp"
 #include "transport/registry.hpp"
 
 namespace weave_test {
@@ -1241,6 +1242,34 @@ TEST(Planner, ReductionWireFlags) {
   r = resolve_options(desc, rs, {}, everything());
   EXPECT_FALSE(r.schedule.peer_sums);
   EXPECT_NE(r.notes.find("travel as messages"), std::string::npos) << r.notes;
+}
+
+// Whether a transport's own collectives sum 16-bit types comes from its
+// row: NCCL's do (so the pipelined reductions of 16-bit C over two ranks
+// hand it their products); UCX's are built from its own messages, and copy
+// engines delegate their collectives to NCCL but keep the products on their
+// own transfers.
+TEST(Planner, CollectivesSum16BitFromTheTransportRow) {
+  const weave::internal::Problem rs = device_case(weave::internal::Operation::GemmRs, 8192, 2);
+  weave_plan_desc_t desc{};
+  desc.algorithm = WEAVE_ALGORITHM_PIPELINED;
+  const std::pair<weave_transport_t, bool> rows[] = {
+      {WEAVE_TRANSPORT_NCCL, true}, {WEAVE_TRANSPORT_UCX, false}, {WEAVE_TRANSPORT_COPY_ENGINE, false}};
+  for (const auto& [transport, sums] : rows) {
+    desc.transport = transport;
+    const Resolved r = resolve_options(desc, rs, {}, everything());
+    EXPECT_EQ(r.schedule.collectives_sum_16_bit, sums) << r.notes;
+    const ReductionWire wire = reduction_wire(rs, r.schedule, Algorithm::Pipelined);
+    EXPECT_EQ(wire.summed_by_collective, sums) << r.notes;
+    EXPECT_EQ(wire.products, !sums) << r.notes;
+    EXPECT_EQ(wire.type, weave::internal::DType::BF16);
+  }
+  // Four ranks over NCCL: its ring would round at every hop, so the
+  // products travel point to point.
+  desc.transport = WEAVE_TRANSPORT_NCCL;
+  const weave::internal::Problem four = device_case(weave::internal::Operation::GemmRs, 8192, 4);
+  const Resolved r = resolve_options(desc, four, {}, everything());
+  EXPECT_TRUE(reduction_wire(four, r.schedule, Algorithm::Pipelined).products);
 }
 
 TEST(PlannerErrors, BidirectionalWithOneChunk) {

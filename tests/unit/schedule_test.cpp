@@ -40,7 +40,7 @@ struct ScheduleCase {
         << " gathered=" << options.gathered_output << " reduce_in_output=" << options.reduce_in_output_type
         << " reduce_in_accumulation=" << options.reduce_in_accumulation_type << " peer_sums=" << options.peer_sums << " one_shot=" << options.all_reduce_one_shot
         << " gather_lag=" << options.all_gather_lag << " own_accumulates=" << options.own_product_accumulates
-        << " tail_bands=" << options.tail_bands
+        << " tail_bands=" << options.tail_bands << " collectives_sum_16_bit=" << options.collectives_sum_16_bit
         << " alpha=" << alpha << " beta=" << beta;
     return out.str();
   }
@@ -243,11 +243,45 @@ std::vector<ScheduleCase> sweep_cases(bool fp8 = false) {
             // GEMM-AR over two ranks whose own GEMMs add the received
             // product: the last chunk in 1, 2 or 3 bands.
             c.options.tail_bands = 1 + (counter / 4) % 3;
+            // A transport whose collectives sum 16-bit types: the pipelined
+            // reductions of 16-bit C over two ranks hand it their products.
+            c.options.collectives_sum_16_bit = (counter / 2) % 2 == 0;
             ++counter;
             cases.push_back(c);
           }
       }
   return cases;
+}
+
+// Pipelined GEMM-RS and GEMM-AR of 16-bit C over two ranks whose library
+// sums 16-bit types: each chunk's products go to its reduce-scatter or
+// all-reduce in C's type, and beta * C and the bias enter once, in the pass
+// that finishes the chunk (the simulation checks values and provenance in
+// every order the models allow, uneven and empty shards included).
+TEST(Schedules, PipelinedTwoRanksHandTheCollectiveTheirProducts) {
+  std::vector<ScheduleCase> cases;
+  int counter = 0;
+  for (Operation op : {Operation::GemmRs, Operation::GemmAr})
+    for (int chunks : {1, 2, 3})
+      for (Shards s : {Shards::Balanced, Shards::Uneven, Shards::WithEmpty}) {
+        ScheduleCase c = varied_case(op, Algorithm::Pipelined, 2, s, chunks, counter++);
+        c.group.dtype = counter % 2 ? DType::F16 : DType::BF16;
+        c.options.reduce_in_output_type = false;
+        c.options.reduce_in_accumulation_type = false;
+        c.options.collectives_sum_16_bit = true;
+        cases.push_back(c);
+        for (const weave::internal::Problem& p : make_group_problems(c.group)) {
+          const weave::internal::plan::Schedule schedule = weave::internal::plan::build_schedule(p, c.options);
+          for (const auto& step : schedule.steps) {
+            EXPECT_FALSE(std::holds_alternative<weave::internal::plan::SendOp>(step.op)) << c.name() << ": " << step.label;
+            if (const auto* coll = std::get_if<weave::internal::plan::CollectiveOp>(&step.op)) {
+              EXPECT_NE(coll->kind, weave::internal::plan::CollectiveKind::AllGather) << c.name() << ": " << step.label;
+              EXPECT_EQ(schedule.buffer(coll->send).dtype, c.group.dtype) << c.name() << ": " << step.label;
+            }
+          }
+        }
+      }
+  run_cases(cases, {Model::DepsOnly, Model::Host, Model::StreamOrdered}, 4, 18);
 }
 
 // GEMM-AR over two ranks, the own GEMMs adding the received products, C
@@ -1175,7 +1209,8 @@ TEST(Schedules, HierarchicalCrossesNodesOncePerPiece) {
 }
 
 // What the pipelined reductions move (plan/wire.hpp): a 16-bit C's products
-// in C's type, point to point, summed by their owner; float32 partial sums
+// in C's type, point to point, summed by their owner (over two ranks whose
+// library sums 16-bit types, through its collective); float32 partial sums
 // through the collective library when asked for; an f32 or f64 C's partial
 // sums through the collective library. AG-GEMM: one all-gather per chunk.
 TEST(Schedules, PipelinedWire) {
@@ -1189,20 +1224,35 @@ TEST(Schedules, PipelinedWire) {
     bool accumulation;
     DType travels;
     bool point_to_point;
+    int ranks = 3;
+    bool collectives_sum_16_bit = false;
   };
   const Expect cases[] = {{Operation::GemmRs, DType::F16, false, DType::F16, true},
                           {Operation::GemmAr, DType::F16, false, DType::F16, true},
                           {Operation::GemmRs, DType::F16, true, DType::F32, false},
                           {Operation::GemmAr, DType::F16, true, DType::F32, false},
                           {Operation::GemmRs, DType::F64, false, DType::F64, false},
-                          {Operation::GemmAr, DType::F32, false, DType::F32, false}};
+                          {Operation::GemmAr, DType::F32, false, DType::F32, false},
+                          // Two ranks over a library that sums 16-bit types:
+                          // its collective sums the two products in C's type.
+                          {Operation::GemmRs, DType::BF16, false, DType::BF16, false, 2, true},
+                          {Operation::GemmAr, DType::F16, false, DType::F16, false, 2, true},
+                          // Not over a library that cannot, nor over three ranks
+                          // (a ring would round at every hop), nor where
+                          // float32 was asked for.
+                          {Operation::GemmRs, DType::BF16, false, DType::BF16, true, 2, false},
+                          {Operation::GemmAr, DType::BF16, false, DType::BF16, true, 3, true},
+                          {Operation::GemmRs, DType::BF16, false, DType::BF16, true, 3, true},
+                          {Operation::GemmRs, DType::BF16, true, DType::F32, false, 2, true}};
   for (const Expect& e : cases) {
-    GroupCase g = whole_tiles(e.op, 3, 2);
+    GroupCase g = whole_tiles(e.op, e.ranks, 2);
     g.dtype = e.dtype;
     ScheduleOptions o;
     o.algorithm = Algorithm::Pipelined;
     o.chunks_per_shard = 2;
     o.reduce_in_accumulation_type = e.accumulation;
+    o.collectives_sum_16_bit = e.collectives_sum_16_bit;
+    const int peers = e.ranks - 1;
     for (const weave::internal::Problem& p : make_group_problems(g)) {
       const weave::internal::plan::Schedule s = weave::internal::plan::build_schedule(p, o);
       int sends = 0, reductions = 0, gathers = 0;
@@ -1220,7 +1270,7 @@ TEST(Schedules, PipelinedWire) {
           }
         }
       }
-      EXPECT_EQ(sends, e.point_to_point ? 2 * 2 : 0) << "rank " << p.group_rank;  // 2 peers x 2 chunks
+      EXPECT_EQ(sends, e.point_to_point ? peers * 2 : 0) << "rank " << p.group_rank;  // peers x 2 chunks
       EXPECT_EQ(reductions, e.point_to_point ? 0 : 2);
       EXPECT_EQ(gathers, e.op == Operation::GemmAr && e.point_to_point ? 2 : 0);
     }
