@@ -170,7 +170,9 @@
 #                    bench-<N>gpu-emulated-<flavour>.{txt,json}. GPU_TESTS=0
 #                    GPU_BENCH=0 leave only this. On one GPU the network
 #                    flavour's 2 ranks share it (WEAVE_TEST_SHARE_GPUS=1):
-#                    the tests only, no benchmark; host-staged needs 2 GPUs.
+#                    the tests, and the benchmark only with EMULATED_BENCH=1
+#                    (two ranks taking turns on one GPU: communication-bound
+#                    shapes only mean something); host-staged needs 2 GPUs.
 #   EMULATED_TESTS   0 to skip the gpu-emulated tests (default 1)
 #   EMULATED_BENCH   0 to skip the emulated benchmark (default 1)
 #   EMULATED_BENCH_ARGS  its weave-bench arguments (default
@@ -678,9 +680,10 @@ run_emulated() {
       say "EMULATE_NODES: 2 emulated nodes host-staged need 2 GPUs, $GPUS present"
       return
     fi
-    say "EMULATE_NODES: one GPU, shared by the 2 emulated nodes: the tests alone (timings would mean nothing)"
     export WEAVE_TEST_SHARE_GPUS=1
-    bench=0
+    bench=${EMULATED_BENCH:-0}
+    say "EMULATE_NODES: one GPU, shared by the 2 emulated nodes (the benchmark only where EMULATED_BENCH=1 asks:" \
+      "its ranks take turns on the GPU)"
   fi
   if [ "$GPUS" -ge 4 ]; then ranks=4; fi
   export WEAVE_EMULATED_NODES=2 WEAVE_EMULATED_NETWORK=$network
@@ -702,6 +705,7 @@ emulated $network: $(grep -E "tests passed|tests failed" "$log" | tail -n 1) (lo
     local dtype
     for dtype in ${EMULATED_DTYPES:-bf16}; do
       local name="bench-${ranks}gpu-emulated-$network" type_args=(--dtype "$dtype")
+      if [ "$GPUS" -lt 2 ]; then name="bench-${ranks}ranks-1gpu-emulated-$network"; fi
       if [ "$dtype" = fp8 ]; then
         name="$name-fp8"
         type_args=("${FP8_TABLE_ARGS[@]}")
