@@ -182,7 +182,12 @@ ModelChoice choose_by_model(const Problem& p, const ScheduleOptions& o, const st
       switch (a) {
         case Algorithm::Ring: depths = {ring_chunks}; break;
         case Algorithm::Direct: depths = {1, 2}; break;
-        case Algorithm::Pipelined: depths = {2, 4, 8}; break;
+        // One chunk: no overlap but the pipelined plan's wire (over two
+        // ranks 16-bit products in one collective, half the bytes of the
+        // sequential plan's float32 partial sums), which on small shapes
+        // beat two chunks' two collectives over sockets
+        // (doc/performance.md).
+        case Algorithm::Pipelined: depths = {1, 2, 4, 8}; break;
         case Algorithm::Hierarchical: depths = {2, 4}; break;
         case Algorithm::Sequential:
         case Algorithm::Summa: break;

@@ -98,7 +98,7 @@ TEST(CostModel, ChoosesWhatTheLinksFavour) {
   EXPECT_NE(c.why.find("not 10% faster"), std::string::npos) << c.why;
   // Every candidate is listed, sequential first.
   EXPECT_EQ(c.candidates.front().algorithm, Algorithm::Sequential);
-  EXPECT_EQ(c.candidates.size(), 1u + 1u + 3u + 2u);  // ring, pipelined x {2,4,8}, direct x {1,2}
+  EXPECT_EQ(c.candidates.size(), 1u + 1u + 4u + 2u);  // ring, pipelined x {1,2,4,8}, direct x {1,2}
   // Chunks asked for are the only depth tried.
   c = choose_by_model(rs, {}, all, 3, 2, machine(2000, 2, 20), one_node(4));
   for (const Candidate& k : c.candidates) {
@@ -106,6 +106,30 @@ TEST(CostModel, ChoosesWhatTheLinksFavour) {
       EXPECT_EQ(k.chunks, 3);
     }
   }
+}
+
+// Two ranks across a slow link whose collectives sum 16-bit types: the
+// pipelined plan moves bf16 products where the sequential plan moves
+// float32 partial sums. Where the GEMM is small next to the transfer and
+// every collective pays a latency, one chunk (no overlap, half the bytes)
+// is predicted fastest; where the GEMM is worth hiding, several chunks.
+TEST(CostModel, OnePipelinedChunkWhereOverlapHidesLittle) {
+  ScheduleOptions o;
+  o.collectives_sum_16_bit = true;
+  // 69 GFLOP per rank: 1.4 ms at 50 TFLOP/s; 16 MiB of bf16 products, 8 ms
+  // at 2 GB/s, plus 1 ms per collective.
+  Calibration c = machine(50000, 2, 2);
+  c.reduce_scatter.latency_s = c.all_reduce.latency_s = 1e-3;
+  const auto small = problem(Operation::GemmRs, 2, 1024, 8192, 8192, DType::BF16);
+  const ModelChoice few = choose_by_model(small, o, {Algorithm::Pipelined}, 0, 2, c, one_node(2));
+  EXPECT_EQ(few.chosen.algorithm, Algorithm::Pipelined) << few.why;
+  EXPECT_EQ(few.chosen.chunks, 1) << few.why;
+  const double sequential = predict_seconds(small, o, Algorithm::Sequential, 1, c, one_node(2));
+  EXPECT_LT(few.chosen.seconds, 0.6 * sequential) << few.why;
+  c.gemm_flops_per_s = 8.6e12;  // the GEMM as long as the transfer (8 ms): worth hiding
+  const ModelChoice many = choose_by_model(small, o, {Algorithm::Pipelined}, 0, 2, c, one_node(2));
+  EXPECT_EQ(many.chosen.algorithm, Algorithm::Pipelined) << many.why;
+  EXPECT_GT(many.chosen.chunks, 1) << many.why;
 }
 
 // Another algorithm than the incumbent (what the measured rules run) must
