@@ -356,9 +356,9 @@ std::array<double, kResolvedFields> resolved_fields(const plan::Resolved& r) {
 // model's inputs are the slowest rank's measurements, so they should; a
 // rank whose machine reports other cores would differ).
 bool same_candidates(const GroupView& group, const std::vector<plan::Candidate>& candidates) {
-  std::vector<double> codes(plan::kMaxTrials + 1, -1.0);
+  std::vector<double> codes(plan::kMaxTimedCandidates + 1, -1.0);
   codes[0] = static_cast<double>(candidates.size());
-  for (std::size_t i = 0; i < candidates.size() && i < static_cast<std::size_t>(plan::kMaxTrials); ++i)
+  for (std::size_t i = 0; i < candidates.size() && i < static_cast<std::size_t>(plan::kMaxTimedCandidates); ++i)
     codes[i + 1] = static_cast<double>(static_cast<int>(candidates[i].algorithm) * 100000 + candidates[i].chunks);
   const std::vector<bool> same = same_on_every_rank(group, codes);
   return std::all_of(same.begin(), same.end(), [](bool b) { return b; });

@@ -241,6 +241,22 @@ ModelChoice choose_by_model(const Problem& p, const ScheduleOptions& o, const st
   return choice;
 }
 
+void with_one_pipelined_chunk(ModelChoice& choice) {
+  auto pipelined = [](int chunks) {
+    return [chunks](const Candidate& c) {
+      return c.algorithm == Algorithm::Pipelined && (chunks == 0 ? c.chunks > 1 : c.chunks == chunks);
+    };
+  };
+  if (std::none_of(choice.close.begin(), choice.close.end(), pipelined(0))) return;
+  if (std::any_of(choice.close.begin(), choice.close.end(), pipelined(1))) return;
+  const auto one = std::find_if(choice.candidates.begin(), choice.candidates.end(), pipelined(1));
+  if (one == choice.candidates.end()) return;  // chunks fixed by the caller
+  std::vector<Candidate> more = choice.close;
+  more.push_back(*one);
+  std::stable_sort(more.begin(), more.end(), [](const Candidate& x, const Candidate& y) { return x.seconds < y.seconds; });
+  if (trial_seconds(more) <= trial_budget_seconds(more)) choice.close = more;
+}
+
 int trial_repeats(double predicted_seconds) {
   return predicted_seconds >= kTrialLongSeconds ? 1 : kTrialRepeats;
 }

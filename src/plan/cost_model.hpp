@@ -164,6 +164,21 @@ ModelChoice choose_by_model(const Problem& problem, const ScheduleOptions& optio
                             const Calibration& calibration, const NodeLayout& nodes,
                             Algorithm incumbent = Algorithm::Sequential, double band = kTrialBand);
 
+// At most this many candidates are timed by any plan: the model's
+// kMaxTrials and the pipelined plan in one chunk (with_one_pipelined_chunk).
+constexpr int kMaxTimedCandidates = kMaxTrials + 1;
+
+// Adds the pipelined plan in one chunk to `choice.close` where the pipelined
+// plan there has more chunks, the model predicted one chunk too, and the
+// trials stay within their budget. One chunk overlaps nothing but moves the
+// pipelined plan's bytes in one collective: over NCCL's sockets between two
+// emulated nodes, where the model picked two chunks, the pipelined
+// GEMM-RS of 8192^3 with uneven shards took 1.09-1.12 x, and of
+// 1024x8192x8192 1.40 x, a sequential plan moving the same bytes in one
+// collective (doc/performance.md); the model does not see what a second
+// collective costs there.
+void with_one_pipelined_chunk(ModelChoice& choice);
+
 // The choice among timed candidates (seconds measured): the fastest, but
 // the sequential plan where it was timed and the fastest overlapped plan is
 // not kTrialMargin faster. `measured` is not empty.

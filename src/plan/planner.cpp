@@ -684,10 +684,11 @@ Resolved resolve_options(const weave_plan_desc_t& desc, const Problem& problem, 
         if (reductions_across_nodes && calibrate && caps.calibration && !too_small) {
           std::vector<Algorithm> timed{Algorithm::Pipelined};
           if (several_per_node) timed.push_back(Algorithm::Hierarchical);
-          const ModelChoice choice = choose_by_model(problem, reduce_flags, timed, asked_chunks_per_shard(desc, env),
-                                                     default_chunks(problem, r.backend, Algorithm::Ring, false),
-                                                     *caps.calibration, caps.nodes, static_cast<Algorithm>(algorithm),
-                                                     std::numeric_limits<double>::infinity());
+          ModelChoice choice = choose_by_model(problem, reduce_flags, timed, asked_chunks_per_shard(desc, env),
+                                               default_chunks(problem, r.backend, Algorithm::Ring, false),
+                                               *caps.calibration, caps.nodes, static_cast<Algorithm>(algorithm),
+                                               std::numeric_limits<double>::infinity());
+          with_one_pipelined_chunk(choice);
           const Candidate fastest = take_timed_or(choice, "the reductions' plans across nodes", false);
           if (caps.trials && !caps.trials->measured.empty()) {
             algorithm = static_cast<int>(fastest.algorithm);

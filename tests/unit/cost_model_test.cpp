@@ -9,6 +9,8 @@
 
 #include <mpi.h>
 
+#include <limits>
+
 #include "core/error.hpp"
 #include "group_problem.hpp"
 #include "plan/cost_model.hpp"
@@ -130,6 +132,46 @@ TEST(CostModel, OnePipelinedChunkWhereOverlapHidesLittle) {
   const ModelChoice many = choose_by_model(small, o, {Algorithm::Pipelined}, 0, 2, c, one_node(2));
   EXPECT_EQ(many.chosen.algorithm, Algorithm::Pipelined) << many.why;
   EXPECT_GT(many.chosen.chunks, 1) << many.why;
+}
+
+// The reductions across nodes also time the pipelined plan in one chunk
+// where the model picked more and the trials stay within their budget.
+TEST(CostModel, TrialsAddOnePipelinedChunkWithinTheirBudget) {
+  ScheduleOptions o;
+  o.collectives_sum_16_bit = true;
+  Calibration c = machine(8600, 2, 2);  // the GEMM as long as the transfer: several chunks predicted fastest
+  c.reduce_scatter.latency_s = 1e-3;
+  const auto rs = problem(Operation::GemmRs, 2, 1024, 8192, 8192, DType::BF16);
+  const double inf = std::numeric_limits<double>::infinity();
+  ModelChoice choice = choose_by_model(rs, o, {Algorithm::Pipelined}, 0, 2, c, one_node(2), Algorithm::Sequential, inf);
+  ASSERT_EQ(choice.close.size(), 2u) << choice.why;
+  ASSERT_GT(choice.chosen.chunks, 1) << choice.why;
+  with_one_pipelined_chunk(choice);
+  ASSERT_EQ(choice.close.size(), 3u);
+  int one = 0;
+  for (const Candidate& k : choice.close) one += k.algorithm == Algorithm::Pipelined && k.chunks == 1;
+  EXPECT_EQ(one, 1);
+  for (std::size_t i = 1; i < choice.close.size(); ++i) EXPECT_LE(choice.close[i - 1].seconds, choice.close[i].seconds);
+  // Added once.
+  with_one_pipelined_chunk(choice);
+  EXPECT_EQ(choice.close.size(), 3u);
+  // Not where the trials would run past their budget (every candidate
+  // about 0.5 s: eight runs of the fastest are 4 s, four candidates' runs
+  // and warm-ups past that).
+  ModelChoice slow;
+  slow.close = {Candidate{Algorithm::Pipelined, 4, 0.50}, Candidate{Algorithm::Sequential, 1, 1.0}};
+  slow.candidates = {slow.close[1], Candidate{Algorithm::Pipelined, 1, 0.52}, slow.close[0]};
+  ModelChoice fits = slow;
+  with_one_pipelined_chunk(slow);
+  EXPECT_EQ(slow.close.size(), 2u);
+  fits.close[1].seconds = fits.candidates[0].seconds = 0.6;
+  with_one_pipelined_chunk(fits);
+  EXPECT_EQ(fits.close.size(), 3u);
+  // Chunks fixed by the caller: the model predicted no other depth.
+  ModelChoice fixed = choose_by_model(rs, o, {Algorithm::Pipelined}, 3, 2, c, one_node(2), Algorithm::Sequential, inf);
+  const std::size_t before = fixed.close.size();
+  with_one_pipelined_chunk(fixed);
+  EXPECT_EQ(fixed.close.size(), before);
 }
 
 // Another algorithm than the incumbent (what the measured rules run) must

@@ -571,6 +571,44 @@ TEST(Planner, DeviceReductionsAcrossNodesFollowTheCalibratedLink) {
   EXPECT_EQ(resolve_options(desc, device_case(Operation::GemmRs), {}, caps).schedule.algorithm, Algorithm::Sequential);
 }
 
+// Two nodes of one GPU each: the reductions' trials also time the pipelined
+// plan in one chunk where the model predicted more chunks fastest (its bytes
+// in one collective), and the fastest of the timed plans runs.
+TEST(Planner, ReductionsAcrossNodesAlsoTimeOnePipelinedChunk) {
+  using weave::internal::Operation;
+  using weave::internal::plan::Calibration;
+  using weave::internal::plan::LinkCost;
+  Capabilities caps = everything();
+  caps.nodes.node_of_rank = {0, 1};
+  caps.nodes.nodes = 2;
+  auto c = std::make_shared<Calibration>();
+  c->gemm_flops_per_s = 4e12;  // 275 GFLOP per rank in 69 ms, beside 32 MiB of bf16 products in 16 ms
+  LinkCost link;
+  link.seconds_per_byte = 1.0 / 2e9;
+  link.latency_s = 1e-3;
+  c->point_to_point = c->all_gather = c->reduce_scatter = c->all_reduce = link;
+  c->overlap_efficiency = 1;
+  caps.calibration = c;
+  const weave_plan_desc_t desc{};
+  for (Operation op : {Operation::GemmRs, Operation::GemmAr}) {
+    const Resolved r = resolve_options(desc, device_case(op, 8192, 2), {{"WEAVE_CALIBRATE", "time"}}, caps);
+    bool one = false, more = false;
+    for (const auto& k : r.wants_trials) {
+      one |= k.algorithm == Algorithm::Pipelined && k.chunks == 1;
+      more |= k.algorithm == Algorithm::Pipelined && k.chunks > 1;
+    }
+    EXPECT_TRUE(one && more) << r.notes;
+    Capabilities timed = caps;
+    Capabilities::Trials measured;
+    measured.measured = r.wants_trials;
+    for (auto& k : measured.measured) k.seconds = k.algorithm == Algorithm::Pipelined && k.chunks == 1 ? 1e-3 : 2e-3;
+    timed.trials = std::make_shared<Capabilities::Trials>(measured);
+    const Resolved chosen = resolve_options(desc, device_case(op, 8192, 2), {}, timed);
+    EXPECT_EQ(chosen.schedule.algorithm, Algorithm::Pipelined) << chosen.notes;
+    EXPECT_EQ(chosen.schedule.chunks_per_shard, 1) << chosen.notes;
+  }
+}
+
 // One variable for a whole program: WEAVE_ALGORITHM=direct applies to every
 // operation (AG-GEMM sends each chunk to every rank at once), with whole
 // shards for AG-GEMM and no sums read from peers there.
