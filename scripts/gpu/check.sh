@@ -161,7 +161,8 @@
 #   EMULATE_NODES    network, host-staged or both: also run as 2 emulated nodes
 #                    (scripts/emulate-nodes.sh; 1 GPU each on 2 GPUs, 2 each
 #                    where 4 GPUs or more exist): the gpu-emulated tests (the
-#                    quick device matrix over NCCL) and weave-bench (bf16,
+#                    quick device and FP8 matrices and random shapes over
+#                    NCCL) and weave-bench (bf16,
 #                    --preset tp) with the ring and pipelined (on 2 x 2 also
 #                    the hierarchical) plans as variants, then
 #                    bench/emulated_targets.py on its JSON. "network": NCCL
