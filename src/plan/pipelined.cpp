@@ -150,8 +150,8 @@ void pipelined_reduction(ScheduleBuilder& b) {
   std::vector<std::vector<int>> gemm_of(static_cast<std::size_t>(c), std::vector<int>(static_cast<std::size_t>(P), -1));
   for (int j = 0; j < c; ++j)
     made[static_cast<std::size_t>(j)] =
-        b.add_workspace((wire.products || wire.collective_sums_products ? "products " : "partial sums ") + chunk_name(j), chunks.rows(j), p.n,
-                        wire.type, Order::RowMajor);
+        b.add_workspace((wire.products || wire.collective_sums_products ? "products " : "partial sums ") + chunk_name(j),
+                        chunks.rows(j), p.n, wire.type, Order::RowMajor);
   auto piece = [&](int q, int j) {
     return Region{made[static_cast<std::size_t>(j)], chunks.within(q, j), 0, chunks.count(q, j), p.n};
   };
