@@ -41,6 +41,9 @@ double max_count(const Split& s) {
   return static_cast<double>(most);
 }
 
+// Trial lists keep the fastest prediction first.
+bool faster_first(const Candidate& x, const Candidate& y) { return x.seconds < y.seconds; }
+
 }  // namespace
 
 std::string candidate_name(const Candidate& c) {
@@ -230,30 +233,26 @@ ModelChoice choose_by_model(const Problem& p, const ScheduleOptions& o, const st
     else if (c.seconds < same->seconds)
       *same = c;
   }
-  auto by_time = [](const Candidate& x, const Candidate& y) { return x.seconds < y.seconds; };
-  std::stable_sort(others.begin(), others.end(), by_time);
+  std::stable_sort(others.begin(), others.end(), faster_first);
   // The chosen one and the closest others, kMaxTrials in all.
   if (static_cast<int>(others.size()) > kMaxTrials - 1) others.resize(static_cast<std::size_t>(kMaxTrials - 1));
   std::vector<Candidate> close{choice.chosen};
   close.insert(close.end(), others.begin(), others.end());
-  std::stable_sort(close.begin(), close.end(), by_time);
+  std::stable_sort(close.begin(), close.end(), faster_first);
   if (close.size() > 1) choice.close = close;
   return choice;
 }
 
 void with_one_pipelined_chunk(ModelChoice& choice) {
-  auto pipelined = [](int chunks) {
-    return [chunks](const Candidate& c) {
-      return c.algorithm == Algorithm::Pipelined && (chunks == 0 ? c.chunks > 1 : c.chunks == chunks);
-    };
-  };
-  if (std::none_of(choice.close.begin(), choice.close.end(), pipelined(0))) return;
-  if (std::any_of(choice.close.begin(), choice.close.end(), pipelined(1))) return;
-  const auto one = std::find_if(choice.candidates.begin(), choice.candidates.end(), pipelined(1));
+  auto pipelined_in_chunks = [](const Candidate& c) { return c.algorithm == Algorithm::Pipelined && c.chunks > 1; };
+  auto pipelined_whole = [](const Candidate& c) { return c.algorithm == Algorithm::Pipelined && c.chunks == 1; };
+  if (std::none_of(choice.close.begin(), choice.close.end(), pipelined_in_chunks)) return;
+  if (std::any_of(choice.close.begin(), choice.close.end(), pipelined_whole)) return;
+  const auto one = std::find_if(choice.candidates.begin(), choice.candidates.end(), pipelined_whole);
   if (one == choice.candidates.end()) return;  // chunks fixed by the caller
   std::vector<Candidate> more = choice.close;
   more.push_back(*one);
-  std::stable_sort(more.begin(), more.end(), [](const Candidate& x, const Candidate& y) { return x.seconds < y.seconds; });
+  std::stable_sort(more.begin(), more.end(), faster_first);
   if (trial_seconds(more) <= trial_budget_seconds(more)) choice.close = more;
 }
 

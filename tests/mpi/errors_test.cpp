@@ -1369,11 +1369,6 @@ void leading_dimensions_beyond_blas(weave_grid_t grid) {
   }
 }
 
-// A sequential or pipelined reduction asked for by name, with 16-bit
-// partial sums (WEAVE_FLAG_REDUCE_IN_OUTPUT_TYPE) that MPI's collectives
-// cannot sum: refused at plan creation, on every rank (it failed in the
-// first execute and left the plan unusable). Left automatic, the plan runs
-// the ring instead.
 // Sets an environment variable for one scope, on this rank.
 struct ScopedEnvironment {
   std::string name, saved;
@@ -1393,6 +1388,11 @@ struct ScopedEnvironment {
   }
 };
 
+// A sequential or pipelined reduction asked for by name, with 16-bit
+// partial sums (WEAVE_FLAG_REDUCE_IN_OUTPUT_TYPE) that MPI's collectives
+// cannot sum: refused at plan creation, on every rank (it failed in the
+// first execute and left the plan unusable). Left automatic, the plan runs
+// the ring instead.
 void sums_mpi_cannot_take(weave_grid_t grid) {
   if (g_size < 2) return skip("one rank sums nothing");
   for (weave_operation_t op : {WEAVE_GEMM_RS, WEAVE_GEMM_AR}) {
@@ -1423,7 +1423,6 @@ void sums_mpi_cannot_take(weave_grid_t grid) {
     }
   }
 }
-
 
 // A timeout whose deadline overflows the clock (every execute timed out at
 // once) and counts that were truncated to int.

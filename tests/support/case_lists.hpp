@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "support/case_runner.hpp"
+#include "support/element_types.hpp"
 
 namespace weave_test {
 
@@ -214,7 +215,7 @@ inline std::vector<Case> sweep_cases(const CaseListOptions& options, std::mt1993
   // the pass that finishes the chunk; elsewhere they travel point to point.
   for (weave_operation_t op : {WEAVE_GEMM_RS, WEAVE_GEMM_AR})
     for (weave_dtype_t t : options.types) {
-      if (t != WEAVE_FLOAT16 && t != WEAVE_BFLOAT16) continue;
+      if (!is_16bit(t)) continue;
       for (int variant = 0; variant < 3; ++variant) {
         Case c;
         c.operation = op;

@@ -582,7 +582,7 @@ TEST(Planner, ReductionsAcrossNodesAlsoTimeOnePipelinedChunk) {
   caps.nodes.node_of_rank = {0, 1};
   caps.nodes.nodes = 2;
   auto c = std::make_shared<Calibration>();
-  c->gemm_flops_per_s = 4e12;  // 275 GFLOP per rank in 69 ms, beside 32 MiB of bf16 products in 16 ms
+  c->gemm_flops_per_s = 4e12;  // 550 GFLOP per rank in 137 ms, beside 128 MiB of bf16 products at 2 GB/s (67 ms)
   LinkCost link;
   link.seconds_per_byte = 1.0 / 2e9;
   link.latency_s = 1e-3;
