@@ -174,6 +174,14 @@
 #                    the tests, and the benchmark only with EMULATED_BENCH=1
 #                    (two ranks taking turns on one GPU: communication-bound
 #                    shapes only mean something); host-staged needs 2 GPUs.
+#   SHARED_TESTS     1 to run the gpu-shared tests at more ranks than GPUs, up
+#                    to 4 (default 1 where there are fewer than 4 GPUs and
+#                    GPU_TESTS is 1, else 0): the device, FP8 and random-shape matrices at 2-4
+#                    ranks sharing the GPUs, over every transport, and 2
+#                    emulated nodes of 2 ranks (scripts/share-gpus.sh gives
+#                    each rank its own NCCL host identity). Correctness only:
+#                    the ranks' kernels take turns on a GPU. Output
+#                    ctest-shared.log
 #   EMULATED_TESTS   0 to skip the gpu-emulated tests (default 1)
 #   EMULATED_BENCH   0 to skip the emulated benchmark (default 1)
 #   EMULATED_BENCH_ARGS  its weave-bench arguments (default
@@ -662,6 +670,17 @@ else
   say "gpu tests skipped (GPU_TESTS=0)"
   : >"$OUT/ctest.log"
 fi
+# More ranks than GPUs: the gpu-shared tests at GPUS+1 .. 4 ranks.
+SHARED_SUMMARY=""
+SHARED_RC=0
+SHARED_DEFAULT=0
+if [ "$GPUS" -lt 4 ] && [ "${GPU_TESTS:-1}" = 1 ]; then SHARED_DEFAULT=1; fi
+if [ "${SHARED_TESTS:-$SHARED_DEFAULT}" = 1 ] && [ "$GPUS" -lt 4 ]; then
+  say "running ctest -L gpu-shared at $((GPUS + 1))-4 ranks on $GPUS GPU(s) (ranks share GPUs: correctness only)"
+  (cd "$BUILD_DIR" && ctest -L "^gpu-shared$" -R "\\.np[$((GPUS + 1))-4]$" -j 1 --output-on-failure) \
+    >"$OUT/ctest-shared.log" 2>&1 || SHARED_RC=$?
+  SHARED_SUMMARY="ranks sharing GPUs: $(grep -E "tests passed|tests failed" "$OUT/ctest-shared.log" | tail -n 1) (log: $OUT/ctest-shared.log)"
+fi
 if [ "${GPU_BENCH:-1}" = 1 ]; then run_bench; fi
 if [ "${GEMM2D_BENCH:-0}" = 1 ]; then run_gemm2d_bench; fi
 if [ "${HOST_BENCH:-0}" = 1 ]; then run_host_bench; fi
@@ -793,13 +812,16 @@ elif [ "$PASSED" -eq 0 ]; then
 else
   echo "all gpu tests passed" >>"$SUMMARY"
 fi
+if [ -n "$SHARED_SUMMARY" ]; then
+  echo "$SHARED_SUMMARY" >>"$SUMMARY"
+fi
 if [ -n "$EMULATED_SUMMARY" ]; then
   echo "$EMULATED_SUMMARY" >>"$SUMMARY"
 fi
 echo
 cat "$SUMMARY"
 
-if [ "$CTEST_RC" -ne 0 ] || [ "$EMULATED_RC" -ne 0 ]; then exit 1; fi
+if [ "$CTEST_RC" -ne 0 ] || [ "$EMULATED_RC" -ne 0 ] || [ "$SHARED_RC" -ne 0 ]; then exit 1; fi
 if [ "${GPU_TESTS:-1}" != 1 ]; then exit 0; fi
 if [ "$SKIPPED_TESTS" -gt 0 ]; then exit 2; fi
 if [ "$PASSED" -eq 0 ]; then exit 1; fi

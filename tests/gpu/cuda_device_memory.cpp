@@ -29,16 +29,16 @@ bool select_device_for_rank(int* device, std::string* why_not) {
     *why_not = std::string("no CUDA device (") + (code != cudaSuccess ? cudaGetErrorString(code) : "0 devices") + ")";
     return false;
   }
-  // WEAVE_TEST_SHARE_GPUS=1 lets ranks share GPUs: for emulated nodes over
-  // the network flavour (scripts/emulate-nodes.sh), where NCCL takes each
-  // rank's node for a host of its own, so that one GPU runs a 2-node test
-  // (correctness only: the ranks' kernels take turns on the GPU).
+  // WEAVE_TEST_SHARE_GPUS=1 lets ranks share GPUs, for correctness only
+  // (the ranks' kernels take turns on a GPU): emulated nodes over the
+  // network flavour (scripts/emulate-nodes.sh) or a host identity per rank
+  // (scripts/share-gpus.sh), where NCCL takes each for a host of its own.
   const char* share = std::getenv("WEAVE_TEST_SHARE_GPUS");
   const bool shared = share != nullptr && std::string(share) == "1";
   if (local_size > count && !shared) {
     *why_not = std::to_string(local_size) + " ranks on this node but " + std::to_string(count) +
-               " GPUs: the GPU tests need one GPU per rank (WEAVE_TEST_SHARE_GPUS=1 shares them between emulated "
-               "nodes)";
+               " GPUs: the GPU tests need one GPU per rank (WEAVE_TEST_SHARE_GPUS=1 shares them, with a host identity "
+               "per rank for NCCL: scripts/share-gpus.sh)";
     return false;
   }
   *device = local_rank % count;
