@@ -1,5 +1,6 @@
 #include "core/agreement.hpp"
 
+#include <algorithm>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -219,6 +220,33 @@ void agree_on_errors(MPI_Comm comm, const std::function<void()>& local_check) {
     WEAVE_MPI_CHECK(start(&request));
     WEAVE_MPI_CHECK(MPI_Wait(&request, MPI_STATUS_IGNORE));
   });
+}
+
+void check_same_call(AgreementChannel& channel) {
+  // Names longer than this are told apart by their first characters.
+  constexpr std::size_t kNameBytes = 48;
+  const int size = channel.size();
+  const MPI_Comm comm = channel.comm();
+  struct State {
+    std::vector<char> mine, all;
+  };
+  auto state = std::make_shared<State>();
+  State* s = state.get();
+  s->mine.assign(kNameBytes, '\0');
+  std::memcpy(s->mine.data(), channel.call().data(), std::min(kNameBytes - 1, channel.call().size()));
+  s->all.assign(kNameBytes * static_cast<std::size_t>(size), '\0');
+  channel.collective([=](MPI_Request* r) {
+    return MPI_Iallgather(s->mine.data(), static_cast<int>(kNameBytes), MPI_CHAR, s->all.data(),
+                          static_cast<int>(kNameBytes), MPI_CHAR, comm, r);
+  }, state, "the check that every rank is in the same call");
+  auto name_of = [&](int q) { return std::string(s->all.data() + static_cast<std::size_t>(q) * kNameBytes); };
+  for (int q = 1; q < size; ++q)
+    if (name_of(q) != name_of(0))
+      throw Error(WEAVE_ERROR_RANK_MISMATCH,
+                  str(channel.noun(), " ", q, ": in ", name_of(q), " while ", channel.noun(), " 0 is in ", name_of(0),
+                      ": every rank must make the same collective calls in the same order (a rank skipped one, or "
+                      "made one the others did not)"),
+                  true);
 }
 
 void check_same_on_all_ranks(AgreementChannel& channel, const std::vector<Argument>& arguments,

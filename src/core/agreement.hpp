@@ -78,6 +78,15 @@ void agree_on_errors(AgreementChannel& channel, const std::function<void()>& loc
 // steps that follow a bounded agreement of the same ranks.
 void agree_on_errors(MPI_Comm comm, const std::function<void()>& local_check);
 
+// Makes every rank of the channel show which call it is in (the channel's
+// current call, by name) and throws WEAVE_ERROR_RANK_MISMATCH on every rank
+// where they differ: a rank that skipped a collective call would otherwise
+// match its next call's collectives with the others' current ones, and
+// collectives of different sizes are an MPI error that MPI may treat as
+// fatal. One collective of the same size whatever the call, so it is the
+// first of every call of a channel whose ranks could be in different calls.
+void check_same_call(AgreementChannel& channel);
+
 // A named integer argument that every rank of a group must pass identically.
 struct Argument {
   std::string name;

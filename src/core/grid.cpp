@@ -55,6 +55,9 @@ void GridState::begin_call(const WaitBounds& bounds, const std::string& call) {
   grid_channel_->begin_call(bounds, call);
   row_channel_->begin_call(bounds, call);
   col_channel_->begin_call(bounds, call);
+  // A rank that skipped a call of the grid is found here, before any
+  // collective whose size depends on the call.
+  check_same_call(*grid_channel_);
 }
 
 GroupView GridState::group(int kind) const {

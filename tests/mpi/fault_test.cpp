@@ -16,6 +16,10 @@
 //   slow-gemm        a peer's own GEMM takes longer than the timeout while
 //                    every rank is healthy: every rank succeeds
 //   absent-creation  a peer never comes to grid, matrix or plan creation
+//   skipped-call     a peer skips plan creation and creates a matrix while
+//                    the others create the plan: every rank gets
+//                    WEAVE_ERROR_RANK_MISMATCH naming both calls, at once
+//                    (not a crash in MPI, not a timeout), and the grid goes on
 //   warning          the one-line warning while a rank waits for a peer
 //   plan-memory      a rank runs out of memory while plan creation times
 //                    the plan's candidates: the same status everywhere, soon
@@ -398,6 +402,40 @@ void absent_creation() {
   recover_and_execute(g.h, "after the creation timeouts");
 }
 
+void skipped_call() {
+  Grid g;
+  if (!require_ok(weave_grid_create(MPI_COMM_WORLD, g_size, 1, &g.h), "weave_grid_create")) return;
+  // The first rank skips, then the last: the check must not depend on
+  // which rank's call the others compare with.
+  for (const int skipper : {0, g_size - 1}) {
+    Operands o;
+    if (!make_gemm_ar(g.h, 4, 4, balanced(2), &o)) return;
+    const auto start = std::chrono::steady_clock::now();
+    weave_status_t s;
+    std::string what;
+    if (g_rank == skipper) {
+      const weave_matrix_desc_t d = desc_of(4 * g_size, 4, WEAVE_DIST_BLOCK_ROW);
+      Matrix m;
+      s = weave_matrix_create(g.h, &d, &m.h);
+      what = "weave_matrix_create of a rank that skipped weave_plan_create";
+      if (m.h) fail_here("a failed weave_matrix_create left a handle");
+    } else {
+      const weave_plan_desc_t d = gemm_ar_desc(o, 5000, WEAVE_ALGORITHM_AUTO, 0);
+      Plan p;
+      s = weave_plan_create(g.h, &d, &p.h);
+      what = "weave_plan_create while rank " + std::to_string(skipper) + " creates a matrix";
+      if (p.h) fail_here("a failed weave_plan_create left a handle");
+    }
+    expect_error(s, WEAVE_ERROR_RANK_MISMATCH, seconds_since(start), 0.0, 2.0,
+                 {"weave_matrix_create", "weave_plan_create", "same collective calls"}, what);
+    // The ranks' calls are aligned again: the grid still works.
+    const weave_matrix_desc_t d = desc_of(4 * g_size, 4, WEAVE_DIST_BLOCK_ROW);
+    Matrix m;
+    require_ok(weave_matrix_create(g.h, &d, &m.h), "weave_matrix_create after the mismatched calls");
+  }
+  recover_and_execute(g.h, "after the mismatched calls");
+}
+
 // The address space this process has mapped, in bytes (0: unknown).
 long long mapped_bytes() {
   std::ifstream status("/proc/self/status");
@@ -635,6 +673,8 @@ int main(int argc, char** argv) {
       slow_gemm(grid.h);
     else if (scenario == "absent-creation")
       absent_creation();
+    else if (scenario == "skipped-call")
+      skipped_call();
     else if (scenario == "warning")
       warning(grid.h);
     else if (scenario == "plan-memory")
