@@ -47,11 +47,12 @@ template <>
 struct StructVersions<weave_matrix_desc_t> {
   static constexpr const char* name = "weave_matrix_desc_t";
   static constexpr const char* initializer = "WEAVE_MATRIX_DESC_INIT";
-  // Weave 0.2 ended after memory; scale_mode (FP8) and the block-cyclic
-  // fields (mb ... col_start) were appended.
+  // Weave 0.2 ended after memory; scale_mode was appended with FP8 support,
+  // then the block-cyclic fields (mb ... col_start), each in a release of
+  // its own header.
   static constexpr StructVersion versions[] = {
       version_up_to<weave_matrix_desc_t>(offsetof(weave_matrix_desc_t, scale_mode)),
-      current_version<weave_matrix_desc_t>()};
+      version_up_to<weave_matrix_desc_t>(offsetof(weave_matrix_desc_t, mb)), current_version<weave_matrix_desc_t>()};
 };
 template <>
 struct StructVersions<weave_plan_desc_t> {
@@ -66,10 +67,12 @@ template <>
 struct StructVersions<weave_execute_args_t> {
   static constexpr const char* name = "weave_execute_args_t";
   static constexpr const char* initializer = "WEAVE_EXECUTE_ARGS_INIT";
-  // Weave 0.2 ended after gathered_a_elements; the scale buffers (FP8) and
-  // alpha_imag, beta_imag (complex scalars) were appended.
+  // Weave 0.2 ended after gathered_a_elements; the scale buffers were
+  // appended with FP8 support, then alpha_imag and beta_imag (complex
+  // scalars).
   static constexpr StructVersion versions[] = {
       version_up_to<weave_execute_args_t>(offsetof(weave_execute_args_t, a_scale)),
+      version_up_to<weave_execute_args_t>(offsetof(weave_execute_args_t, alpha_imag)),
       current_version<weave_execute_args_t>()};
 };
 template <>

@@ -12,7 +12,8 @@
 //     its scale modes, and writes no more of its struct than the caller's
 //     size says;
 //   - structs of the size before the FP8 fields (scale_mode, the scale
-//     buffers) work, and what lies beyond them is never read.
+//     buffers) and of the size with them but before the block-cyclic and
+//     complex fields work, and what lies beyond them is never read.
 // Prints PASS or FAIL per check; exit code 1 if any failed.
 #include <mpi.h>
 
@@ -148,6 +149,21 @@ int main(int argc, char** argv) {
     });
 
     Problem p;
+    // An execute with arguments of an earlier size, the bytes past it
+    // garbage the library must not read: real scalars, and C = A B + bias
+    // with A all 1, B all 2 (K = 4), 8.5 everywhere in the block.
+    auto runs_with_size = [&](std::size_t old_size) {
+      weave_execute_args_t x = p.args();
+      std::memset(static_cast<void*>(reinterpret_cast<unsigned char*>(&x) + old_size), 0x7F, sizeof x - old_size);
+      x.struct_size = old_size;
+      const bool ran = expect(weave_execute_ex(p.plan.get(), &x), WEAVE_SUCCESS, nullptr, "weave_execute_ex");
+      bool right = true;
+      const int64_t rows = p.c.local_rows(), cols = p.c.local_cols(), ld = p.c.ld();
+      for (int64_t j = 0; j < cols; ++j)
+        for (int64_t i = 0; i < rows; ++i) right = right && p.c_local[static_cast<size_t>(i + j * ld)] == 8.5;
+      std::fill(p.c_local.begin(), p.c_local.end(), -7.0);
+      return ran && right;
+    };
     check("plan descriptor with struct_size 0 on one rank", [&] {
       weave_plan_desc_t d = WEAVE_PLAN_DESC_INIT;
       d.operation = WEAVE_AG_GEMM;
@@ -215,6 +231,29 @@ int main(int argc, char** argv) {
       weave_matrix_destroy(m);
       return ok;
     });
+
+    check("matrix descriptor of the FP8 header's size (scale_mode, no block-cyclic fields)", [&] {
+      weave_matrix_desc_t d = WEAVE_MATRIX_DESC_INIT;
+      const std::size_t old_size = (offsetof(weave_matrix_desc_t, mb) + alignof(weave_matrix_desc_t) - 1) /
+                                   alignof(weave_matrix_desc_t) * alignof(weave_matrix_desc_t);
+      // The bytes past that struct are garbage the library must not read.
+      std::memset(static_cast<void*>(reinterpret_cast<unsigned char*>(&d) + old_size), 0x5A, sizeof d - old_size);
+      d.struct_size = old_size;
+      d.rows = 2 * g_size;
+      d.cols = 3;
+      d.dtype = WEAVE_FLOAT8_E4M3;
+      d.distribution = WEAVE_DIST_BLOCK_ROW;
+      d.scale_mode = WEAVE_SCALE_ROW_WISE;
+      weave_matrix_t m = nullptr;
+      int64_t rows = -1, cols = -1;
+      const bool ok = expect(weave_matrix_create(grid.get(), &d, &m), WEAVE_SUCCESS, nullptr, "weave_matrix_create") &&
+                      weave_matrix_local_shape(m, &rows, &cols) == WEAVE_SUCCESS && rows == 2 && cols == 3;
+      weave_matrix_destroy(m);
+      return ok;
+    });
+
+    check("execute arguments of the FP8 header's size (scales, no alpha_imag): real scalars, and it runs",
+          [&] { return runs_with_size(offsetof(weave_execute_args_t, alpha_imag)); });
 
     check("execute arguments of the size before the scales", [&] {
       weave_execute_args_t x = p.args();
@@ -296,21 +335,8 @@ int main(int argc, char** argv) {
              p.c_untouched();
     });
 
-    check("execute arguments of Weave 0.2's size (before the scales and alpha_imag): real scalars, and it runs", [&] {
-      weave_execute_args_t x = p.args();
-      const std::size_t old_size = offsetof(weave_execute_args_t, a_scale);
-      // The bytes past 0.2's struct are garbage the library must not read.
-      std::memset(static_cast<void*>(reinterpret_cast<unsigned char*>(&x) + old_size), 0x7F, sizeof x - old_size);
-      x.struct_size = old_size;
-      const bool ran = expect(weave_execute_ex(p.plan.get(), &x), WEAVE_SUCCESS, nullptr, "weave_execute_ex");
-      // C = A B + bias with A all 1, B all 2 (K = 4): 8.5 everywhere in the block.
-      bool right = true;
-      const int64_t rows = p.c.local_rows(), cols = p.c.local_cols(), ld = p.c.ld();
-      for (int64_t j = 0; j < cols; ++j)
-        for (int64_t i = 0; i < rows; ++i) right = right && p.c_local[static_cast<size_t>(i + j * ld)] == 8.5;
-      std::fill(p.c_local.begin(), p.c_local.end(), -7.0);
-      return ran && right;
-    });
+    check("execute arguments of Weave 0.2's size (before the scales and alpha_imag): real scalars, and it runs",
+          [&] { return runs_with_size(offsetof(weave_execute_args_t, a_scale)); });
 
     check("C++ typed execute with float buffers on an f64 plan", [&] {
       std::vector<float> af(p.a_local.size()), bf(p.b_local.size()), cf(p.c_local.size(), -7.0f);
