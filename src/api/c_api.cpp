@@ -26,7 +26,7 @@ weave_status_t guarded(Body&& body) noexcept {
     body();
     return WEAVE_SUCCESS;
   } catch (const Error& e) {
-    set_last_error(e.what());
+    set_last_error(e.names_its_rank() ? std::string(e.what()) : naming_world_rank(e.what()));
     return e.status();
   } catch (const std::bad_alloc&) {
     set_last_error("out of host memory");
@@ -83,6 +83,9 @@ weave_status_t weave_grid_create(MPI_Comm comm, int prows, int pcols, weave_grid
   return guarded([&] {
     if (grid) *grid = nullptr;
     require_mpi_initialized();
+    int world_rank = -1;
+    WEAVE_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &world_rank));
+    remember_world_rank(world_rank);
     if (comm == MPI_COMM_NULL) fail(WEAVE_ERROR_NULL_ARGUMENT, "comm is MPI_COMM_NULL");
     int size = 0;
     WEAVE_MPI_CHECK(MPI_Comm_size(comm, &size));

@@ -122,28 +122,33 @@ void check_same(MPI_Comm comm, const std::vector<Argument>& arguments, const std
   };
   auto state = std::make_shared<State>();
   State* s = state.get();
-  // Structure first: ranks must send equally long lists to the all-gather.
+  // Structure first: ranks send equally long lists to the all-gather, the
+  // fields every rank has (the shortest list; the fields that decide the
+  // length, such as the distribution, come before those whose number they
+  // decide, such as counts, so the cause is named where one differs).
   s->counts[0] = static_cast<long long>(arguments.size());
   s->counts[1] = -s->counts[0];
   run([=](MPI_Request* r) { return MPI_Iallreduce(s->counts, s->extremes, 2, MPI_LONG_LONG, MPI_MIN, comm, r); },
       state);
-  if (s->extremes[0] != -s->extremes[1])
-    fail(WEAVE_ERROR_RANK_MISMATCH, context,
-         ": ranks passed differently shaped arguments (e.g. counts of different length)");
-  for (const Argument& a : arguments) s->mine.push_back(a.value);
-  s->all.assign(arguments.size() * static_cast<std::size_t>(size), 0);
-  const int n = static_cast<int>(s->mine.size());
+  const auto common = static_cast<std::size_t>(s->extremes[0]);
+  for (std::size_t i = 0; i < common; ++i) s->mine.push_back(arguments[i].value);
+  s->all.assign(common * static_cast<std::size_t>(size), 0);
+  const int n = static_cast<int>(common);
   run([=](MPI_Request* r) {
     return MPI_Iallgather(s->mine.data(), n, MPI_LONG_LONG, s->all.data(), n, MPI_LONG_LONG, comm, r);
   }, state);
   for (int r = 1; r < size; ++r)
-    for (std::size_t i = 0; i < arguments.size(); ++i) {
-      const long long reference = s->all[i], theirs = s->all[r * arguments.size() + i];
+    for (std::size_t i = 0; i < common; ++i) {
+      const long long reference = s->all[i], theirs = s->all[r * common + i];
       if (reference != theirs)
         fail(WEAVE_ERROR_RANK_MISMATCH, context, ": ranks disagree on ", arguments[i].name,
              ": rank 0 of the group passed ", shown(arguments[i], reference), ", rank ", r, " passed ",
              shown(arguments[i], theirs));
     }
+  if (s->extremes[0] != -s->extremes[1])
+    fail(WEAVE_ERROR_RANK_MISMATCH, context, ": ranks passed differently shaped arguments (", s->extremes[0],
+         " fields on some ranks, ", -s->extremes[1], " on others: counts of different length, say); this rank passed ",
+         arguments.size());
 }
 
 // Runs a collective on `channel` under `what`.

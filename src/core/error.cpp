@@ -1,5 +1,7 @@
 #include "core/error.hpp"
 
+#include <atomic>
+
 namespace weave::internal {
 
 namespace {
@@ -7,6 +9,17 @@ thread_local std::string g_last_error;
 }
 
 void set_last_error(std::string message) { g_last_error = std::move(message); }
+
+namespace {
+std::atomic<int> g_world_rank{-1};
+}
+
+void remember_world_rank(int rank) { g_world_rank.store(rank, std::memory_order_relaxed); }
+
+std::string naming_world_rank(const std::string& message) {
+  const int rank = g_world_rank.load(std::memory_order_relaxed);
+  return rank < 0 ? message : "rank " + std::to_string(rank) + " (MPI_COMM_WORLD): " + message;
+}
 
 const char* last_error() { return g_last_error.c_str(); }
 

@@ -40,6 +40,16 @@ template <class... Parts>
 
 // Thread-local last-error message read by weave_last_error().
 void set_last_error(std::string message);
+
+// This process's rank in MPI_COMM_WORLD, remembered by the first grid
+// creation (a call that may use MPI on its thread), so that a message of
+// a call that failed on this rank alone — a non-collective call, a handle
+// check, an error before the ranks could agree — names the rank:
+// "rank 3 (MPI_COMM_WORLD): grid is NULL". Messages that an agreement made
+// name their rank already. Before any grid, or where MPI has no
+// MPI_COMM_WORLD rank yet, the message stays as it is.
+void remember_world_rank(int rank);
+std::string naming_world_rank(const std::string& message);
 const char* last_error();
 
 // `status` is a weave_status_t as an int (see core/enum_value.hpp).

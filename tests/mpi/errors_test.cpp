@@ -49,7 +49,7 @@ void fail_here(const std::string& what) {
 
 // The status must be `want`, and weave_last_error() must be non-empty and
 // contain each of `words`.
-void expect_status(weave_status_t got, weave_status_t want, std::initializer_list<const char*> words,
+void expect_status(weave_status_t got, weave_status_t want, std::initializer_list<std::string> words,
                    const char* call) {
   const std::string message = weave_last_error();
   if (got != want) {
@@ -59,7 +59,7 @@ void expect_status(weave_status_t got, weave_status_t want, std::initializer_lis
   }
   if (want == WEAVE_SUCCESS) return;
   if (message.empty()) fail_here(std::string(call) + ": weave_last_error() is empty");
-  for (const char* w : words)
+  for (const std::string& w : words)
     if (message.find(w) == std::string::npos)
       fail_here(std::string(call) + ": message \"" + message + "\" does not mention \"" + w + "\"");
 }
@@ -221,8 +221,10 @@ void null_pointers(weave_grid_t grid) {
   // Queries and execute with NULL handles or outputs (not collective).
   int r = 0, c = 0;
   int64_t rows = 0, cols = 0;
-  EXPECT_STATUS(weave_grid_shape(nullptr, &r, &c), WEAVE_ERROR_NULL_ARGUMENT, "grid");
-  EXPECT_STATUS(weave_grid_shape(grid, nullptr, &c), WEAVE_ERROR_NULL_ARGUMENT, "prows");
+  // A call that failed on this rank alone names the rank (in MPI_COMM_WORLD).
+  const std::string this_rank = "rank " + std::to_string(g_rank) + " (MPI_COMM_WORLD): ";
+  EXPECT_STATUS(weave_grid_shape(nullptr, &r, &c), WEAVE_ERROR_NULL_ARGUMENT, this_rank + "grid is NULL");
+  EXPECT_STATUS(weave_grid_shape(grid, nullptr, &c), WEAVE_ERROR_NULL_ARGUMENT, this_rank + "prows");
   EXPECT_STATUS(weave_grid_coords(grid, &r, nullptr), WEAVE_ERROR_NULL_ARGUMENT, "col");
   EXPECT_STATUS(weave_grid_group(grid, WEAVE_GROUP_GRID, nullptr, &r), WEAVE_ERROR_NULL_ARGUMENT, "size");
   EXPECT_STATUS(weave_grid_group_comm(grid, WEAVE_GROUP_GRID, nullptr), WEAVE_ERROR_NULL_ARGUMENT, "comm");
@@ -269,7 +271,8 @@ void stale_and_foreign_handles(weave_grid_t grid) {
   // Destroyed already: destroyed again, queried, executed, used in a plan.
   EXPECT_STATUS(weave_matrix_destroy(gone), WEAVE_ERROR_INVALID_VALUE, "matrix", "not a live weave_matrix_t");
   EXPECT_STATUS(weave_matrix_local_shape(gone, &rows, &cols), WEAVE_ERROR_INVALID_VALUE, "destroyed already");
-  EXPECT_STATUS(weave_plan_destroy(plan), WEAVE_ERROR_INVALID_VALUE, "plan", "not a live weave_plan_t");
+  EXPECT_STATUS(weave_plan_destroy(plan), WEAVE_ERROR_INVALID_VALUE, "plan", "not a live weave_plan_t",
+                "rank " + std::to_string(g_rank) + " (MPI_COMM_WORLD): ");
   EXPECT_STATUS(weave_plan_describe(plan, &text), WEAVE_ERROR_INVALID_VALUE, "plan");
   EXPECT_STATUS(weave_execute(plan, 1.0, nullptr, nullptr, 0.0, nullptr, nullptr, nullptr),
                 WEAVE_ERROR_INVALID_VALUE, "plan", "destroyed already");
@@ -1108,6 +1111,13 @@ void rank_mismatch_at_matrix_creation(weave_grid_t grid) {
   EXPECT_STATUS(weave_matrix_create(grid, &d, &m.h), WEAVE_ERROR_RANK_MISMATCH, "dtype");
   d = desc_of(8, 4, g_rank == 1 ? WEAVE_DIST_BLOCK_COLUMN : WEAVE_DIST_BLOCK_ROW);
   EXPECT_STATUS(weave_matrix_create(grid, &d, &m.h), WEAVE_ERROR_RANK_MISMATCH, "distribution");
+  // A distribution that gives the last rank's descriptor other fields (no
+  // counts where the others have some): named, not a "differently shaped"
+  // list of fields.
+  const int last = g_size - 1;
+  d = desc_of(8, 4, g_rank == last ? WEAVE_DIST_REPLICATED : WEAVE_DIST_BLOCK_COLUMN);
+  EXPECT_STATUS(weave_matrix_create(grid, &d, &m.h), WEAVE_ERROR_RANK_MISMATCH, "disagree on distribution",
+                "rank " + std::to_string(last) + " passed");
   // Counts that each sum correctly but differ between ranks.
   std::vector<int64_t> counts(static_cast<size_t>(g_size), 2);
   if (g_rank == 1) {
