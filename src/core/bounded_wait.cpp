@@ -26,9 +26,10 @@ BoundedWait::BoundedWait(const WaitBounds& bounds, ArrivalNotices* notices, cons
   start_ = last_progress_ = last_idle_ = std::chrono::steady_clock::now();
 }
 
-std::string BoundedWait::whom(const std::string& waiting_for, bool still) const {
+std::string BoundedWait::whom(const std::string& waiting_for, bool still, int left) const {
   if (!notices_) return waiting_for;
-  const std::vector<int> missing = notices_->not_arrived();
+  std::vector<int> missing = notices_->not_arrived();
+  missing.erase(std::remove(missing.begin(), missing.end(), left), missing.end());
   if (missing.empty()) return waiting_for;
   const char* verb = still ? (missing.size() == 1 ? " has not arrived" : " have not arrived") : " did not arrive";
   return str(waiting_for, "; ", rank_list(noun_, missing), verb);
@@ -41,7 +42,7 @@ void BoundedWait::give_up(const std::string& waiting_for, int gave_up) {
   const std::string peer_left =
       gave_up >= 0 ? str("; ", noun_, " ", gave_up, " left this call (it failed or gave up waiting)") : "";
   fail(WEAVE_ERROR_TIMEOUT, self, " waited ", seconds(std::chrono::steady_clock::now() - last_progress_), " s in ",
-       call_, " for ", whom(waiting_for, false), peer_left,
+       call_, " for ", whom(waiting_for, false, gave_up), peer_left,
        "; a peer may have failed or not made the call (set timeout_ms or WEAVE_TIMEOUT to wait longer)");
 }
 

@@ -42,7 +42,9 @@ class BoundedWait {
   void check_no_peer_gave_up(const std::function<std::string()>& waiting_for);
 
  private:
-  std::string whom(const std::string& waiting_for, bool still) const;
+  // `left`: a peer that left the call (gave up or failed), not counted
+  // among those that did not arrive (-1: none).
+  std::string whom(const std::string& waiting_for, bool still, int left = -1) const;
   [[noreturn]] void give_up(const std::string& waiting_for, int gave_up);
 
   WaitBounds bounds_;
