@@ -128,14 +128,25 @@ class Owner {
 class Grid {
  public:
   // Collective. A P x 1 grid unless a shape is given.
-  explicit Grid(MPI_Comm comm) {
-    int size = 0;
-    MPI_Comm_size(comm, &size);
-    create(comm, size, 1);
-  }
+  explicit Grid(MPI_Comm comm) { create(comm, size_of(comm), 1); }
   Grid(MPI_Comm comm, int prows, int pcols) { create(comm, prows, pcols); }
 
   weave_grid_t get() const noexcept { return owner_.get(); }
+
+ private:
+  // comm's size where MPI can tell it; else 1, and weave_grid_create says
+  // what is wrong (MPI not initialized or finalized, MPI_COMM_NULL) with an
+  // error instead of MPI's handler ending the process.
+  static int size_of(MPI_Comm comm) {
+    int initialized = 0, finalized = 0;
+    MPI_Initialized(&initialized);
+    MPI_Finalized(&finalized);
+    int size = 1;
+    if (initialized && !finalized && comm != MPI_COMM_NULL) MPI_Comm_size(comm, &size);
+    return size;
+  }
+
+ public:
   std::pair<int, int> shape() const {
     int r = 0, c = 0;
     check(weave_grid_shape(get(), &r, &c));

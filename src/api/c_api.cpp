@@ -49,8 +49,10 @@ void require_mpi_initialized() {
   int initialized = 0, finalized = 0;
   MPI_Initialized(&initialized);
   MPI_Finalized(&finalized);
-  if (!initialized || finalized)
-    fail(WEAVE_ERROR_MPI, "MPI is not initialized (call MPI_Init before creating a Weave grid)");
+  if (finalized)
+    fail(WEAVE_ERROR_MPI, "MPI has been finalized (a Weave grid can only be created between MPI_Init and "
+         "MPI_Finalize)");
+  if (!initialized) fail(WEAVE_ERROR_MPI, "MPI is not initialized (call MPI_Init before creating a Weave grid)");
 }
 
 }  // namespace

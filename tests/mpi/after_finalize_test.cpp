@@ -1,14 +1,16 @@
 // Weave's calls after MPI_Finalize: Open MPI aborts the process on any MPI
 // call made after MPI_Finalize, so every call that would communicate returns
 // WEAVE_ERROR_MPI saying that MPI has been finalized instead (the library
-// never ends the process); destroying handles afterwards is allowed.
+// never ends the process); destroying handles afterwards is allowed. The
+// C++ interface's weave::Grid(comm), which asks MPI for comm's size, throws
+// weave::Error there too, and for MPI_COMM_NULL before.
 #include <mpi.h>
 
 #include <cstdio>
 #include <string>
 #include <vector>
 
-#include "weave/weave.h"
+#include "weave/weave.hpp"
 
 namespace {
 
@@ -20,11 +22,23 @@ void expect(bool ok, const std::string& what) {
   std::fprintf(stderr, "rank %d: %s\n", g_rank, what.c_str());
 }
 
+// weave::Grid(comm) must throw weave::Error with `want` and `words` in its
+// message, not let MPI end the process.
+void expect_grid_throws(MPI_Comm comm, weave_status_t want, const char* words, const std::string& when) {
+  try {
+    weave::Grid grid(comm);
+    expect(false, "weave::Grid(comm) " + when + " did not throw");
+  } catch (const weave::Error& e) {
+    expect(e.status() == want && std::string(e.what()).find(words) != std::string::npos,
+           "weave::Grid(comm) " + when + " threw " + weave_status_string(e.status()) + ": " + e.what());
+  }
+}
+
 void expect_finalized(weave_status_t got, const char* call) {
   const std::string message = weave_last_error();
   expect(got == WEAVE_ERROR_MPI, std::string(call) + " after MPI_Finalize returned " + weave_status_string(got) +
                                      ", not WEAVE_ERROR_MPI (message: \"" + message + "\")");
-  expect(message.find("finalized") != std::string::npos || message.find("not initialized") != std::string::npos,
+  expect(message.find("has been finalized") != std::string::npos,
          std::string(call) + ": message \"" + message + "\" does not say that MPI is finalized");
 }
 
@@ -47,6 +61,7 @@ int main(int argc, char** argv) {
   weave_grid_t grid = nullptr;
   weave_matrix_t a = nullptr, b = nullptr, c = nullptr;
   weave_plan_t plan = nullptr;
+  expect_grid_throws(MPI_COMM_NULL, WEAVE_ERROR_NULL_ARGUMENT, "MPI_COMM_NULL", "of MPI_COMM_NULL");
   // AG-GEMM: A M x K block-row, B K x N and C M x N block-column.
   const weave_matrix_desc_t da = desc_of(2 * size, 3, WEAVE_DIST_BLOCK_ROW),
                             db = desc_of(3, 2 * size, WEAVE_DIST_BLOCK_COLUMN),
@@ -90,6 +105,7 @@ int main(int argc, char** argv) {
   expect_finalized(weave_execute_ex(plan, nullptr), "weave_execute_ex with NULL arguments");
   weave_grid_t late_grid = nullptr;
   expect_finalized(weave_grid_create(MPI_COMM_WORLD, size, 1, &late_grid), "weave_grid_create");
+  expect_grid_throws(MPI_COMM_WORLD, WEAVE_ERROR_MPI, "has been finalized", "after MPI_Finalize");
   expect(weave_plan_destroy(plan) == WEAVE_SUCCESS, "weave_plan_destroy after MPI_Finalize failed");
   expect(weave_matrix_destroy(a) == WEAVE_SUCCESS && weave_matrix_destroy(b) == WEAVE_SUCCESS &&
              weave_matrix_destroy(c) == WEAVE_SUCCESS,
