@@ -43,6 +43,7 @@ module weave
 
   ! --- procedures ----------------------------------------------------------
   public :: weave_status_string, weave_last_error, weave_get_version, weave_build_features
+  public :: weave_report_argument_error
   public :: weave_dtype_size
   public :: weave_grid_create, weave_grid_destroy, weave_grid_shape, weave_grid_coords
   public :: weave_grid_group, weave_grid_group_comm
@@ -146,6 +147,17 @@ contains
     character(len=:), allocatable :: message
     message = fortran_string(c_weave_fortran_last_error())
   end function weave_last_error
+
+  ! For wrappers that check what the library cannot see: an error this rank
+  ! found in the arguments of the collective call it makes next on this
+  ! thread, which then fails on every rank of the call with the lowest
+  ! failing rank's status and message (weave.h says more). Not collective.
+  subroutine weave_report_argument_error(status, message, stat)
+    integer, intent(in) :: status
+    character(len=*), intent(in) :: message
+    integer, intent(out), optional :: stat
+    call finish(c_weave_report_argument_error(int(status, c_int), c_string(message)), stat)
+  end subroutine weave_report_argument_error
 
   ! What this build of the library contains, e.g. "host,mpi,kokkos-4.3.1".
   function weave_build_features() result(features)
@@ -362,8 +374,10 @@ contains
   ! The common part of the argument forms. The C API reads one count per
   ! part through a bare pointer, so the length of a Fortran count array is
   ! checked here first. A rank that finds a wrong length still enters the
-  ! collective call (with a NULL descriptor, which fails on every rank), so
-  ! that no other rank is left waiting in it.
+  ! collective call, having handed the library what it found
+  ! (weave_report_argument_error): every rank then returns
+  ! WEAVE_ERROR_INVALID_COUNTS with the lowest such rank's message, and no
+  ! other rank is left waiting in it.
   subroutine create_matrix(grid, rows, cols, dtype, distribution, matrix, stat, row_counts, col_counts, ld, &
                            group, order, memory, scale_mode, mb, nb, rsrc, csrc)
     type(weave_grid_t), intent(in) :: grid
@@ -385,10 +399,11 @@ contains
     problem = length_problem("row_counts", row_counts, row_parts, distribution)
     if (len(problem) == 0) problem = length_problem("col_counts", col_counts, col_parts, distribution)
     if (len(problem) > 0) then
+      status = c_weave_report_argument_error(int(WEAVE_ERROR_INVALID_COUNTS, c_int), &
+                                             c_string("weave_matrix_create: " // problem))
       status = c_weave_matrix_create(grid%handle, c_null_ptr, matrix%handle)
       matrix%handle = c_null_ptr
-      call c_weave_fortran_set_error(c_string("weave_matrix_create: " // problem))
-      stat = WEAVE_ERROR_INVALID_COUNTS
+      call finish(status, stat)
       return
     end if
 

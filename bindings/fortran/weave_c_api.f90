@@ -15,6 +15,7 @@ module weave_c_api
   public :: c_weave_matrix_local_offset, c_weave_matrix_ld, c_weave_matrix_local_elements
   public :: c_weave_plan_create, c_weave_plan_destroy, c_weave_plan_describe, c_weave_plan_get_info
   public :: c_weave_execute_ex, c_weave_plan_write_trace
+  public :: c_weave_report_argument_error
   public :: c_weave_fortran_set_error, c_weave_fortran_clear_error, c_weave_fortran_last_error
   public :: fortran_string, c_string
 
@@ -184,6 +185,14 @@ module weave_c_api
     end function c_weave_plan_write_trace
 
     ! --- errors found by the binding itself (weave_fortran_support.c) ---------
+    function c_weave_report_argument_error(status, message) bind(C, name="weave_report_argument_error") &
+        result(result_status)
+      import :: c_int, c_char
+      integer(c_int), value :: status
+      character(kind=c_char), dimension(*), intent(in) :: message
+      integer(c_int) :: result_status
+    end function c_weave_report_argument_error
+
     subroutine c_weave_fortran_set_error(message) bind(C, name="weave_fortran_set_error")
       import :: c_char
       character(kind=c_char), dimension(*), intent(in) :: message

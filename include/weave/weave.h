@@ -112,6 +112,19 @@ const char* weave_status_string(weave_status_t status);
  * stays valid until the next Weave call on this thread. */
 const char* weave_last_error(void);
 
+/* For language bindings and wrappers that check what the C API cannot see
+ * (the length of a Fortran count array, the extents of a Kokkos View): an
+ * error this rank found in the arguments of the collective call it makes
+ * next on this thread (weave_grid_create, weave_matrix_create,
+ * weave_plan_create, weave_execute*). That call fails on every rank of the
+ * call as a bad argument does: every rank returns the lowest failing rank's
+ * status and message, within the timeout (with WEAVE_FLAG_NO_EXECUTE_CHECK,
+ * execute fails on this rank alone). The next Weave call on this thread,
+ * whichever it is, consumes the record. Not collective. `status` is an
+ * error (not WEAVE_SUCCESS) and `message` is not NULL, else
+ * WEAVE_ERROR_INVALID_VALUE (or NULL_ARGUMENT) and nothing is recorded. */
+weave_status_t weave_report_argument_error(weave_status_t status, const char* message);
+
 /* Library version (also available at compile time as WEAVE_VERSION_*). */
 weave_status_t weave_get_version(int* major, int* minor, int* patch);
 

@@ -324,21 +324,11 @@ Mismatch scale_mismatch(const char* name, const View& view, weave_memory_t memor
   return {};
 }
 
-// Makes every rank of `comm` throw if any rank found a mismatch: the
-// lowest such rank's message, on every rank. One MPI_Allreduce when all is
-// well, so no rank is left alone inside the collective execute.
-inline void agree(MPI_Comm comm, const Mismatch& local) {
-  int rank = 0, size = 1;
-  MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &size);
-  int mine = local ? rank : size, lowest = size;
-  MPI_Allreduce(&mine, &lowest, 1, MPI_INT, MPI_MIN, comm);
-  if (lowest == size) return;
-  int header[2] = {static_cast<int>(local.status), static_cast<int>(local.message.size())};
-  MPI_Bcast(header, 2, MPI_INT, lowest, comm);
-  std::string message = rank == lowest ? local.message : std::string(static_cast<std::size_t>(header[1]), ' ');
-  MPI_Bcast(&message[0], header[1], MPI_CHAR, lowest, comm);
-  throw Error(static_cast<weave_status_t>(header[0]), "rank " + std::to_string(lowest) + " of the group: " + message);
+// Hands what this rank found wrong (if anything) to the collective call it
+// makes next, whose bounded agreement reports it on every rank of the call
+// as the library's own argument checks are (weave_report_argument_error).
+inline void report(const Mismatch& local) {
+  if (local) check(weave_report_argument_error(local.status, local.message.c_str()));
 }
 
 // The Kokkos version Weave was built with, from weave_build_features()
@@ -361,32 +351,6 @@ inline int weave_kokkos_version() {
 inline std::string version_text(int v) {
   return std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100);
 }
-
-// A duplicate of a group's communicator, freed with its owner.
-class Communicator {
- public:
-  Communicator() = default;
-  explicit Communicator(MPI_Comm comm) { MPI_Comm_dup(comm, &comm_); }
-  ~Communicator() { reset(); }
-  Communicator(Communicator&& other) noexcept : comm_(std::exchange(other.comm_, MPI_COMM_NULL)) {}
-  Communicator& operator=(Communicator&& other) noexcept {
-    if (this != &other) {
-      reset();
-      comm_ = std::exchange(other.comm_, MPI_COMM_NULL);
-    }
-    return *this;
-  }
-  MPI_Comm get() const { return comm_; }
-
- private:
-  void reset() noexcept {
-    int finalized = 0;
-    MPI_Finalized(&finalized);
-    if (comm_ != MPI_COMM_NULL && !finalized) MPI_Comm_free(&comm_);
-    comm_ = MPI_COMM_NULL;
-  }
-  MPI_Comm comm_ = MPI_COMM_NULL;
-};
 
 }  // namespace kokkos_detail
 
@@ -468,8 +432,6 @@ class KokkosPlan {
              MatrixDesc* bias, const weave_plan_desc_t& options) {
     // The same Kokkos on both sides of the library boundary: Views and
     // execution spaces are passed by layout, not through a stable ABI.
-    MPI_Comm grid_comm = MPI_COMM_NULL;
-    check(weave_grid_group_comm(grid.get(), WEAVE_GROUP_GRID, &grid_comm));
     kokkos_detail::Mismatch version;
     const int built_with = kokkos_detail::weave_kokkos_version();
     if (built_with != KOKKOS_VERSION)
@@ -478,7 +440,8 @@ class KokkosPlan {
                      " but Weave was built with " +
                      (built_with ? "Kokkos " + kokkos_detail::version_text(built_with) : std::string("no Kokkos")) +
                      "; build both against the same Kokkos installation"};
-    kokkos_detail::agree(grid_comm, version);
+    // Reported by the first matrix's creation below, on every rank.
+    kokkos_detail::report(version);
 
     a_operand_ = capture("A", a);
     b_operand_ = capture("B", b);
@@ -502,9 +465,6 @@ class KokkosPlan {
     desc.desc.bias = bias ? bias_->get() : nullptr;
     plan_.emplace(grid, desc);
     skip_agreement_ = (options.flags & WEAVE_FLAG_NO_EXECUTE_CHECK) != 0;
-    MPI_Comm group_comm = MPI_COMM_NULL;
-    check(weave_grid_group_comm(grid.get(), options.group, &group_comm));
-    group_comm_ = kokkos_detail::Communicator(group_comm);
   }
 
   static kokkos_detail::Operand capture(const char* name, MatrixDesc& d) {
@@ -564,7 +524,9 @@ class KokkosPlan {
     if (skip_agreement_) {
       if (mismatch) throw Error(mismatch.status, mismatch.message);
     } else {
-      kokkos_detail::agree(group_comm_.get(), mismatch);
+      // The execute below fails on every rank of the group, within the
+      // plan's timeout, with the lowest failing rank's mismatch.
+      kokkos_detail::report(mismatch);
     }
 
     void* stream = nullptr;
@@ -601,7 +563,6 @@ class KokkosPlan {
   std::optional<Matrix> a_, b_, c_, bias_;
   kokkos_detail::Operand a_operand_, b_operand_, c_operand_, bias_operand_;
   std::optional<Plan> plan_;
-  kokkos_detail::Communicator group_comm_;
   bool skip_agreement_ = false;
 };
 

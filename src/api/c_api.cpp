@@ -22,6 +22,10 @@ template <class Body>
 weave_status_t guarded(Body&& body) noexcept {
   // Work that earlier timeouts left in flight: release what has completed.
   reap_abandoned_work();
+  // A binding's recorded error is for this call alone, whichever it is.
+  struct DropPending {
+    ~DropPending() { drop_pending_argument_error(); }
+  } drop_pending;
   try {
     body();
     return WEAVE_SUCCESS;
@@ -63,6 +67,22 @@ const char* weave_status_string(weave_status_t status) { return status_name(enum
 
 const char* weave_last_error(void) { return last_error(); }
 
+weave_status_t weave_report_argument_error(weave_status_t status, const char* message) {
+  // Not under `guarded`, which drops what a call recorded when it returns.
+  const int value = enum_value(status);
+  if (!message) {
+    set_last_error("message is NULL");
+    return WEAVE_ERROR_NULL_ARGUMENT;
+  }
+  if (value <= WEAVE_SUCCESS || value > WEAVE_ERROR_INTERNAL) {
+    set_last_error(str("status = ", value, " is not an error status (1 to ", static_cast<int>(WEAVE_ERROR_INTERNAL),
+                       ")"));
+    return WEAVE_ERROR_INVALID_VALUE;
+  }
+  set_pending_argument_error(status, message);
+  return WEAVE_SUCCESS;
+}
+
 size_t weave_dtype_size(weave_dtype_t dtype) {
   const int value = enum_value(dtype);
   return is_valid_dtype(value) ? dtype_size(static_cast<DType>(value)) : 0;
@@ -96,6 +116,7 @@ weave_status_t weave_grid_create(MPI_Comm comm, int prows, int pcols, weave_grid
     // rank is reported on all of them, so none is left waiting.
     auto handle = std::make_unique<weave_grid_s>();
     handle->state = GridState::create(comm, prows, pcols, [&] {
+      raise_pending_argument_error();
       require(grid, "grid");
       if (prows < 1 || pcols < 1)
         fail(WEAVE_ERROR_INVALID_VALUE, "grid shape ", prows, " x ", pcols, " must be positive");
@@ -167,6 +188,7 @@ weave_status_t weave_matrix_create(weave_grid_t grid, const weave_matrix_desc_t*
     std::string malformed;
     state->begin_call(wait_bounds_before_agreement(0, &malformed), "weave_matrix_create");
     agree_on_errors(state->channel(), [&] {
+      raise_pending_argument_error();
       if (!malformed.empty()) fail(WEAVE_ERROR_INVALID_VALUE, malformed);
       require(matrix, "matrix");
       require(desc, "desc");
@@ -262,6 +284,7 @@ weave_status_t weave_plan_create(weave_grid_t grid, const weave_plan_desc_t* des
     grid->state->begin_call(wait_bounds_before_agreement(timeout_ms, nullptr), "weave_plan_create");
     weave_plan_desc_t sized{};
     agree_on_errors(grid->state->channel(), [&] {
+      raise_pending_argument_error();
       require(plan, "plan");
       require(desc, "desc");
       sized = read_sized(desc, "desc");

@@ -592,6 +592,7 @@ void Plan::execute(const weave_execute_args_t* args_pointer) {
   }
   weave_execute_args_t args{};
   auto validate = [&] {
+    raise_pending_argument_error();
     if (!args_pointer) fail(WEAVE_ERROR_NULL_ARGUMENT, "args is NULL");
     args = read_sized(args_pointer, "args");
     validate_execute_args(args);

@@ -12,7 +12,27 @@ void set_last_error(std::string message) { g_last_error = std::move(message); }
 
 namespace {
 std::atomic<int> g_world_rank{-1};
+
+struct PendingError {
+  bool set = false;
+  weave_status_t status = WEAVE_SUCCESS;
+  std::string message;
+};
+thread_local PendingError g_pending;
+}  // namespace
+
+void set_pending_argument_error(weave_status_t status, std::string message) {
+  g_pending = {true, status, std::move(message)};
 }
+
+void raise_pending_argument_error() {
+  if (!g_pending.set) return;
+  PendingError pending = std::move(g_pending);
+  g_pending = {};
+  throw Error(pending.status, std::move(pending.message));
+}
+
+void drop_pending_argument_error() { g_pending = {}; }
 
 void remember_world_rank(int rank) { g_world_rank.store(rank, std::memory_order_relaxed); }
 

@@ -41,6 +41,14 @@ template <class... Parts>
 // Thread-local last-error message read by weave_last_error().
 void set_last_error(std::string message);
 
+// An error a binding found in the arguments of this thread's next
+// collective call (weave_report_argument_error): recorded here, raised by
+// that call's first agreement as this rank's failure, and dropped at the
+// end of whichever API call comes next.
+void set_pending_argument_error(weave_status_t status, std::string message);
+void raise_pending_argument_error();
+void drop_pending_argument_error();
+
 // This process's rank in MPI_COMM_WORLD, remembered by the first grid
 // creation (a call that may use MPI on its thread), so that a message of
 // a call that failed on this rank alone — a non-collective call, a handle

@@ -1521,6 +1521,44 @@ void malformed_wait_bounds_on_one_rank(weave_grid_t grid) {
   if (p.h) execute_all_ones(p.h, o, K, "execute after the rejected creations");
 }
 
+// A wrapper's own argument error (weave_report_argument_error) on one rank:
+// the next collective call fails on every rank with it, matrix creation and
+// execute alike; a non-collective call consumes it; bad reports are refused.
+void reported_argument_errors(weave_grid_t grid) {
+  const int last = g_size - 1;
+  const std::string named = "rank " + std::to_string(last) + ": ";
+  EXPECT_STATUS(weave_report_argument_error(WEAVE_SUCCESS, "not an error"), WEAVE_ERROR_INVALID_VALUE, "status");
+  EXPECT_STATUS(weave_report_argument_error(static_cast<weave_status_t>(99), "x"), WEAVE_ERROR_INVALID_VALUE,
+                "status = 99");
+  EXPECT_STATUS(weave_report_argument_error(WEAVE_ERROR_INVALID_VALUE, nullptr), WEAVE_ERROR_NULL_ARGUMENT, "message");
+  const weave_matrix_desc_t d = desc_of(4 * g_size, 3, WEAVE_DIST_BLOCK_ROW);
+  Matrix m;
+  if (g_rank == last) EXPECT_OK(weave_report_argument_error(WEAVE_ERROR_SHAPE_MISMATCH, "the wrapper's View is 9 x 3"));
+  EXPECT_STATUS(weave_matrix_create(grid, &d, &m.h), WEAVE_ERROR_SHAPE_MISMATCH, named + "the wrapper's View is 9 x 3");
+  if (m.h) fail_here("a failed weave_matrix_create left a handle");
+  // Consumed: the same call again succeeds.
+  EXPECT_OK(weave_matrix_create(grid, &d, &m.h));
+  // A non-collective call in between consumes the report too.
+  int rows = 0, cols = 0;
+  if (g_rank == last) EXPECT_OK(weave_report_argument_error(WEAVE_ERROR_INVALID_VALUE, "dropped"));
+  EXPECT_OK(weave_grid_shape(grid, &rows, &cols));
+  Matrix again;
+  EXPECT_OK(weave_matrix_create(grid, &d, &again.h));
+  // At execute: every rank fails with it, and the plan stays usable.
+  const int64_t M = 5, N = 4, K = 3 * g_size;
+  Operands o;
+  if (!make_operands(grid, WEAVE_GEMM_AR, M, N, K, &o)) return;
+  const weave_plan_desc_t pd = plan_desc(WEAVE_GEMM_AR, o);
+  Plan p;
+  if (weave_plan_create(grid, &pd, &p.h) != WEAVE_SUCCESS) return fail_here(std::string("setup: ") + weave_last_error());
+  std::vector<double> a = local_buffer(o.a.h, 1.0), b = local_buffer(o.b.h, 1.0), c = local_buffer(o.c.h, -7.0);
+  if (g_rank == last) EXPECT_OK(weave_report_argument_error(WEAVE_ERROR_INVALID_LEADING_DIMENSION, "C's View"));
+  EXPECT_STATUS(weave_execute(p.h, 1.0, a.data(), b.data(), 0.0, c.data(), nullptr, nullptr),
+                WEAVE_ERROR_INVALID_LEADING_DIMENSION, named + "C's View");
+  if (std::any_of(c.begin(), c.end(), [](double v) { return v != -7.0; })) fail_here("a refused execute wrote C");
+  execute_all_ones(p.h, o, K, "the execute after a reported error");
+}
+
 void execute_arguments(weave_grid_t grid) {
   const int64_t M = 5, N = 4, K = 3 * g_size;
   Operands o;
@@ -1694,6 +1732,7 @@ int main(int argc, char** argv) {
     run_check("grid shape", [] { grid_shapes(); });
     run_check("Weave's environment differs between ranks", [&] { environment_differs_between_ranks(g); });
     run_check("malformed wait bounds on one rank", [&] { malformed_wait_bounds_on_one_rank(g); });
+    run_check("a wrapper's argument error on one rank", [&] { reported_argument_errors(g); });
     run_check("execute arguments, then a good execute", [&] { execute_arguments(g); });
     run_check("execute with a gathered A", [&] { execute_gathered_leading_dimension(g); });
     run_check("matrix extents that overflow 64 bits", [&] { overflowing_matrix_extents(g); });
