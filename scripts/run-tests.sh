@@ -16,10 +16,10 @@ ctest --output-on-failure --timeout 900 --output-junit "$results" "$@" || status
 
 # ctest's JUnit file marks every test run, failed (a timeout too), skipped
 # (<skipped/>: SKIP_RETURN_CODE or SKIP_REGULAR_EXPRESSION) or not run.
-# Skipped gpu tests (labels gpu and gpu-emulated) are those without a GPU for
+# Skipped gpu tests (labels gpu, gpu-emulated and gpu-shared) are those without a GPU for
 # every rank (exit code 77).
 if [ -f "$results" ]; then
-  gpu_tests=" $(ctest -N -L '^gpu(-emulated)?$' | sed -n 's/^ *Test *#[0-9]*: \(.*\)$/\1/p' | tr '\n' ' ') "
+  gpu_tests=" $(ctest -N -L '^gpu(-emulated|-shared)?$' | sed -n 's/^ *Test *#[0-9]*: \(.*\)$/\1/p' | tr '\n' ' ') "
   awk -v gpu_tests="$gpu_tests" '
     function close_case() {
       if (name == "") return
