@@ -145,7 +145,7 @@ contains
   ! The message of the last failed Weave call on this thread ("" if none).
   function weave_last_error() result(message)
     character(len=:), allocatable :: message
-    message = fortran_string(c_weave_fortran_last_error())
+    message = fortran_string(c_weave_last_error())
   end function weave_last_error
 
   ! For wrappers that check what the library cannot see: an error this rank
@@ -870,13 +870,11 @@ contains
   ! Helpers
   ! ===========================================================================
 
-  ! Hands a status to the caller's stat. After a failed library call the
-  ! library's message is the newest, so a message the binding set earlier is
-  ! dropped.
+  ! Hands a status to the caller's stat (the message waits in
+  ! weave_last_error()).
   subroutine finish(status, stat)
     integer(c_int), intent(in) :: status
     integer, intent(out), optional :: stat
-    if (status /= WEAVE_SUCCESS) call c_weave_fortran_clear_error()
     if (present(stat)) stat = status
   end subroutine finish
 

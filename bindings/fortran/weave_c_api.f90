@@ -15,8 +15,7 @@ module weave_c_api
   public :: c_weave_matrix_local_offset, c_weave_matrix_ld, c_weave_matrix_local_elements
   public :: c_weave_plan_create, c_weave_plan_destroy, c_weave_plan_describe, c_weave_plan_get_info
   public :: c_weave_execute_ex, c_weave_plan_write_trace
-  public :: c_weave_report_argument_error
-  public :: c_weave_fortran_set_error, c_weave_fortran_clear_error, c_weave_fortran_last_error
+  public :: c_weave_last_error, c_weave_report_argument_error
   public :: fortran_string, c_string
 
   interface
@@ -184,7 +183,12 @@ module weave_c_api
       integer(c_int) :: status
     end function c_weave_plan_write_trace
 
-    ! --- errors found by the binding itself (weave_fortran_support.c) ---------
+    ! --- errors ------------------------------------------------------------
+    function c_weave_last_error() bind(C, name="weave_last_error") result(text)
+      import :: c_ptr
+      type(c_ptr) :: text
+    end function c_weave_last_error
+
     function c_weave_report_argument_error(status, message) bind(C, name="weave_report_argument_error") &
         result(result_status)
       import :: c_int, c_char
@@ -192,19 +196,6 @@ module weave_c_api
       character(kind=c_char), dimension(*), intent(in) :: message
       integer(c_int) :: result_status
     end function c_weave_report_argument_error
-
-    subroutine c_weave_fortran_set_error(message) bind(C, name="weave_fortran_set_error")
-      import :: c_char
-      character(kind=c_char), dimension(*), intent(in) :: message
-    end subroutine c_weave_fortran_set_error
-
-    subroutine c_weave_fortran_clear_error() bind(C, name="weave_fortran_clear_error")
-    end subroutine c_weave_fortran_clear_error
-
-    function c_weave_fortran_last_error() bind(C, name="weave_fortran_last_error") result(text)
-      import :: c_ptr
-      type(c_ptr) :: text
-    end function c_weave_fortran_last_error
 
     function c_strlen(text) bind(C, name="strlen") result(length)
       import :: c_ptr, c_size_t

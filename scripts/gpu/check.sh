@@ -175,9 +175,9 @@
 #                    (two ranks taking turns on one GPU: communication-bound
 #                    shapes only mean something); host-staged needs 2 GPUs.
 #   SHARED_TESTS     1 to run the gpu-shared tests at more ranks than GPUs, up
-#                    to 4 (default 1 where there are fewer than 4 GPUs and
-#                    GPU_TESTS is 1, else 0): the device, FP8 and random-shape matrices at 2-4
-#                    ranks sharing the GPUs, over every transport, and 2
+#                    to 4, where there are fewer than 4 GPUs (default: as
+#                    GPU_TESTS): the device, FP8 and random-shape matrices
+#                    at 2-4 ranks sharing the GPUs, over every transport, and 2
 #                    emulated nodes of 2 ranks (scripts/share-gpus.sh gives
 #                    each rank its own NCCL host identity). Correctness only:
 #                    the ranks' kernels take turns on a GPU. Output
@@ -673,9 +673,7 @@ fi
 # More ranks than GPUs: the gpu-shared tests at GPUS+1 .. 4 ranks.
 SHARED_SUMMARY=""
 SHARED_RC=0
-SHARED_DEFAULT=0
-if [ "$GPUS" -lt 4 ] && [ "${GPU_TESTS:-1}" = 1 ]; then SHARED_DEFAULT=1; fi
-if [ "${SHARED_TESTS:-$SHARED_DEFAULT}" = 1 ] && [ "$GPUS" -lt 4 ]; then
+if [ "${SHARED_TESTS:-${GPU_TESTS:-1}}" = 1 ] && [ "$GPUS" -lt 4 ]; then
   say "running ctest -L gpu-shared at $((GPUS + 1))-4 ranks on $GPUS GPU(s) (ranks share GPUs: correctness only)"
   (cd "$BUILD_DIR" && ctest -L "^gpu-shared$" -R "\\.np[$((GPUS + 1))-4]$" -j 1 --output-on-failure) \
     >"$OUT/ctest-shared.log" 2>&1 || SHARED_RC=$?

@@ -6,11 +6,6 @@ namespace weave::internal {
 
 namespace {
 thread_local std::string g_last_error;
-}
-
-void set_last_error(std::string message) { g_last_error = std::move(message); }
-
-namespace {
 std::atomic<int> g_world_rank{-1};
 
 struct PendingError {
@@ -21,14 +16,17 @@ struct PendingError {
 thread_local PendingError g_pending;
 }  // namespace
 
+void set_last_error(std::string message) { g_last_error = std::move(message); }
+
+const char* last_error() { return g_last_error.c_str(); }
+
 void set_pending_argument_error(weave_status_t status, std::string message) {
   g_pending = {true, status, std::move(message)};
 }
 
 void raise_pending_argument_error() {
   if (!g_pending.set) return;
-  PendingError pending = std::move(g_pending);
-  g_pending = {};
+  PendingError pending = std::exchange(g_pending, {});
   throw Error(pending.status, std::move(pending.message));
 }
 
@@ -40,8 +38,6 @@ std::string naming_world_rank(const std::string& message) {
   const int rank = g_world_rank.load(std::memory_order_relaxed);
   return rank < 0 ? message : "rank " + std::to_string(rank) + " (MPI_COMM_WORLD): " + message;
 }
-
-const char* last_error() { return g_last_error.c_str(); }
 
 const char* status_name(int status) {
   switch (status) {

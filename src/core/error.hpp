@@ -40,6 +40,7 @@ template <class... Parts>
 
 // Thread-local last-error message read by weave_last_error().
 void set_last_error(std::string message);
+const char* last_error();
 
 // An error a binding found in the arguments of this thread's next
 // collective call (weave_report_argument_error): recorded here, raised by
@@ -58,7 +59,6 @@ void drop_pending_argument_error();
 // MPI_COMM_WORLD rank yet, the message stays as it is.
 void remember_world_rank(int rank);
 std::string naming_world_rank(const std::string& message);
-const char* last_error();
 
 // `status` is a weave_status_t as an int (see core/enum_value.hpp).
 const char* status_name(int status);

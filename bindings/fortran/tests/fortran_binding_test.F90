@@ -149,10 +149,10 @@ contains
     ! Every rank passes one count too many.
     call weave_matrix_create(grid, nranks + 1, 3, WEAVE_FLOAT64, WEAVE_DIST_BLOCK_ROW, m, stat, row_counts=counts)
     call check_status(stat, WEAVE_ERROR_INVALID_COUNTS, "row_counts one entry too long")
-    call check(index(weave_last_error(), "row_counts has") > 0, "the binding's message: " // weave_last_error())
+    call check(index(weave_last_error(), "row_counts has") > 0, "the count length's message: " // weave_last_error())
     call check(.not. c_associated(m%handle), "failed matrix create leaves a null handle")
 
-    ! A later failure of the library replaces the binding's message.
+    ! A later failure replaces that message.
     call weave_matrix_local_shape(m, rows, cols, stat)
     call check_status(stat, WEAVE_ERROR_NULL_ARGUMENT, "query of a null matrix")
     call check(index(weave_last_error(), "row_counts has") == 0, "the library's message is the newest")
